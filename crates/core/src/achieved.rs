@@ -1,0 +1,193 @@
+//! What the kernel actually gave a target, as data. `pmscope-target` fills it in after
+//! mapping and pre-faulting; every record carries it.
+
+use crate::units::{GIB1, KIB4, MIB2, page_size_name};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How stores to a target become durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Persistence {
+    /// Ordinary DRAM: nothing survives a power failure.
+    Volatile,
+    /// A DAX mapping (MAP_SYNC accepted, or a devdax device): cache-line flushes and a
+    /// fence make a store durable.
+    Dax,
+    /// A page-cache mapping of a file: durable only after `msync`.
+    PageCache,
+}
+
+impl Persistence {
+    /// The phrase the CLI prints.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Persistence::Volatile => "volatile",
+            Persistence::Dax => "dax",
+            Persistence::PageCache => "page-cache (msync needed)",
+        }
+    }
+}
+
+/// Bytes of the range backed by each page size, as `/proc/self/smaps` reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageMix {
+    /// Bytes mapped with 4 KiB pages.
+    pub bytes_4k: u64,
+    /// Bytes mapped with 2 MiB pages (THP, hugetlb 2M, devdax or PMD-mapped file).
+    pub bytes_2m: u64,
+    /// Bytes mapped with 1 GiB pages.
+    pub bytes_1g: u64,
+    /// Bytes of the range not resident at all (e.g. never touched or reclaimed).
+    pub bytes_unmapped: u64,
+    /// Whether smaps can see this mapping's page sizes. It cannot for fsdax files (DAX pages
+    /// are devmap and smaps skips them), where the fault count is the only evidence.
+    pub smaps_sees_mapping: bool,
+}
+
+impl PageMix {
+    /// Fraction of `len` backed by pages of `size` bytes.
+    pub fn fraction(&self, size: u64, len: u64) -> f64 {
+        if len == 0 {
+            return 0.0;
+        }
+        let b = match size {
+            KIB4 => self.bytes_4k,
+            MIB2 => self.bytes_2m,
+            GIB1 => self.bytes_1g,
+            _ => 0,
+        };
+        b as f64 / len as f64
+    }
+
+    /// The page size backing most of the range, if anything is resident.
+    pub fn dominant(&self) -> Option<u64> {
+        let options = [(self.bytes_1g, GIB1), (self.bytes_2m, MIB2), (self.bytes_4k, KIB4)];
+        options
+            .iter()
+            .filter(|(b, _)| *b > 0)
+            .max_by_key(|(b, _)| *b)
+            .map(|(_, s)| *s)
+    }
+}
+
+/// The page size inferred from the pre-fault pass: mapped bytes / minor faults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FaultEvidence {
+    /// Minor faults counted (getrusage, this thread) during the pre-fault pass.
+    pub minor_faults: u64,
+    /// Mapped bytes / minor faults.
+    pub bytes_per_fault: f64,
+    /// The page size that quotient is closest to (on a log scale), when it is clear.
+    pub page_size: Option<u64>,
+}
+
+impl FaultEvidence {
+    /// Infers a page size from `faults` while touching `len` bytes. A quotient within a
+    /// factor of two of 4 KiB, 2 MiB or 1 GiB names that size; anything else is unclear.
+    pub fn from_faults(len: u64, faults: u64) -> FaultEvidence {
+        let bytes_per_fault = if faults == 0 {
+            f64::INFINITY
+        } else {
+            len as f64 / faults as f64
+        };
+        let page_size = [KIB4, MIB2, GIB1].into_iter().find(|&s| {
+            let r = bytes_per_fault / s as f64;
+            (0.5..2.0).contains(&r)
+        });
+        FaultEvidence {
+            minor_faults: faults,
+            bytes_per_fault,
+            page_size,
+        }
+    }
+}
+
+/// The verified configuration of one mapped target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Achieved {
+    /// Length of the mapping in bytes.
+    pub bytes: u64,
+    /// Page sizes seen in smaps.
+    pub pages: PageMix,
+    /// Page size inferred from the fault count of the pre-fault pass.
+    pub faults: FaultEvidence,
+    /// The page size pmscope believes backs the range, and from which evidence.
+    pub page_size: Option<u64>,
+    /// `smaps`, `faults` or `smaps+faults`: which evidence `page_size` rests on.
+    pub page_size_source: String,
+    /// Pages found on each NUMA node (move_pages with nodes = NULL), by node id.
+    pub nodes: BTreeMap<u32, u64>,
+    /// Pages whose node move_pages could not tell (negative status), if any.
+    pub nodes_unknown: u64,
+    /// Whether the node query sampled the range rather than asking for every page.
+    pub nodes_sampled: bool,
+    /// How stores become durable.
+    pub persistence: Persistence,
+    /// Whether the kernel accepted MAP_SHARED_VALIDATE | MAP_SYNC (None: not attempted).
+    pub map_sync: Option<bool>,
+    /// The backing file or device, if any.
+    pub path: Option<String>,
+    /// The file system type of the backing file (`ext4`, `tmpfs`, `hugetlbfs`, ...).
+    pub filesystem: Option<String>,
+    /// Mapping alignment required by the device (devdax) or chosen (huge pages).
+    pub alignment: Option<u64>,
+    /// Wall time of the pre-fault pass, in nanoseconds.
+    pub prefault_ns: u64,
+}
+
+impl Achieved {
+    /// A one-line description for tables: `2m 100% (smaps+faults), node 0, volatile`.
+    pub fn describe(&self) -> String {
+        let pages = match self.page_size {
+            Some(s) => {
+                let pct = if self.pages.smaps_sees_mapping {
+                    format!(" {:.0}%", 100.0 * self.pages.fraction(s, self.bytes))
+                } else {
+                    String::new()
+                };
+                format!("{}{} ({})", page_size_name(s), pct, self.page_size_source)
+            }
+            None => "page size unclear".to_string(),
+        };
+        let nodes: Vec<String> = self.nodes.keys().map(|n| n.to_string()).collect();
+        let nodes = match nodes.len() {
+            0 => "node unknown".to_string(),
+            1 => format!("node {}", nodes[0]),
+            _ => format!("nodes {}", nodes.join(",")),
+        };
+        format!("{pages}, {nodes}, {}", self.persistence.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_evidence_matches_labvm_figures() {
+        // labvm README: 64 MiB in 33 faults is PMD-mapped, 16 385 faults is 4 KiB.
+        let pmd = FaultEvidence::from_faults(64 << 20, 33);
+        assert_eq!(pmd.page_size, Some(MIB2));
+        let pte = FaultEvidence::from_faults(64 << 20, 16_385);
+        assert_eq!(pte.page_size, Some(KIB4));
+        let mixed = FaultEvidence::from_faults(64 << 20, 2_000);
+        assert_eq!(mixed.page_size, None);
+        assert_eq!(FaultEvidence::from_faults(1 << 30, 1).page_size, Some(GIB1));
+        assert_eq!(FaultEvidence::from_faults(1 << 20, 0).page_size, None);
+    }
+
+    #[test]
+    fn page_mix_dominant_and_fraction() {
+        let m = PageMix {
+            bytes_4k: 1 << 20,
+            bytes_2m: 6 << 20,
+            bytes_1g: 0,
+            bytes_unmapped: 1 << 20,
+            smaps_sees_mapping: true,
+        };
+        assert_eq!(m.dominant(), Some(MIB2));
+        assert!((m.fraction(MIB2, 8 << 20) - 0.75).abs() < 1e-12);
+        assert_eq!(PageMix::default().dominant(), None);
+    }
+}

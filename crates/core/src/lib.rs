@@ -1,0 +1,24 @@
+//! pmscope's vocabulary: the types every other crate speaks, with no I/O and no `unsafe`.
+//!
+//! * [`units`] — byte sizes (binary prefixes) and their grammar;
+//! * [`range`] — the one grammar for every sweep axis (`64..4KiB:x2`, `1,2,4`);
+//! * [`cpulist`] — CPU and node lists as the kernel writes them (`0-3,8`);
+//! * [`summary`] — n, min, percentiles, max, mean, stddev of a sample;
+//! * [`warning`] — a finding about the configuration, always with its remedy;
+//! * [`achieved`] — what the kernel actually gave a target (page sizes, nodes, DAX);
+//! * [`record`] — THE result schema, with its version.
+//!
+//! ```
+//! use pmscope_core::units::Bytes;
+//! assert_eq!("2MiB".parse::<Bytes>().unwrap(), Bytes(2 << 20));
+//! assert_eq!(Bytes(1 << 30).to_string(), "1GiB");
+//! ```
+#![deny(missing_docs)]
+
+pub mod achieved;
+pub mod cpulist;
+pub mod range;
+pub mod record;
+pub mod summary;
+pub mod units;
+pub mod warning;

@@ -1,0 +1,165 @@
+//! THE result schema. Every measurement pmscope makes, in every experiment, is one
+//! [`Record`]: JSON Lines with `--json` or `-o FILE`, a table row otherwise. Field names
+//! carry their unit (`latency_ns`, `bandwidth_gb_s`); `docs/results-schema.md` describes
+//! each field and must change together with [`SCHEMA_VERSION`].
+
+use crate::achieved::Achieved;
+use crate::summary::Summary;
+use crate::warning::Warning;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the record layout. Bump it whenever a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One measurement (or one verified configuration) with everything needed to interpret it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// [`SCHEMA_VERSION`] at the time of writing.
+    pub schema_version: u32,
+    /// Version of the pmscope binary that wrote it.
+    pub pmscope_version: String,
+    /// The experiment (`verify`, `latency`, `bandwidth`, ...).
+    pub experiment: String,
+    /// Milliseconds since the Unix epoch when the measurement finished.
+    pub timestamp_ms: u64,
+    /// The command line, argument by argument.
+    pub command_line: Vec<String>,
+    /// The target measured, as asked and as achieved.
+    pub target: Option<TargetRecord>,
+    /// The machine.
+    pub system: SystemSummary,
+    /// Parameters of this point (access size, threads, pattern, ...).
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Name and unit of the summarised quantity (`latency_ns`, `bandwidth_gb_s`).
+    pub metric: Option<String>,
+    /// Summary of the samples of `metric`.
+    pub summary: Option<Summary>,
+    /// Further named figures of this point, each with its unit in the name.
+    pub values: BTreeMap<String, f64>,
+    /// Where each worker thread asked to run and where it ran.
+    pub threads: Vec<ThreadPlacement>,
+    /// Findings about the configuration, each with a remedy.
+    pub warnings: Vec<Warning>,
+}
+
+/// A target as asked for and as the kernel gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetRecord {
+    /// The canonical target spec (`dram:thp,node=0`).
+    pub spec: String,
+    /// The verified configuration.
+    pub achieved: Achieved,
+}
+
+/// Where one worker thread ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadPlacement {
+    /// Worker index.
+    pub worker: usize,
+    /// The CPU it was pinned to.
+    pub cpu_requested: usize,
+    /// The CPU `sched_getcpu` reported at the end of its work.
+    pub cpu_observed: usize,
+}
+
+/// The timer behind every time in a record.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimerInfo {
+    /// `tsc` (rdtsc/rdtscp, calibrated) or `clock_gettime` (CLOCK_MONOTONIC_RAW fallback).
+    pub source: TimerSource,
+    /// Ticks per second (TSC frequency measured against CLOCK_MONOTONIC_RAW; 1e9 for
+    /// clock_gettime).
+    pub hz: f64,
+    /// Whether the CPU declares an invariant TSC (CPUID 0x80000007 EDX bit 8).
+    pub invariant_tsc: bool,
+    /// Median cost of one start/stop pair, in nanoseconds; subtracted where single
+    /// accesses are timed.
+    pub overhead_ns: f64,
+}
+
+/// Which clock a timer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerSource {
+    /// The time-stamp counter.
+    Tsc,
+    /// `clock_gettime(CLOCK_MONOTONIC_RAW)`.
+    ClockGettime,
+}
+
+/// The facts about the machine that every record repeats (the full inventory is
+/// `pmscope info`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SystemSummary {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// CPU brand string.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpus_online: usize,
+    /// NUMA nodes with memory or CPUs.
+    pub numa_nodes: usize,
+    /// Whether the machine runs under a hypervisor (CPUID leaf 1 ECX bit 31).
+    pub hypervisor: bool,
+    /// The timer used, if one was calibrated for this run.
+    pub timer: Option<TimerInfo>,
+    /// `/sys/kernel/mm/transparent_hugepage/enabled`, active value.
+    pub thp_enabled: String,
+    /// `/sys/kernel/mm/transparent_hugepage/defrag`, active value.
+    pub thp_defrag: String,
+}
+
+impl Record {
+    /// A record of `experiment` with the given context and nothing measured yet.
+    pub fn new(experiment: &str, command_line: Vec<String>, system: SystemSummary) -> Record {
+        Record {
+            schema_version: SCHEMA_VERSION,
+            pmscope_version: env!("CARGO_PKG_VERSION").to_string(),
+            experiment: experiment.to_string(),
+            timestamp_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            command_line,
+            target: None,
+            system,
+            params: BTreeMap::new(),
+            metric: None,
+            summary: None,
+            values: BTreeMap::new(),
+            threads: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Sets one parameter.
+    pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Record {
+        self.params.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Sets one named figure.
+    pub fn value(mut self, key: &str, v: f64) -> Record {
+        self.values.insert(key.to_string(), v);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialises_with_version_and_round_trips() {
+        let r = Record::new("verify", vec!["pmscope".into()], SystemSummary::default())
+            .param("threads", 2)
+            .value("prefault_ms", 1.5);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"schema_version\":1"));
+        let back: Record = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+    }
+}

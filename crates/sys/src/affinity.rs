@@ -1,0 +1,63 @@
+//! CPU affinity of the calling thread: pin, ask where it runs, list the allowed CPUs.
+#![allow(unsafe_code)]
+
+use std::io;
+
+/// Pins the calling thread to exactly `cpu`.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so CPU_SET stays inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the set is a valid local and its size is passed; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPUs the calling thread may run on (its affinity mask), ascending.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes into the local set.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: i is below CPU_SETSIZE, inside the set.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .collect())
+}
+
+/// The CPU the calling thread is running on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only reads.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_and_observe() {
+        let allowed = allowed_cpus().unwrap();
+        let last = *allowed.last().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(last).unwrap();
+            assert_eq!(current_cpu(), Some(last));
+            assert_eq!(allowed_cpus().unwrap(), vec![last]);
+        })
+        .join()
+        .unwrap();
+        assert!(pin_current_thread(1 << 20).is_err());
+    }
+}

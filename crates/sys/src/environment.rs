@@ -1,0 +1,130 @@
+//! Facts about the machine that silently distort memory measurements: automatic NUMA
+//! balancing, the CPU frequency governor, the load average, the hardware prefetchers, plus
+//! the identity facts every record repeats (kernel, host name, online CPUs, tools present).
+//! Judging these facts (which are warnings, and their remedies) is `pmscope-runner`'s
+//! `sanity` module; this one only reads.
+#![allow(unsafe_code)]
+
+use crate::sysroot::SysRoot;
+use serde::{Deserialize, Serialize};
+
+/// `/proc/sys/kernel/numa_balancing` (0 off, 1 on, 2 memory tiering); `None` if absent.
+pub fn numa_balancing(root: &SysRoot) -> Option<u64> {
+    root.read_u64("proc/sys/kernel/numa_balancing")
+}
+
+/// The scaling governor of each CPU that has cpufreq, as (cpu, governor).
+pub fn governors(root: &SysRoot, cpus: &[usize]) -> Vec<(usize, String)> {
+    cpus.iter()
+        .filter_map(|&c| {
+            let g = root.read_trim(&format!(
+                "sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"
+            ))?;
+            Some((c, g))
+        })
+        .collect()
+}
+
+/// The 1-minute load average.
+pub fn load_average(root: &SysRoot) -> Option<f64> {
+    root.read("proc/loadavg")?.split_whitespace().next()?.parse().ok()
+}
+
+/// Online CPUs (`/sys/devices/system/cpu/online`).
+pub fn online_cpus(root: &SysRoot) -> Vec<usize> {
+    root.read("sys/devices/system/cpu/online")
+        .and_then(|s| pmscope_core::cpulist::parse_list(&s).ok())
+        .unwrap_or_default()
+}
+
+/// Kernel release, `uname -r`.
+pub fn kernel_release(root: &SysRoot) -> String {
+    root.read_trim("proc/sys/kernel/osrelease").unwrap_or_default()
+}
+
+/// Host name.
+pub fn hostname(root: &SysRoot) -> String {
+    root.read_trim("proc/sys/kernel/hostname").unwrap_or_default()
+}
+
+/// Whether an executable of this name is on `PATH` (or in /sbin, /usr/sbin).
+pub fn tool_installed(name: &str) -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// What is known of the hardware prefetchers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prefetchers {
+    /// `on`, `off`, `partly off` or `unknown`.
+    pub state: String,
+    /// How it was found, or why it could not be.
+    pub detail: String,
+}
+
+/// Reads the prefetcher control MSR of CPU 0 through `/dev/cpu/0/msr` where the msr driver
+/// is loaded and we may read it: Intel MSR 0x1A4 (MISC_FEATURE_CONTROL, bits 0-3 disable the
+/// L2 stream, L2 adjacent-line, L1 streamer and L1 IP prefetchers), AMD MSR 0xC0000108
+/// (PrefetchControl, Zen 3 and later). Under a hypervisor the MSRs are the hypervisor's
+/// fiction at best, so the answer there is "unknown".
+pub fn prefetchers(vendor: &str, hypervisor: bool) -> Prefetchers {
+    let unknown = |detail: &str| Prefetchers {
+        state: "unknown".into(),
+        detail: detail.into(),
+    };
+    if hypervisor {
+        return unknown("running under a hypervisor: its prefetcher MSRs are not the host's");
+    }
+    let (msr, mask): (u64, u64) = match vendor {
+        "GenuineIntel" => (0x1A4, 0xF),
+        "AuthenticAMD" => (0xC000_0108, 0x2F),
+        _ => return unknown("unknown CPU vendor"),
+    };
+    let file = match std::fs::File::open("/dev/cpu/0/msr") {
+        Ok(f) => f,
+        Err(e) => {
+            return unknown(&format!(
+                "cannot read /dev/cpu/0/msr ({e}); `modprobe msr` as root makes it readable"
+            ));
+        }
+    };
+    let mut buf = [0u8; 8];
+    use std::os::unix::fs::FileExt;
+    match file.read_exact_at(&mut buf, msr) {
+        Ok(()) => {
+            let v = u64::from_le_bytes(buf) & mask;
+            let state = if v == 0 {
+                "on"
+            } else if v == mask {
+                "off"
+            } else {
+                "partly off"
+            };
+            Prefetchers {
+                state: state.into(),
+                detail: format!("MSR {msr:#x} = {v:#x}"),
+            }
+        }
+        Err(e) => unknown(&format!("reading MSR {msr:#x} failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_facts() {
+        let r = SysRoot::at("/");
+        assert!(!kernel_release(&r).is_empty());
+        assert!(!online_cpus(&r).is_empty());
+        assert!(load_average(&r).is_some());
+        assert!(tool_installed("sh").is_some());
+        assert!(tool_installed("surely-not-a-tool-xyz").is_none());
+        assert_eq!(prefetchers("GenuineIntel", true).state, "unknown");
+    }
+}

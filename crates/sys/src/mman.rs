@@ -1,0 +1,226 @@
+//! Memory-mapping syscalls with the flags pmscope needs and the standard library lacks:
+//! hugetlb page-size flags, `MAP_SHARED_VALIDATE | MAP_SYNC`, THP advice, aligned placement.
+//!
+//! Creating a mapping is safe (it never touches memory we already use: the aligned variant
+//! places its `MAP_FIXED` mapping only inside a reservation it made itself); removing or
+//! changing one is `unsafe`, because the caller must promise nothing still refers to it.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// `MAP_SHARED_VALIDATE` (Linux 4.15): like MAP_SHARED, but unknown flags are an error
+/// instead of being ignored — which is what makes MAP_SYNC's refusal observable.
+pub const MAP_SHARED_VALIDATE: libc::c_int = 0x03;
+/// `MAP_SYNC` (Linux 4.15): page faults make the file's metadata durable, so a DAX
+/// mapping's stores need only cache flushes, never msync. EOPNOTSUPP off DAX.
+pub const MAP_SYNC: libc::c_int = 0x80000;
+const MAP_HUGE_SHIFT: libc::c_int = 26;
+
+/// How an anonymous mapping is backed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnonPages {
+    /// Base pages; THP explicitly refused with `MADV_NOHUGEPAGE`.
+    Base,
+    /// Transparent huge pages requested with `MADV_HUGEPAGE`.
+    Transparent,
+    /// hugetlb pages of the given size in bytes (`MAP_HUGETLB | log2(size) << MAP_HUGE_SHIFT`).
+    Hugetlb(u64),
+}
+
+/// A mapping created here: start address and length. Dropping it does not unmap; the
+/// owner (pmscope-target's `Mapping`) calls [`munmap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawMap {
+    /// First byte.
+    pub ptr: *mut u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+// SAFETY: a RawMap is an address and a length; who may touch the memory is decided by its
+// owner, which is Send/Sync on its own terms.
+unsafe impl Send for RawMap {}
+// SAFETY: as above.
+unsafe impl Sync for RawMap {}
+
+fn check(ptr: *mut libc::c_void) -> io::Result<*mut u8> {
+    if ptr == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ptr.cast())
+    }
+}
+
+/// Reserves `len` bytes of address space aligned to `align` (PROT_NONE, no memory), so a
+/// later `MAP_FIXED` mapping inside it can be PMD- or PUD-mapped.
+fn reserve_aligned(len: usize, align: usize) -> io::Result<*mut u8> {
+    let total = len + align;
+    // SAFETY: a fresh anonymous PROT_NONE mapping at a kernel-chosen address touches
+    // nothing that exists.
+    let base = check(unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            total,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    })?;
+    let start = (base as usize).next_multiple_of(align);
+    let head = start - base as usize;
+    let tail = total - head - len;
+    // SAFETY: head and tail are the unused ends of the reservation just made above.
+    unsafe {
+        if head > 0 {
+            libc::munmap(base.cast(), head);
+        }
+        if tail > 0 {
+            libc::munmap((start + len) as *mut libc::c_void, tail);
+        }
+    }
+    Ok(start as *mut u8)
+}
+
+/// Maps `len` bytes of private anonymous memory, aligned to `align` (a power of two of at
+/// least 4 KiB), with the page policy `pages`. Nothing is touched: the caller binds it to a
+/// node first (mbind before first touch) and then pre-faults it.
+pub fn map_anonymous(len: usize, align: usize, pages: AnonPages) -> io::Result<RawMap> {
+    let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    if let AnonPages::Hugetlb(size) = pages {
+        flags |= libc::MAP_HUGETLB | ((size.trailing_zeros() as libc::c_int) << MAP_HUGE_SHIFT);
+    }
+    let at = reserve_aligned(len, align)?;
+    // SAFETY: MAP_FIXED replaces only our own PROT_NONE reservation of exactly this range.
+    let ptr = check(unsafe {
+        libc::mmap(
+            at.cast(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags | libc::MAP_FIXED,
+            -1,
+            0,
+        )
+    });
+    let ptr = match ptr {
+        Ok(p) => p,
+        Err(e) => {
+            // SAFETY: the reservation is ours and nothing refers to it.
+            unsafe { libc::munmap(at.cast(), len) };
+            return Err(e);
+        }
+    };
+    let advice = match pages {
+        AnonPages::Base => Some(libc::MADV_NOHUGEPAGE),
+        AnonPages::Transparent => Some(libc::MADV_HUGEPAGE),
+        AnonPages::Hugetlb(_) => None,
+    };
+    if let Some(advice) = advice {
+        // SAFETY: the range is the mapping just created; THP advice does not change contents.
+        if unsafe { libc::madvise(ptr.cast(), len, advice) } != 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: the mapping is ours and nothing refers to it yet.
+            unsafe { libc::munmap(ptr.cast(), len) };
+            return Err(e);
+        }
+    }
+    Ok(RawMap { ptr, len })
+}
+
+/// How a file is mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileMapMode {
+    /// `MAP_SHARED_VALIDATE | MAP_SYNC`: fails with EOPNOTSUPP unless the file is on DAX.
+    Sync,
+    /// Plain `MAP_SHARED`.
+    Shared,
+}
+
+/// Maps `len` bytes of an open file (or device) from offset 0, shared, aligned to `align`.
+pub fn map_file(fd: BorrowedFd<'_>, len: usize, align: usize, mode: FileMapMode) -> io::Result<RawMap> {
+    let flags = match mode {
+        FileMapMode::Sync => MAP_SHARED_VALIDATE | MAP_SYNC,
+        FileMapMode::Shared => libc::MAP_SHARED,
+    };
+    let at = reserve_aligned(len, align)?;
+    // SAFETY: MAP_FIXED replaces only our own PROT_NONE reservation of exactly this range.
+    let ptr = check(unsafe {
+        libc::mmap(
+            at.cast(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags | libc::MAP_FIXED,
+            fd.as_raw_fd(),
+            0,
+        )
+    });
+    match ptr {
+        Ok(ptr) => Ok(RawMap { ptr, len }),
+        Err(e) => {
+            // SAFETY: the reservation is ours; a failed MAP_FIXED leaves it (or nothing) there.
+            unsafe { libc::munmap(at.cast(), len) };
+            Err(e)
+        }
+    }
+}
+
+/// Unmaps a mapping.
+///
+/// # Safety
+/// `map` must come from this module and nothing may refer to its memory any more.
+pub unsafe fn munmap(map: RawMap) -> io::Result<()> {
+    // SAFETY: forwarded to the caller's promise.
+    if unsafe { libc::munmap(map.ptr.cast(), map.len) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `msync(MS_SYNC)` over `[ptr, ptr + len)`, rounded out to whole pages.
+///
+/// # Safety
+/// The range must lie inside one live mapping.
+pub unsafe fn msync(ptr: *const u8, len: usize) -> io::Result<()> {
+    let page = crate::memory::page_size();
+    let start = (ptr as usize) & !(page - 1);
+    let end = (ptr as usize + len).next_multiple_of(page);
+    // SAFETY: forwarded to the caller's promise; rounding stays within the mapping's pages.
+    if unsafe { libc::msync(start as *mut libc::c_void, end - start, libc::MS_SYNC) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anonymous_mapping_is_aligned_and_usable() {
+        let m = map_anonymous(4 << 20, 2 << 20, AnonPages::Base).unwrap();
+        assert_eq!(m.ptr as usize % (2 << 20), 0);
+        // SAFETY: the mapping is 4 MiB, readable and writable, and ours alone.
+        unsafe {
+            m.ptr.write_volatile(7);
+            m.ptr.add(m.len - 1).write_volatile(9);
+            assert_eq!(m.ptr.read_volatile(), 7);
+            munmap(m).unwrap();
+        }
+    }
+
+    #[test]
+    fn map_sync_is_refused_off_dax() {
+        // /dev/shm is tmpfs, never DAX: MAP_SYNC must fail with EOPNOTSUPP (labvm README).
+        let f = tempfile::tempfile_in("/dev/shm").unwrap();
+        f.set_len(1 << 20).unwrap();
+        use std::os::fd::AsFd;
+        let e = map_file(f.as_fd(), 1 << 20, 4096, FileMapMode::Sync).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP));
+        let m = map_file(f.as_fd(), 1 << 20, 4096, FileMapMode::Shared).unwrap();
+        // SAFETY: the mapping is ours and nothing refers to it.
+        unsafe { munmap(m).unwrap() };
+    }
+}

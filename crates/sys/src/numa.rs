@@ -1,0 +1,234 @@
+//! NUMA: the node inventory from sysfs (including memory-only, CXL-like nodes and their
+//! HMAT figures), binding a range to a node before first touch (`mbind(MPOL_BIND)`), and
+//! asking where each page actually is (`move_pages` with `nodes = NULL`).
+//! Rustix has none of these syscalls; they go through `libc::syscall`.
+#![allow(unsafe_code)]
+
+use crate::sysroot::SysRoot;
+use pmscope_core::cpulist::parse_list;
+use serde::{Deserialize, Serialize};
+use std::io;
+
+/// One NUMA node as sysfs describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Node id.
+    pub id: u32,
+    /// CPUs of the node; empty for a memory-only node.
+    pub cpus: Vec<usize>,
+    /// Memory of the node in bytes (`MemTotal` of its meminfo).
+    pub mem_total_bytes: u64,
+    /// Free memory of the node in bytes.
+    pub mem_free_bytes: u64,
+    /// Distances to every node, in node order (`distance`).
+    pub distances: Vec<u32>,
+    /// ACPI HMAT figures for accesses from this node's best initiators, where sysfs has
+    /// them (`access0/initiators/read_latency` in ns, `read_bandwidth` in MB/s, ...).
+    pub hmat: Option<Hmat>,
+    /// The memory tier the node belongs to (`/sys/devices/virtual/memory_tiering`).
+    pub memory_tier: Option<String>,
+}
+
+impl Node {
+    /// A node with memory and no CPUs: CXL-attached memory, dax/kmem, or an emulated one.
+    pub fn is_memory_only(&self) -> bool {
+        self.cpus.is_empty() && self.mem_total_bytes > 0
+    }
+}
+
+/// HMAT performance attributes of a memory target as seen from its local initiators.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hmat {
+    /// Read latency in nanoseconds.
+    pub read_latency_ns: Option<u64>,
+    /// Write latency in nanoseconds.
+    pub write_latency_ns: Option<u64>,
+    /// Read bandwidth in MB/s.
+    pub read_bandwidth_mb_s: Option<u64>,
+    /// Write bandwidth in MB/s.
+    pub write_bandwidth_mb_s: Option<u64>,
+}
+
+/// Every node listed in `/sys/devices/system/node/possible` that has a directory, ascending.
+pub fn nodes(root: &SysRoot) -> Vec<Node> {
+    let tiers = memory_tiers(root);
+    let mut ids: Vec<u32> = root
+        .list("sys/devices/system/node")
+        .iter()
+        .filter_map(|d| d.strip_prefix("node")?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.into_iter()
+        .map(|id| {
+            let dir = format!("sys/devices/system/node/node{id}");
+            let meminfo = root.read(&format!("{dir}/meminfo")).unwrap_or_default();
+            let field = |name: &str| -> u64 {
+                meminfo
+                    .lines()
+                    .find(|l| l.contains(&format!(" {name}:")))
+                    .and_then(|l| l.split(':').nth(1))
+                    .and_then(|v| v.split_whitespace().next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .map(|kb| kb * 1024)
+                    .unwrap_or(0)
+            };
+            let hmat_dir = format!("{dir}/access0/initiators");
+            let hm = |f: &str| root.read_u64(&format!("{hmat_dir}/{f}"));
+            let hmat = Hmat {
+                read_latency_ns: hm("read_latency"),
+                write_latency_ns: hm("write_latency"),
+                read_bandwidth_mb_s: hm("read_bandwidth"),
+                write_bandwidth_mb_s: hm("write_bandwidth"),
+            };
+            Node {
+                id,
+                cpus: root
+                    .read(&format!("{dir}/cpulist"))
+                    .and_then(|s| parse_list(&s).ok())
+                    .unwrap_or_default(),
+                mem_total_bytes: field("MemTotal"),
+                mem_free_bytes: field("MemFree"),
+                distances: root
+                    .read(&format!("{dir}/distance"))
+                    .map(|s| s.split_whitespace().filter_map(|d| d.parse().ok()).collect())
+                    .unwrap_or_default(),
+                hmat: (hmat != Hmat::default()).then_some(hmat),
+                memory_tier: tiers
+                    .iter()
+                    .find(|(_, nodes)| nodes.contains(&(id as usize)))
+                    .map(|(t, _)| t.clone()),
+            }
+        })
+        .collect()
+}
+
+fn memory_tiers(root: &SysRoot) -> Vec<(String, Vec<usize>)> {
+    let base = "sys/devices/virtual/memory_tiering";
+    root.list(base)
+        .into_iter()
+        .filter(|d| d.starts_with("memory_tier"))
+        .filter_map(|d| {
+            let list = root.read(&format!("{base}/{d}/nodelist"))?;
+            Some((d, parse_list(&list).ok()?))
+        })
+        .collect()
+}
+
+const MPOL_BIND: libc::c_int = 2;
+const MPOL_MF_STRICT: libc::c_uint = 1;
+const MPOL_MF_MOVE: libc::c_uint = 2;
+
+/// Binds `[ptr, ptr + len)` to `node` with `MPOL_BIND` (strict: pages already elsewhere are
+/// moved or the call fails). Call it before the first touch so every page is allocated there.
+///
+/// # Safety
+/// The range must be a mapping owned by the caller (page-aligned); the binding changes where
+/// its future pages come from, and may move existing pages.
+pub unsafe fn bind_to_node(ptr: *mut u8, len: usize, node: u32) -> io::Result<()> {
+    let bits = 8 * std::mem::size_of::<libc::c_ulong>();
+    let words = (node as usize / bits) + 1;
+    let mut mask = vec![0 as libc::c_ulong; words];
+    mask[node as usize / bits] |= 1 << (node as usize % bits);
+    // SAFETY: forwarded to the caller's promise about the range; the mask is a live vector of
+    // `words` words and maxnode counts its bits (+1, as the kernel's off-by-one requires).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            ptr,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            (words * bits + 1) as libc::c_ulong,
+            MPOL_MF_STRICT | MPOL_MF_MOVE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Where the pages of a range live.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PagePlacement {
+    /// Pages found per node id.
+    pub per_node: std::collections::BTreeMap<u32, u64>,
+    /// Pages for which the kernel reported an error (not present, or not movable).
+    pub unknown: u64,
+    /// Whether only a sample of the pages was queried.
+    pub sampled: bool,
+}
+
+/// Asks the kernel which node holds each page of `[ptr, ptr + len)`, stepping by `step`
+/// bytes; at most `max_queries` pages are asked for (evenly spread) so that a terabyte
+/// mapping costs no more than a megabyte one. Read-only: `move_pages` with `nodes = NULL`
+/// moves nothing.
+pub fn page_nodes(ptr: *const u8, len: usize, step: usize, max_queries: usize) -> PagePlacement {
+    let step = step.max(4096);
+    let total = len.div_ceil(step);
+    let stride = total.div_ceil(max_queries.max(1)).max(1);
+    let pages: Vec<*const libc::c_void> = (0..total)
+        .step_by(stride)
+        .map(|i| (ptr as usize + i * step) as *const libc::c_void)
+        .collect();
+    let mut status = vec![0 as libc::c_int; pages.len()];
+    let mut out = PagePlacement {
+        sampled: stride > 1,
+        ..Default::default()
+    };
+    for (chunk_pages, chunk_status) in pages.chunks(4096).zip(status.chunks_mut(4096)) {
+        // SAFETY: with nodes = NULL move_pages only reports; it reads `count` page addresses
+        // and writes `count` status ints, both live slices of that length.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0,
+                chunk_pages.len() as libc::c_ulong,
+                chunk_pages.as_ptr(),
+                std::ptr::null::<libc::c_int>(),
+                chunk_status.as_mut_ptr(),
+                0,
+            )
+        };
+        if rc != 0 {
+            out.unknown += chunk_pages.len() as u64;
+            chunk_status.fill(-1);
+        }
+    }
+    for s in status {
+        if s >= 0 {
+            *out.per_node.entry(s as u32).or_default() += 1;
+        } else {
+            out.unknown += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_has_node_zero_with_cpus() {
+        let n = nodes(&SysRoot::at("/"));
+        assert!(!n.is_empty());
+        assert_eq!(n[0].id, 0);
+        assert!(!n[0].cpus.is_empty());
+        assert!(n[0].mem_total_bytes > 0);
+        assert_eq!(n[0].distances.len(), n.len());
+    }
+
+    #[test]
+    fn touched_pages_are_on_a_node() {
+        let v = vec![5u8; 1 << 20];
+        let p = page_nodes(v.as_ptr(), v.len(), 4096, 1 << 20);
+        assert_eq!(p.per_node.values().sum::<u64>() + p.unknown, 256);
+        assert!(p.per_node.contains_key(&0));
+        assert!(!p.sampled);
+        let s = page_nodes(v.as_ptr(), v.len(), 4096, 16);
+        assert!(s.sampled);
+        assert_eq!(s.per_node.values().sum::<u64>() + s.unknown, 16);
+    }
+}
