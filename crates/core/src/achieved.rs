@@ -16,6 +16,9 @@ pub enum Persistence {
     Dax,
     /// A page-cache mapping of a file: durable only after `msync`.
     PageCache,
+    /// DRAM standing in for pmem (tmpfs, `/dev/shm`): the seeds' PM-LDRAM configuration.
+    /// Flushes cost what they would, but nothing survives a power failure.
+    Emulated,
 }
 
 impl Persistence {
@@ -25,6 +28,7 @@ impl Persistence {
             Persistence::Volatile => "volatile",
             Persistence::Dax => "dax",
             Persistence::PageCache => "page-cache (msync needed)",
+            Persistence::Emulated => "emulated (DRAM-backed tmpfs: not durable)",
         }
     }
 }

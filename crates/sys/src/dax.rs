@@ -228,3 +228,49 @@ mod tests {
         assert!(mount_of(&ms, Path::new("/dev/shm/x")).is_some());
     }
 }
+
+/// How a file's extents sit on the device, which decides whether DAX can map it with
+/// 2 MiB (PMD) pages: a PMD fault needs the logical and the physical offset of the 2 MiB
+/// block to agree modulo 2 MiB and the block to be one contiguous extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtentLayout {
+    /// Extents reported (up to the first 512).
+    pub extents: u32,
+    /// Extents whose physical start is congruent to their logical start modulo 2 MiB.
+    pub pmd_congruent: u32,
+}
+
+/// Reads the extent map of an open file with `FS_IOC_FIEMAP` (first 512 extents).
+/// `None` where the file system does not support it (tmpfs).
+pub fn extent_layout(file: &std::fs::File) -> Option<ExtentLayout> {
+    use std::os::fd::AsRawFd;
+    const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+    const FIEMAP_FLAG_SYNC: u32 = 1;
+    const MAX: usize = 512;
+    // struct fiemap (32 bytes) followed by MAX struct fiemap_extent (56 bytes each), as u64s.
+    let words = (32 + MAX * 56) / 8;
+    let mut buf = vec![0u64; words];
+    buf[1] = u64::MAX; // fm_length: the whole file
+    // fm_flags (u32 at byte 16), fm_extent_count (u32 at byte 24)
+    buf[2] = FIEMAP_FLAG_SYNC as u64;
+    buf[3] = MAX as u64;
+    // SAFETY: the buffer is a live, 8-byte aligned allocation large enough for the header and
+    // MAX extents, which is what fm_extent_count tells the kernel it may write.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP, buf.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    let mapped = (buf[2] >> 32) as u32; // fm_mapped_extents, u32 at byte 20
+    let mut layout = ExtentLayout {
+        extents: mapped.min(MAX as u32),
+        pmd_congruent: 0,
+    };
+    for i in 0..layout.extents as usize {
+        let base = 4 + i * 7; // extents start at byte 32; 56 bytes = 7 words each
+        let (logical, physical) = (buf[base], buf[base + 1]);
+        if logical % (2 << 20) == physical % (2 << 20) {
+            layout.pmd_congruent += 1;
+        }
+    }
+    Some(layout)
+}

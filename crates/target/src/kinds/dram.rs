@@ -1,0 +1,133 @@
+//! `dram[:4k|thp|2m|1g]` — anonymous private memory with a page policy.
+
+use super::KindEntry;
+use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::spec::{KindSpec, PagePolicy, SpecError};
+use crate::{TargetError, TargetSpec};
+use pmscope_core::achieved::Persistence;
+use pmscope_core::units::Bytes;
+use pmscope_sys::hugepages;
+use pmscope_sys::mman::{self, AnonPages};
+
+pub(super) const ENTRY: KindEntry = KindEntry {
+    name: "dram",
+    syntax: "dram[:4k|thp|2m|1g][,node=N]",
+    doc: "Anonymous private memory. 4k refuses THP (MADV_NOHUGEPAGE), thp asks for it \
+          (MADV_HUGEPAGE), 2m and 1g use hugetlb pages, which must be reserved beforehand \
+          (/sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages); pmscope never falls \
+          back to another page size silently.",
+    parse,
+};
+
+fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
+    Ok(KindSpec::Dram {
+        pages: parse_policy(arg, "dram", true)?,
+    })
+}
+
+/// Parses a page policy; `hugetlb` says whether 2m and 1g are allowed.
+pub(super) fn parse_policy(arg: Option<&str>, kind: &str, hugetlb: bool) -> Result<PagePolicy, SpecError> {
+    let p = match arg {
+        None | Some("4k") => PagePolicy::Base4k,
+        Some("thp") => PagePolicy::Thp,
+        Some("2m") if hugetlb => PagePolicy::Huge2m,
+        Some("1g") if hugetlb => PagePolicy::Huge1g,
+        Some(other) if hugetlb => {
+            return Err(SpecError(format!(
+                "'{other}' is not a page policy for {kind}: use 4k, thp, 2m or 1g"
+            )));
+        }
+        Some(other) => {
+            return Err(SpecError(format!(
+                "'{other}' is not a page policy for {kind}: use 4k or thp (for hugetlb-backed files use file: on a hugetlbfs mount)"
+            )));
+        }
+    };
+    Ok(p)
+}
+
+pub(super) fn prepare(
+    spec: &TargetSpec,
+    pages: PagePolicy,
+    bytes: u64,
+    opts: &MapOptions,
+) -> Result<Backing, TargetError> {
+    let (len, align, anon) = match pages.hugetlb_bytes() {
+        Some(size) => {
+            let len = bytes.next_multiple_of(size);
+            check_hugetlb_pool(opts, size, len, spec.node)?;
+            (len, size, AnonPages::Hugetlb(size))
+        }
+        None => {
+            let len = bytes.next_multiple_of(4096);
+            opts.guard.check(len, &spec.to_string())?;
+            let anon = if pages == PagePolicy::Thp {
+                AnonPages::Transparent
+            } else {
+                AnonPages::Base
+            };
+            (len, 2 << 20, anon)
+        }
+    };
+    let raw = mman::map_anonymous(len as usize, align as usize, anon).map_err(|e| {
+        if let AnonPages::Hugetlb(size) = anon {
+            TargetError::system(format!(
+                "the kernel refused {} of {} huge pages ({e}); reserve more with `echo N > {}`",
+                Bytes(len).human(),
+                Bytes(size),
+                hugepages::Pool::nr_path(size, spec.node)
+            ))
+        } else {
+            TargetError::system(format!("mmap of {} failed: {e}", Bytes(len).human()))
+        }
+    })?;
+    Ok(Backing::anonymous(
+        raw,
+        Expectation {
+            page_bytes: Some(pages.expected_page_bytes()),
+            why: match pages {
+                PagePolicy::Base4k => "4k asks for base pages",
+                PagePolicy::Thp => "thp asks for transparent huge pages",
+                PagePolicy::Huge2m | PagePolicy::Huge1g => "hugetlb pages were requested",
+            },
+            persistence: Persistence::Volatile,
+        },
+        align,
+    ))
+}
+
+/// Refuses a hugetlb mapping when the pool cannot hold it, saying how to reserve pages.
+pub(super) fn check_hugetlb_pool(
+    opts: &MapOptions,
+    size: u64,
+    len: u64,
+    node: Option<u32>,
+) -> Result<(), TargetError> {
+    let needed = len / size;
+    let pool = hugepages::pool(&opts.root, size, None);
+    let (free, total) = pool.as_ref().map(|p| (p.available(), p.total)).unwrap_or((0, 0));
+    let node_free = node.and_then(|n| hugepages::pool(&opts.root, size, Some(n)).map(|p| p.free));
+    let short = free < needed || node_free.is_some_and(|f| f < needed);
+    if short {
+        let (have, path) = match node_free {
+            Some(f) if f < needed => (
+                format!("{f} free on node {}", node.unwrap_or(0)),
+                hugepages::Pool::nr_path(size, node),
+            ),
+            _ => (
+                format!("{free} of {total} free"),
+                hugepages::Pool::nr_path(size, None),
+            ),
+        };
+        let what = if total == 0 && pool.is_none() {
+            format!("this kernel offers no {} huge pages", Bytes(size))
+        } else {
+            format!("not enough free {} huge pages ({have}, {needed} needed)", Bytes(size))
+        };
+        return Err(TargetError::system(format!(
+            "{what}; reserve them with `echo {} > {path}` as root",
+            total + needed - free.min(needed)
+        )));
+    }
+    Ok(())
+}

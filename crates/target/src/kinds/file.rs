@@ -1,0 +1,185 @@
+//! `file:PATH` — a shared mapping of a file pmscope creates exclusively (O_EXCL), in the
+//! directory PATH or at the new path PATH; removed afterwards unless `--keep`.
+//!
+//! On a DAX file system the file is mapped `MAP_SHARED_VALIDATE | MAP_SYNC` and stores are
+//! durable after a cache flush and fence (`persistence: dax`); anywhere else MAP_SYNC is
+//! refused with EOPNOTSUPP and the mapping goes through the page cache (`persistence:
+//! page-cache (msync needed)`), which `--require-dax` turns into an error. A file on a
+//! hugetlbfs mount is how hugetlb-backed shared memory is measured.
+
+use super::KindEntry;
+use super::dram::check_hugetlb_pool;
+use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::spec::{KindSpec, SpecError};
+use crate::{TargetError, TargetSpec};
+use pmscope_core::achieved::Persistence;
+use pmscope_core::units::Bytes;
+use pmscope_sys::dax;
+use pmscope_sys::mman::{self, FileMapMode};
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+pub(super) const ENTRY: KindEntry = KindEntry {
+    name: "file",
+    syntax: "file:PATH[,node=N]",
+    doc: "A file pmscope creates exclusively (never an existing one) in directory PATH, or at \
+          PATH if it does not exist, and maps shared. On a DAX file system it is mapped with \
+          MAP_SYNC (persistence: dax); elsewhere through the page cache (msync needed), \
+          which --require-dax refuses. Removed afterwards unless --keep. On a hugetlbfs mount \
+          it gives hugetlb-backed shared memory.",
+    parse,
+};
+
+fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
+    match arg {
+        Some(p) => Ok(KindSpec::File { path: PathBuf::from(p) }),
+        None => Err(SpecError(
+            "file needs a path: file:/mnt/pmem (a directory) or file:/mnt/pmem/bench.dat (a new file)"
+                .into(),
+        )),
+    }
+}
+
+/// Creates a new file in `dir` with O_EXCL, named after this process, never reusing a name.
+pub(super) fn create_exclusive_in(dir: &Path) -> Result<(File, PathBuf), TargetError> {
+    for seq in 0..1000 {
+        let path = dir.join(format!("pmscope-{}-{seq}.bin", std::process::id()));
+        match create_exclusive(&path) {
+            Ok(f) => return Ok((f, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(TargetError::system(format!(
+                    "cannot create a file in {}: {e}",
+                    dir.display()
+                )));
+            }
+        }
+    }
+    Err(TargetError::system(format!(
+        "cannot find a free file name in {}",
+        dir.display()
+    )))
+}
+
+fn create_exclusive(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+}
+
+pub(super) fn prepare(
+    spec: &TargetSpec,
+    path: &Path,
+    bytes: u64,
+    opts: &MapOptions,
+) -> Result<Backing, TargetError> {
+    let (file, path) = if path.is_dir() {
+        create_exclusive_in(path)?
+    } else if path.exists() {
+        return Err(TargetError::usage(format!(
+            "{} already exists and pmscope never overwrites a file; name a directory or a new path",
+            path.display()
+        )));
+    } else {
+        let f = create_exclusive(path).map_err(|e| {
+            TargetError::usage(format!("cannot create {}: {e}", path.display()))
+        })?;
+        (f, path.to_path_buf())
+    };
+    // From here on the file is removed again if anything fails (unless --keep).
+    let mut backing = Backing::file_pending(file, path.clone(), opts.keep);
+    let facts = dax::fs_facts(&path)
+        .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", path.display())))?;
+    let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;
+    let in_ram = hugetlbfs || facts.magic == dax::TMPFS_MAGIC;
+    let huge_page = if hugetlbfs { huge_page_size_of(&path) } else { None };
+    let len = match huge_page {
+        Some(size) => bytes.next_multiple_of(size),
+        None => bytes.next_multiple_of(2 << 20),
+    };
+    if let Some(size) = huge_page {
+        check_hugetlb_pool(opts, size, len, spec.node)?;
+    } else if in_ram {
+        opts.guard.check(len, &spec.to_string())?;
+    } else if len > facts.available_bytes {
+        return Err(TargetError::usage(format!(
+            "{spec} needs {} but {} has only {} free; use a smaller size",
+            Bytes(len).human(),
+            path.display(),
+            Bytes(facts.available_bytes).human()
+        )));
+    }
+    mman::allocate_file(backing.file(), len)
+        .map_err(|e| TargetError::system(format!("cannot allocate {len} bytes for {}: {e}", path.display())))?;
+    let align = huge_page.unwrap_or(2 << 20);
+    let file = backing.file();
+    let (raw, map_sync) = match mman::map_file(file.as_fd(), len as usize, align as usize, FileMapMode::Sync) {
+        Ok(raw) => (raw, true),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) || e.raw_os_error() == Some(libc::EINVAL) => {
+            if opts.require_dax {
+                return Err(TargetError::usage(format!(
+                    "{} is on {} without DAX (MAP_SYNC refused: {e}), and --require-dax was given; \
+                     use a file system mounted with -o dax on persistent memory",
+                    path.display(),
+                    facts.fstype
+                )));
+            }
+            let raw = mman::map_file(file.as_fd(), len as usize, align as usize, FileMapMode::Shared)
+                .map_err(|e| TargetError::system(format!("mmap of {} failed: {e}", path.display())))?;
+            (raw, false)
+        }
+        Err(e) => {
+            return Err(TargetError::system(format!("mmap of {} failed: {e}", path.display())));
+        }
+    };
+    let persistence = if map_sync {
+        Persistence::Dax
+    } else if in_ram {
+        Persistence::Emulated
+    } else {
+        Persistence::PageCache
+    };
+    let (page_bytes, why) = match (huge_page, map_sync) {
+        (Some(size), _) => (Some(size), "hugetlbfs maps its page size"),
+        (None, true) => (
+            Some(2 << 20),
+            "DAX maps 2 MiB pages where the file's extents are 2 MiB-aligned",
+        ),
+        (None, false) => (Some(4 << 10), "the page cache maps base pages"),
+    };
+    backing.set_mapped(
+        raw,
+        Expectation {
+            page_bytes,
+            why,
+            persistence,
+        },
+        align,
+        Some(map_sync),
+        persistence,
+        map_sync,
+    );
+    backing.set_filesystem(facts.fstype.clone(), map_sync.then(|| dax::extent_layout(backing.file())).flatten());
+    Ok(backing)
+}
+
+/// The page size of the hugetlbfs mount holding `path` (its `pagesize=` option, or the
+/// default 2 MiB).
+fn huge_page_size_of(path: &Path) -> Option<u64> {
+    let mounts = dax::mounts(&pmscope_sys::sysroot::SysRoot::host());
+    let m = dax::mount_of(&mounts, path)?;
+    let size = m
+        .options
+        .split(',')
+        .find_map(|o| o.strip_prefix("pagesize="))
+        .and_then(|s| s.parse::<Bytes>().ok())
+        .map(|b| b.0)
+        .unwrap_or(2 << 20);
+    Some(size)
+}

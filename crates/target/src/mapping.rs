@@ -1,0 +1,380 @@
+//! A mapped, pre-faulted and verified target.
+//!
+//! ```text
+//!  TargetSpec ──kinds::prepare──▶ Backing (mapped, untouched)
+//!                                   │ mbind(node) before the first touch
+//!                                   │ pre-fault: one write per 4 KiB, timed, faults counted
+//!                                   ▼
+//!                                 Mapping { memory, Achieved, warnings }  ──drop──▶ munmap,
+//!                                                                          remove the file
+//! ```
+//!
+//! Invariants of a [`Mapping`] (checked with `debug_assert!` where cheap):
+//! * `raw.ptr` is the start of a live mapping of exactly `raw.len` bytes, readable and
+//!   writable, owned by this value alone, until drop;
+//! * `raw.len` is a multiple of 4 KiB and of the alignment recorded in `achieved`;
+//! * every page was touched once by the pre-fault pass, so no later access faults.
+#![allow(unsafe_code)]
+
+use crate::guard::MemoryGuard;
+use crate::kinds;
+use crate::verify;
+use crate::{TargetError, TargetSpec};
+use pmscope_core::achieved::{Achieved, FaultEvidence, Persistence};
+use pmscope_core::record::TargetRecord;
+use pmscope_core::warning::Warning;
+use pmscope_sys::dax::ExtentLayout;
+use pmscope_sys::mman::RawMap;
+use pmscope_sys::sysroot::SysRoot;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+
+/// Proof that the user accepted the destruction of a devdax device's contents. Only the
+/// CLI's `--destroy-data` flag constructs one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DestroyData(());
+
+impl DestroyData {
+    /// The user passed `--destroy-data`.
+    pub fn accepted_by_flag() -> DestroyData {
+        DestroyData(())
+    }
+}
+
+/// Options shared by every target of a run.
+#[derive(Debug, Clone)]
+pub struct MapOptions {
+    /// Where /sys and /proc are read.
+    pub root: SysRoot,
+    /// Keep created files afterwards (`--keep`).
+    pub keep: bool,
+    /// Refuse non-DAX file mappings (`--require-dax`).
+    pub require_dax: bool,
+    /// Permission to write devdax devices (`--destroy-data`).
+    pub destroy_data: Option<DestroyData>,
+    /// The memory guard (`--max-mem`).
+    pub guard: MemoryGuard,
+}
+
+impl MapOptions {
+    /// Options for the running system with the default guard.
+    pub fn host() -> MapOptions {
+        let root = SysRoot::host();
+        MapOptions {
+            guard: MemoryGuard::new(&root, None),
+            root,
+            keep: false,
+            require_dax: false,
+            destroy_data: None,
+        }
+    }
+}
+
+/// What a kind expects to achieve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expectation {
+    /// The page size it should get.
+    pub page_bytes: Option<u64>,
+    /// Why (for warnings).
+    pub why: &'static str,
+    /// How stores become durable.
+    pub persistence: Persistence,
+}
+
+/// A kind's mapping before the pre-fault pass: the memory, the file behind it, and what
+/// the kind knows about it.
+pub(crate) struct Backing {
+    raw: Option<RawMap>,
+    file: Option<File>,
+    /// A file we created: removed on drop unless kept.
+    created: Option<PathBuf>,
+    device: Option<PathBuf>,
+    keep: bool,
+    expect: Option<Expectation>,
+    alignment: u64,
+    map_sync: Option<bool>,
+    persistence: Persistence,
+    dax_file: bool,
+    filesystem: Option<String>,
+    extents: Option<ExtentLayout>,
+}
+
+impl Backing {
+    fn empty() -> Backing {
+        Backing {
+            raw: None,
+            file: None,
+            created: None,
+            device: None,
+            keep: false,
+            expect: None,
+            alignment: 4096,
+            map_sync: None,
+            persistence: Persistence::Volatile,
+            dax_file: false,
+            filesystem: None,
+            extents: None,
+        }
+    }
+
+    pub(crate) fn anonymous(raw: RawMap, expect: Expectation, alignment: u64) -> Backing {
+        let mut b = Backing::empty();
+        b.raw = Some(raw);
+        b.expect = Some(expect);
+        b.alignment = alignment;
+        b
+    }
+
+    /// A file we just created; it is removed on drop (unless `keep`) even if mapping fails.
+    pub(crate) fn file_pending(file: File, path: PathBuf, keep: bool) -> Backing {
+        let mut b = Backing::empty();
+        b.file = Some(file);
+        b.created = Some(path);
+        b.keep = keep;
+        b
+    }
+
+    /// A device we opened; never removed.
+    pub(crate) fn device(file: File, path: PathBuf) -> Backing {
+        let mut b = Backing::empty();
+        b.file = Some(file);
+        b.device = Some(path);
+        b
+    }
+
+    pub(crate) fn file(&self) -> &File {
+        self.file.as_ref().expect("backing has a file")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn set_mapped(
+        &mut self,
+        raw: RawMap,
+        expect: Expectation,
+        alignment: u64,
+        map_sync: Option<bool>,
+        persistence: Persistence,
+        dax_file: bool,
+    ) {
+        self.raw = Some(raw);
+        self.expect = Some(expect);
+        self.alignment = alignment;
+        self.map_sync = map_sync;
+        self.persistence = persistence;
+        self.dax_file = dax_file;
+    }
+
+    pub(crate) fn set_filesystem(&mut self, fs: String, extents: Option<ExtentLayout>) {
+        self.filesystem = Some(fs);
+        self.extents = extents;
+    }
+
+    /// MADV_HUGEPAGE or MADV_NOHUGEPAGE on the whole mapping.
+    pub(crate) fn advise_huge(&self, huge: bool) -> Result<(), TargetError> {
+        let raw = self.raw.expect("mapped");
+        let advice = if huge { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
+        // SAFETY: the range is this backing's own live mapping; THP advice never changes
+        // its contents.
+        if unsafe { libc::madvise(raw.ptr.cast(), raw.len, advice) } != 0 {
+            return Err(TargetError::system(format!(
+                "madvise failed: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Backing {
+    fn drop(&mut self) {
+        if let Some(raw) = self.raw.take() {
+            // SAFETY: the mapping was created by this backing and nothing refers to it any
+            // more (a Mapping borrows nothing from it past its own drop). Errors are ignored:
+            // munmap of a range we mapped cannot fail in a way we could act on.
+            let _ = unsafe { pmscope_sys::mman::munmap(raw) };
+        }
+        if let Some(path) = self.created.take()
+            && !self.keep
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A mapped, pre-faulted, verified target. Dropping it unmaps the memory and removes a
+/// created file unless `--keep` was given.
+pub struct Mapping {
+    spec: TargetSpec,
+    backing: Backing,
+    raw: RawMap,
+    achieved: Achieved,
+    warnings: Vec<Warning>,
+}
+
+// SAFETY: the memory is owned by the Mapping; handing out `&[AtomicU64]` views is how
+// threads share it, and raw pointers are handed out only through `as_mut_ptr` to kernels
+// that partition the range themselves.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; `&Mapping` gives only atomic or raw-pointer access.
+unsafe impl Sync for Mapping {}
+
+/// Maps `spec` with at least `bytes` bytes (rounded up to its page size or alignment),
+/// binds it to its node, pre-faults it and verifies what the kernel gave.
+pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, TargetError> {
+    if bytes == 0 {
+        return Err(TargetError::usage("a target of 0 bytes cannot be mapped; give a size"));
+    }
+    let backing = kinds::prepare(spec, bytes, opts)?;
+    let raw = backing.raw.expect("prepare maps the backing");
+    debug_assert!(raw.len % 4096 == 0 && raw.ptr as usize % 4096 == 0);
+    if let Some(node) = spec.node {
+        // SAFETY: the range is the backing's own mapping, untouched so far.
+        unsafe { pmscope_sys::numa::bind_to_node(raw.ptr, raw.len, node) }.map_err(|e| {
+            TargetError::system(format!(
+                "cannot bind {spec} to node {node} (mbind: {e}); `pmscope info` lists the nodes with memory"
+            ))
+        })?;
+    }
+    let (prefault_ns, faults) = prefault(raw);
+    let achieved = verify::probe(&backing, raw, spec, prefault_ns, faults, opts);
+    let warnings = verify::against_expectation(
+        spec,
+        &achieved,
+        backing.expect.as_ref().expect("kind sets an expectation"),
+        backing.extents,
+    );
+    Ok(Mapping {
+        spec: spec.clone(),
+        backing,
+        raw,
+        achieved,
+        warnings,
+    })
+}
+
+/// Writes one byte in every 4 KiB of the range, timing the pass and counting this thread's
+/// minor faults: faults × page size = mapped bytes gives the page size on any kind.
+fn prefault(raw: RawMap) -> (u64, u64) {
+    let faults_before = pmscope_sys::memory::thread_minor_faults();
+    let t0 = pmscope_sys::tsc::monotonic_raw_ns();
+    let mut off = 0;
+    while off < raw.len {
+        // SAFETY: off < len, inside the live mapping owned by the caller; a volatile write
+        // so the touch is not elided.
+        unsafe { raw.ptr.add(off).write_volatile(0) };
+        off += 4096;
+    }
+    let t1 = pmscope_sys::tsc::monotonic_raw_ns();
+    let faults = pmscope_sys::memory::thread_minor_faults() - faults_before;
+    (t1 - t0, faults)
+}
+
+impl Mapping {
+    /// The spec it was mapped from.
+    pub fn spec(&self) -> &TargetSpec {
+        &self.spec
+    }
+
+    /// What the kernel gave.
+    pub fn achieved(&self) -> &Achieved {
+        &self.achieved
+    }
+
+    /// Differences between the request and what was achieved.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The spec and verified configuration, as records carry them.
+    pub fn record(&self) -> TargetRecord {
+        TargetRecord {
+            spec: self.spec.to_string(),
+            achieved: self.achieved.clone(),
+        }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.raw.len
+    }
+
+    /// Never true: a mapping has at least one page.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// The first byte, for kernels that partition the range themselves (inline-asm loops).
+    /// The pointer is valid for `len()` bytes while `self` lives.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.raw.ptr
+    }
+
+    /// The whole range as bytes.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping is live, `len` bytes long, readable and writable, and `&mut
+        // self` makes this the only view.
+        unsafe { std::slice::from_raw_parts_mut(self.raw.ptr, self.raw.len) }
+    }
+
+    /// The whole range as bytes, read-only.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is live and `len` bytes long; shared views from `&self` are
+        // only ever read (or written through atomics/raw pointers the caller coordinates).
+        unsafe { std::slice::from_raw_parts(self.raw.ptr, self.raw.len) }
+    }
+
+    /// The range as 64-bit atomics, for structures shared between threads.
+    pub fn atomics(&self) -> &[AtomicU64] {
+        debug_assert!(self.raw.ptr as usize % 8 == 0);
+        // SAFETY: the mapping is page-aligned, live, `len` bytes long; AtomicU64 has the size
+        // and alignment of u64 and allows shared mutation.
+        unsafe { std::slice::from_raw_parts(self.raw.ptr as *const AtomicU64, self.raw.len / 8) }
+    }
+
+    /// The file or device behind the mapping, if any.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.backing
+            .created
+            .as_deref()
+            .or(self.backing.device.as_deref())
+    }
+}
+
+impl std::fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping")
+            .field("spec", &self.spec.to_string())
+            .field("len", &self.raw.len)
+            .field("achieved", &self.achieved)
+            .finish()
+    }
+}
+
+pub(crate) fn fault_evidence(len: u64, faults: u64) -> FaultEvidence {
+    FaultEvidence::from_faults(len, faults)
+}
+
+impl Backing {
+    pub(crate) fn alignment(&self) -> u64 {
+        self.alignment
+    }
+    pub(crate) fn map_sync(&self) -> Option<bool> {
+        self.map_sync
+    }
+    pub(crate) fn persistence(&self) -> Persistence {
+        self.persistence
+    }
+    pub(crate) fn dax_file(&self) -> bool {
+        self.dax_file
+    }
+    pub(crate) fn filesystem(&self) -> Option<String> {
+        self.filesystem.clone()
+    }
+    pub(crate) fn path_string(&self) -> Option<String> {
+        self.created
+            .as_ref()
+            .or(self.device.as_ref())
+            .map(|p| p.display().to_string())
+    }
+}

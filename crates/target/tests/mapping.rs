@@ -1,0 +1,209 @@
+//! Mapping real targets on this machine and reading back what the kernel gave.
+//! The hugetlb tests need reserved pages: `./dev test` (and CI) reserves them; run bare,
+//! they fail with the command that would.
+
+use pmscope_core::achieved::Persistence;
+use pmscope_core::units::{GIB1, KIB4, MIB2};
+use pmscope_sys::sysroot::SysRoot;
+use pmscope_target::{DestroyData, MapOptions, MemoryGuard, TargetSpec, map};
+
+fn spec(s: &str) -> TargetSpec {
+    s.parse().unwrap()
+}
+
+fn need_hugepages(size: u64, count: u64) {
+    let pool = pmscope_sys::hugepages::pool(&SysRoot::host(), size, None);
+    let free = pool.map(|p| p.available()).unwrap_or(0);
+    assert!(
+        free >= count,
+        "this test needs {count} free hugetlb pages of {size} bytes ({free} free): run `./dev test`, \
+         which reserves them, or `echo {count} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages`",
+        size / 1024
+    );
+}
+
+#[test]
+fn dram_4k_is_base_pages_on_node_0() {
+    let m = map(&spec("dram:4k"), 16 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.bytes, 16 << 20);
+    assert_eq!(a.page_size, Some(KIB4));
+    assert_eq!(a.page_size_source, "smaps+faults");
+    assert_eq!(a.pages.bytes_4k, 16 << 20);
+    assert!(a.faults.minor_faults >= 4096, "{:?}", a.faults);
+    assert_eq!(a.persistence, Persistence::Volatile);
+    assert!(a.nodes.contains_key(&0));
+    assert!(m.warnings().is_empty(), "{:?}", m.warnings());
+}
+
+#[test]
+fn dram_thp_shows_huge_pages_in_smaps() {
+    let m = map(&spec("dram:thp"), 64 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert!(a.pages.bytes_2m > 0, "no AnonHugePages: {:?}", a.pages);
+    assert_eq!(a.page_size, Some(MIB2), "{a:?}");
+    // One fault per 2 MiB page, not one per 4 KiB.
+    assert!(a.faults.minor_faults < 1024, "{:?}", a.faults);
+}
+
+#[test]
+fn node_binding_places_pages_on_the_node() {
+    let m = map(&spec("dram:4k,node=0"), 8 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.nodes.get(&0).copied(), Some(2048));
+    assert_eq!(a.nodes.len(), 1);
+    assert!(m.warnings().is_empty());
+    let e = map(&spec("dram:4k,node=63"), 8 << 20, &MapOptions::host()).unwrap_err();
+    assert!(e.to_string().starts_with("cannot bind dram:4k,node=63 to node 63 (mbind:"), "{e}");
+}
+
+#[test]
+fn hugetlb_2m_reads_back_2m_pages() {
+    need_hugepages(MIB2, 8);
+    let m = map(&spec("dram:2m"), 15 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.bytes, 16 << 20, "rounded up to whole huge pages");
+    assert_eq!(a.pages.bytes_2m, 16 << 20);
+    assert_eq!(a.page_size, Some(MIB2));
+    assert_eq!(a.page_size_source, "smaps+faults");
+    assert_eq!(a.faults.minor_faults, 8);
+}
+
+#[test]
+fn hugetlb_1g_reads_back_1g_pages() {
+    need_hugepages(GIB1, 1);
+    let m = map(&spec("dram:1g"), 1 << 30, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.pages.bytes_1g, 1 << 30);
+    assert_eq!(a.page_size, Some(GIB1));
+    assert_eq!(a.faults.minor_faults, 1);
+    assert_eq!(m.as_mut_ptr() as usize % (1 << 30), 0);
+}
+
+#[test]
+fn no_free_huge_pages_says_how_to_reserve() {
+    let root = tempfile::tempdir().unwrap();
+    let pool = root.path().join("sys/kernel/mm/hugepages/hugepages-2048kB");
+    std::fs::create_dir_all(&pool).unwrap();
+    for (f, v) in [("nr_hugepages", "0"), ("free_hugepages", "0"), ("resv_hugepages", "0")] {
+        std::fs::write(pool.join(f), v).unwrap();
+    }
+    let opts = MapOptions {
+        root: SysRoot::at(root.path()),
+        ..MapOptions::host()
+    };
+    let e = map(&spec("dram:2m"), 64 << 20, &opts).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "not enough free 2MiB huge pages (0 of 0 free, 32 needed); reserve them with \
+         `echo 32 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages` as root"
+    );
+    assert!(!e.is_usage());
+    let e = map(&spec("dram:1g"), 1 << 30, &opts).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "this kernel offers no 1GiB huge pages; reserve them with \
+         `echo 1 > /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages` as root"
+    );
+}
+
+#[test]
+fn shm_is_emulated_and_refuses_map_sync() {
+    let m = map(&spec("shm"), 8 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.map_sync, Some(false));
+    assert_eq!(a.persistence, Persistence::Emulated);
+    assert_eq!(a.filesystem, None);
+    let path = m.path().unwrap().to_path_buf();
+    assert!(path.starts_with("/dev/shm") && path.exists());
+    drop(m);
+    assert!(!path.exists(), "the shm file is removed afterwards");
+}
+
+#[test]
+fn ordinary_file_is_page_cache_and_require_dax_refuses_it() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let target = spec(&format!("file:{}", dir.path().display()));
+    let m = map(&target, 4 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.map_sync, Some(false));
+    assert_eq!(a.persistence, Persistence::PageCache);
+    assert!(m.warnings().iter().any(|w| w.code == "not-dax"));
+    drop(m);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "file removed");
+    let opts = MapOptions {
+        require_dax: true,
+        ..MapOptions::host()
+    };
+    let e = map(&target, 4 << 20, &opts).unwrap_err();
+    assert!(e.to_string().contains("without DAX (MAP_SYNC refused"), "{e}");
+    assert!(e.is_usage());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file left after refusal");
+}
+
+#[test]
+fn file_never_overwrites_and_keep_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.dat");
+    std::fs::write(&path, b"precious").unwrap();
+    let e = map(&spec(&format!("file:{}", path.display())), 1 << 20, &MapOptions::host()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{} already exists and pmscope never overwrites a file; name a directory or a new path",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+    let fresh = dir.path().join("new.dat");
+    let opts = MapOptions {
+        keep: true,
+        ..MapOptions::host()
+    };
+    let m = map(&spec(&format!("file:{}", fresh.display())), 1 << 20, &opts).unwrap();
+    drop(m);
+    assert!(fresh.exists(), "--keep keeps the file");
+}
+
+#[test]
+fn devdax_is_refused_without_destroy_data() {
+    let e = map(&spec("devdax:/dev/dax0.0"), 2 << 20, &MapOptions::host()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "writing to /dev/dax0.0 destroys its contents; pass --destroy-data if that is what you want"
+    );
+    assert!(e.is_usage());
+    // With the token the refusal is the device's absence, not the flag.
+    let opts = MapOptions {
+        destroy_data: Some(DestroyData::accepted_by_flag()),
+        ..MapOptions::host()
+    };
+    if !std::path::Path::new("/dev/dax0.0").exists() {
+        let e = map(&spec("devdax:/dev/dax0.0"), 2 << 20, &opts).unwrap_err();
+        assert!(e.to_string().starts_with("cannot open /dev/dax0.0"), "{e}");
+    }
+}
+
+#[test]
+fn memory_guard_refuses_before_mapping() {
+    let opts = MapOptions {
+        guard: MemoryGuard::with(1 << 30, Some(64 << 20)),
+        ..MapOptions::host()
+    };
+    let e = map(&spec("dram:4k"), 128 << 20, &opts).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "dram:4k needs 128.0 MiB but --max-mem allows 64.0 MiB; use a smaller size or raise --max-mem"
+    );
+    let e = map(&spec("shm"), 2 << 30, &opts).unwrap_err();
+    assert!(e.to_string().contains("only 1.0 GiB of memory is available"), "{e}");
+}
+
+#[test]
+fn mapped_memory_is_usable_through_every_view() {
+    let mut m = map(&spec("dram:4k"), 1 << 20, &MapOptions::host()).unwrap();
+    m.bytes_mut()[4095] = 42;
+    assert_eq!(m.bytes()[4095], 42);
+    m.atomics()[1].store(7, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(u64::from_ne_bytes(m.bytes()[8..16].try_into().unwrap()), 7);
+}
