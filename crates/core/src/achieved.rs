@@ -66,7 +66,11 @@ impl PageMix {
 
     /// The page size backing most of the range, if anything is resident.
     pub fn dominant(&self) -> Option<u64> {
-        let options = [(self.bytes_1g, GIB1), (self.bytes_2m, MIB2), (self.bytes_4k, KIB4)];
+        let options = [
+            (self.bytes_1g, GIB1),
+            (self.bytes_2m, MIB2),
+            (self.bytes_4k, KIB4),
+        ];
         options
             .iter()
             .filter(|(b, _)| *b > 0)

@@ -25,7 +25,9 @@ pub enum AxisError {
         reason: String,
     },
     /// The range is empty or its step would not advance.
-    #[error("'{0}' is an empty or endless range: the end must not be below the start and the step must grow (x2 or more, +1 or more)")]
+    #[error(
+        "'{0}' is an empty or endless range: the end must not be below the start and the step must grow (x2 or more, +1 or more)"
+    )]
     Empty(String),
     /// The axis would have more points than anyone means to measure.
     #[error("'{0}' expands to more than {1} points")]
@@ -54,7 +56,10 @@ fn parse_value(kind: AxisKind, axis: &str, s: &str) -> Result<u64, AxisError> {
             .trim()
             .parse::<u64>()
             .map_err(|_| err("not a whole number".into())),
-        AxisKind::Size => s.parse::<Bytes>().map(|b| b.0).map_err(|e| err(e.to_string())),
+        AxisKind::Size => s
+            .parse::<Bytes>()
+            .map(|b| b.0)
+            .map_err(|e| err(e.to_string())),
     }
 }
 
@@ -140,24 +145,57 @@ mod tests {
     #[test]
     fn lists_and_ranges() {
         assert_eq!(parse_axis("1,2,4", AxisKind::Count).unwrap(), vec![1, 2, 4]);
-        assert_eq!(parse_axis("1..4", AxisKind::Count).unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(
+            parse_axis("1..4", AxisKind::Count).unwrap(),
+            vec![1, 2, 3, 4]
+        );
         assert_eq!(
             parse_axis("64..1KiB", AxisKind::Size).unwrap(),
             vec![64, 128, 256, 512, 1024]
         );
-        assert_eq!(parse_axis("0..10:+5", AxisKind::Count).unwrap(), vec![0, 5, 10]);
-        assert_eq!(parse_axis("4K..64K:x4", AxisKind::Size).unwrap(), vec![4096, 16384, 65536]);
-        assert_eq!(parse_axis("2,1..3", AxisKind::Count).unwrap(), vec![2, 1, 3]);
+        assert_eq!(
+            parse_axis("0..10:+5", AxisKind::Count).unwrap(),
+            vec![0, 5, 10]
+        );
+        assert_eq!(
+            parse_axis("4K..64K:x4", AxisKind::Size).unwrap(),
+            vec![4096, 16384, 65536]
+        );
+        assert_eq!(
+            parse_axis("2,1..3", AxisKind::Count).unwrap(),
+            vec![2, 1, 3]
+        );
     }
 
     #[test]
     fn rejects_bad_axes() {
-        assert!(matches!(parse_axis("", AxisKind::Count), Err(AxisError::Empty(_))));
-        assert!(matches!(parse_axis("4..1", AxisKind::Count), Err(AxisError::Empty(_))));
-        assert!(matches!(parse_axis("1..4:x1", AxisKind::Count), Err(AxisError::Empty(_))));
-        assert!(matches!(parse_axis("1..4:+0", AxisKind::Count), Err(AxisError::Empty(_))));
-        assert!(matches!(parse_axis("1..4:y2", AxisKind::Count), Err(AxisError::Item { .. })));
-        assert!(matches!(parse_axis("a", AxisKind::Count), Err(AxisError::Item { .. })));
-        assert!(matches!(parse_axis("1..100000", AxisKind::Count), Err(AxisError::TooMany(..))));
+        assert!(matches!(
+            parse_axis("", AxisKind::Count),
+            Err(AxisError::Empty(_))
+        ));
+        assert!(matches!(
+            parse_axis("4..1", AxisKind::Count),
+            Err(AxisError::Empty(_))
+        ));
+        assert!(matches!(
+            parse_axis("1..4:x1", AxisKind::Count),
+            Err(AxisError::Empty(_))
+        ));
+        assert!(matches!(
+            parse_axis("1..4:+0", AxisKind::Count),
+            Err(AxisError::Empty(_))
+        ));
+        assert!(matches!(
+            parse_axis("1..4:y2", AxisKind::Count),
+            Err(AxisError::Item { .. })
+        ));
+        assert!(matches!(
+            parse_axis("a", AxisKind::Count),
+            Err(AxisError::Item { .. })
+        ));
+        assert!(matches!(
+            parse_axis("1..100000", AxisKind::Count),
+            Err(AxisError::TooMany(..))
+        ));
     }
 }

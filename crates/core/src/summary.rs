@@ -97,7 +97,10 @@ impl LogHistogram {
     pub fn of(samples: &[f64], per_octave: u32) -> LogHistogram {
         let positive: Vec<f64> = samples.iter().copied().filter(|x| *x > 0.0).collect();
         if positive.is_empty() {
-            return LogHistogram { lower: vec![], count: vec![] };
+            return LogHistogram {
+                lower: vec![],
+                count: vec![],
+            };
         }
         let min = positive.iter().copied().fold(f64::INFINITY, f64::min);
         let max = positive.iter().copied().fold(0.0, f64::max);
@@ -109,7 +112,9 @@ impl LogHistogram {
             let i = (((x / base).log2() * per).floor() as usize).min(buckets - 1);
             count[i] += 1;
         }
-        let lower = (0..buckets).map(|i| base * 2f64.powf(i as f64 / per)).collect();
+        let lower = (0..buckets)
+            .map(|i| base * 2f64.powf(i as f64 / per))
+            .collect();
         LogHistogram { lower, count }
     }
 }

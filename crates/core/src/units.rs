@@ -25,7 +25,9 @@ pub enum SizeError {
     #[error("empty size")]
     Empty,
     /// The number part is not a whole number.
-    #[error("'{0}' is not a size: expected a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB)")]
+    #[error(
+        "'{0}' is not a size: expected a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB)"
+    )]
     Malformed(String),
     /// The unit is not one of ours.
     #[error("'{0}' has an unknown unit: use B, K/KiB, M/MiB, G/GiB or T/TiB (binary: 1K = 1024)")]
@@ -48,7 +50,9 @@ impl FromStr for Bytes {
         if num.is_empty() {
             return Err(SizeError::Malformed(s.to_string()));
         }
-        let n: u64 = num.parse().map_err(|_| SizeError::Overflow(s.to_string()))?;
+        let n: u64 = num
+            .parse()
+            .map_err(|_| SizeError::Overflow(s.to_string()))?;
         let shift = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 0,
             "k" | "kb" | "kib" => 10,
@@ -133,10 +137,19 @@ mod tests {
     fn rejects_malformed() {
         assert_eq!("".parse::<Bytes>(), Err(SizeError::Empty));
         assert!(matches!("G".parse::<Bytes>(), Err(SizeError::Malformed(_))));
-        assert!(matches!("1.5G".parse::<Bytes>(), Err(SizeError::Malformed(_))));
+        assert!(matches!(
+            "1.5G".parse::<Bytes>(),
+            Err(SizeError::Malformed(_))
+        ));
         assert!(matches!("3X".parse::<Bytes>(), Err(SizeError::Unit(_))));
-        assert!(matches!("-1".parse::<Bytes>(), Err(SizeError::Malformed(_))));
-        assert!(matches!("99999999999T".parse::<Bytes>(), Err(SizeError::Overflow(_))));
+        assert!(matches!(
+            "-1".parse::<Bytes>(),
+            Err(SizeError::Malformed(_))
+        ));
+        assert!(matches!(
+            "99999999999T".parse::<Bytes>(),
+            Err(SizeError::Overflow(_))
+        ));
     }
 
     #[test]

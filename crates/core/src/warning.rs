@@ -28,6 +28,10 @@ impl Warning {
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}); remedy: {}", self.message, self.code, self.remedy)
+        write!(
+            f,
+            "{} ({}); remedy: {}",
+            self.message, self.code, self.remedy
+        )
     }
 }

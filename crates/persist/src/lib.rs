@@ -28,7 +28,7 @@
 pub mod arch;
 mod strategy;
 
-pub use strategy::{PersistStrategy, Persister, Unsupported, STRATEGIES};
+pub use strategy::{PersistStrategy, Persister, STRATEGIES, Unsupported};
 
 /// The cache-line size every flush steps by.
 pub const LINE: usize = 64;

@@ -71,10 +71,14 @@ impl fmt::Display for PersistStrategy {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
     /// Not one of the names.
-    #[error("'{0}' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync")]
+    #[error(
+        "'{0}' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync"
+    )]
     Unknown(String),
     /// The CPU lacks the instruction.
-    #[error("persist strategy '{strategy}' needs {feature}, which this CPU does not have (see `pmscope info`)")]
+    #[error(
+        "persist strategy '{strategy}' needs {feature}, which this CPU does not have (see `pmscope info`)"
+    )]
     MissingFeature {
         /// The strategy asked for.
         strategy: PersistStrategy,
@@ -218,7 +222,9 @@ mod tests {
     use super::*;
 
     fn pattern(n: usize, seed: u8) -> Vec<u8> {
-        (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) | 1).collect()
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) | 1)
+            .collect()
     }
 
     #[test]
@@ -262,7 +268,10 @@ mod tests {
         for s in STRATEGIES {
             assert_eq!(s.name().parse::<PersistStrategy>().unwrap(), s);
         }
-        assert!(matches!("clwbx".parse::<PersistStrategy>(), Err(Unsupported::Unknown(_))));
+        assert!(matches!(
+            "clwbx".parse::<PersistStrategy>(),
+            Err(Unsupported::Unknown(_))
+        ));
     }
 
     #[test]

@@ -55,10 +55,22 @@ impl CpuFeatures {
     pub fn detect() -> CpuFeatures {
         let bit = |v: u32, b: u32| v & (1 << b) != 0;
         let (_, _, ecx1, edx1) = cpuid(1, 0);
-        let (_, ebx7, ecx7, _) = if max_leaf(0) >= 7 { cpuid(7, 0) } else { (0, 0, 0, 0) };
+        let (_, ebx7, ecx7, _) = if max_leaf(0) >= 7 {
+            cpuid(7, 0)
+        } else {
+            (0, 0, 0, 0)
+        };
         let ext = max_leaf(0x8000_0000);
-        let edx81 = if ext >= 0x8000_0001 { cpuid(0x8000_0001, 0).3 } else { 0 };
-        let edx87 = if ext >= 0x8000_0007 { cpuid(0x8000_0007, 0).3 } else { 0 };
+        let edx81 = if ext >= 0x8000_0001 {
+            cpuid(0x8000_0001, 0).3
+        } else {
+            0
+        };
+        let edx87 = if ext >= 0x8000_0007 {
+            cpuid(0x8000_0007, 0).3
+        } else {
+            0
+        };
         CpuFeatures {
             clflush: bit(edx1, 19),
             clflushopt: bit(ebx7, 23),

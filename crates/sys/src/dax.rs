@@ -131,7 +131,10 @@ pub fn pmem_blocks(root: &SysRoot) -> Vec<PmemBlock> {
         .into_iter()
         .filter(|n| n.starts_with("pmem"))
         .map(|name| PmemBlock {
-            size_bytes: root.read_u64(&format!("sys/block/{name}/size")).unwrap_or(0) * 512,
+            size_bytes: root
+                .read_u64(&format!("sys/block/{name}/size"))
+                .unwrap_or(0)
+                * 512,
             dax: root.read_u64(&format!("sys/block/{name}/queue/dax")) == Some(1),
             name,
         })
@@ -165,7 +168,15 @@ pub fn fs_facts(path: &Path) -> std::io::Result<FsFacts> {
     // SAFETY: statx is plain data; all-zero is valid.
     let mut sx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: as above; AT_FDCWD with an absolute or relative NUL-terminated path.
-    let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut sx) };
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            0,
+            libc::STATX_BASIC_STATS,
+            &mut sx,
+        )
+    };
     let dax_bit = libc::STATX_ATTR_DAX as u64;
     let statx_dax = (rc == 0 && sx.stx_attributes_mask & dax_bit != 0)
         .then_some(sx.stx_attributes & dax_bit != 0);

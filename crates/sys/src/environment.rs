@@ -27,7 +27,11 @@ pub fn governors(root: &SysRoot, cpus: &[usize]) -> Vec<(usize, String)> {
 
 /// The 1-minute load average.
 pub fn load_average(root: &SysRoot) -> Option<f64> {
-    root.read("proc/loadavg")?.split_whitespace().next()?.parse().ok()
+    root.read("proc/loadavg")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Online CPUs (`/sys/devices/system/cpu/online`).
@@ -39,12 +43,14 @@ pub fn online_cpus(root: &SysRoot) -> Vec<usize> {
 
 /// Kernel release, `uname -r`.
 pub fn kernel_release(root: &SysRoot) -> String {
-    root.read_trim("proc/sys/kernel/osrelease").unwrap_or_default()
+    root.read_trim("proc/sys/kernel/osrelease")
+        .unwrap_or_default()
 }
 
 /// Host name.
 pub fn hostname(root: &SysRoot) -> String {
-    root.read_trim("proc/sys/kernel/hostname").unwrap_or_default()
+    root.read_trim("proc/sys/kernel/hostname")
+        .unwrap_or_default()
 }
 
 /// Whether an executable of this name is on `PATH` (or in /sbin, /usr/sbin).

@@ -27,9 +27,9 @@ impl Pool {
     pub fn nr_path(page_bytes: u64, node: Option<u32>) -> String {
         let kb = page_bytes / 1024;
         match node {
-            Some(n) => format!(
-                "/sys/devices/system/node/node{n}/hugepages/hugepages-{kb}kB/nr_hugepages"
-            ),
+            Some(n) => {
+                format!("/sys/devices/system/node/node{n}/hugepages/hugepages-{kb}kB/nr_hugepages")
+            }
             None => format!("/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages"),
         }
     }
@@ -45,7 +45,11 @@ pub fn pools(root: &SysRoot, node: Option<u32>) -> Vec<Pool> {
         .list(&base)
         .into_iter()
         .filter_map(|d| {
-            let kb: u64 = d.strip_prefix("hugepages-")?.strip_suffix("kB")?.parse().ok()?;
+            let kb: u64 = d
+                .strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()?;
             let f = |name: &str| root.read_u64(&format!("{base}/{d}/{name}"));
             Some(Pool {
                 page_bytes: kb * 1024,
@@ -61,7 +65,9 @@ pub fn pools(root: &SysRoot, node: Option<u32>) -> Vec<Pool> {
 
 /// The pool of one page size.
 pub fn pool(root: &SysRoot, page_bytes: u64, node: Option<u32>) -> Option<Pool> {
-    pools(root, node).into_iter().find(|p| p.page_bytes == page_bytes)
+    pools(root, node)
+        .into_iter()
+        .find(|p| p.page_bytes == page_bytes)
 }
 
 #[cfg(test)]

@@ -138,7 +138,12 @@ pub enum FileMapMode {
 }
 
 /// Maps `len` bytes of an open file (or device) from offset 0, shared, aligned to `align`.
-pub fn map_file(fd: BorrowedFd<'_>, len: usize, align: usize, mode: FileMapMode) -> io::Result<RawMap> {
+pub fn map_file(
+    fd: BorrowedFd<'_>,
+    len: usize,
+    align: usize,
+    mode: FileMapMode,
+) -> io::Result<RawMap> {
     let flags = match mode {
         FileMapMode::Sync => MAP_SHARED_VALIDATE | MAP_SYNC,
         FileMapMode::Shared => libc::MAP_SHARED,
@@ -194,6 +199,24 @@ pub unsafe fn msync(ptr: *const u8, len: usize) -> io::Result<()> {
     }
 }
 
+/// Allocates `len` bytes of `file` with `fallocate` (so a DAX file system lays out its
+/// extents now, aligned where it can), falling back to `ftruncate` where the file system
+/// cannot (EOPNOTSUPP).
+pub fn allocate_file(file: &std::fs::File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fallocate on an open descriptor only changes that file's allocation.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        file.set_len(len)
+    } else {
+        Err(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,23 +245,5 @@ mod tests {
         let m = map_file(f.as_fd(), 1 << 20, 4096, FileMapMode::Shared).unwrap();
         // SAFETY: the mapping is ours and nothing refers to it.
         unsafe { munmap(m).unwrap() };
-    }
-}
-
-/// Allocates `len` bytes of `file` with `fallocate` (so a DAX file system lays out its
-/// extents now, aligned where it can), falling back to `ftruncate` where the file system
-/// cannot (EOPNOTSUPP).
-pub fn allocate_file(file: &std::fs::File, len: u64) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: fallocate on an open descriptor only changes that file's allocation.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-        file.set_len(len)
-    } else {
-        Err(e)
     }
 }

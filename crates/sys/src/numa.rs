@@ -90,7 +90,11 @@ pub fn nodes(root: &SysRoot) -> Vec<Node> {
                 mem_free_bytes: field("MemFree"),
                 distances: root
                     .read(&format!("{dir}/distance"))
-                    .map(|s| s.split_whitespace().filter_map(|d| d.parse().ok()).collect())
+                    .map(|s| {
+                        s.split_whitespace()
+                            .filter_map(|d| d.parse().ok())
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 hmat: (hmat != Hmat::default()).then_some(hmat),
                 memory_tier: tiers

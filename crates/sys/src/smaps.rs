@@ -64,7 +64,9 @@ fn parse_range(text: &str, start: usize, len: usize) -> SmapsRange {
         if !inside {
             continue;
         }
-        let Some((key, value)) = line.split_once(':') else { continue };
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
         if key == "VmFlags" {
             for f in value.split_whitespace() {
                 if !out.vm_flags.iter().any(|x| x == f) {
@@ -102,7 +104,11 @@ impl SmapsRange {
         };
         if self.hugetlb > 0 || self.kernel_page_size >= MIB2 {
             // hugetlb or devdax: every resident byte is in pages of KernelPageSize.
-            let resident = if self.hugetlb > 0 { self.hugetlb } else { self.rss };
+            let resident = if self.hugetlb > 0 {
+                self.hugetlb
+            } else {
+                self.rss
+            };
             match self.kernel_page_size {
                 GIB1 => mix.bytes_1g = resident,
                 _ => mix.bytes_2m = resident,

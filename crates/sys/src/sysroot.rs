@@ -88,7 +88,10 @@ mod tests {
 
     #[test]
     fn reads_active_choice() {
-        assert_eq!(active_choice("always [madvise] never\n"), Some("madvise".into()));
+        assert_eq!(
+            active_choice("always [madvise] never\n"),
+            Some("madvise".into())
+        );
         assert_eq!(active_choice("never"), None);
     }
 }

@@ -19,7 +19,10 @@ pub struct ThpSettings {
 /// Reads the THP settings.
 pub fn settings(root: &SysRoot) -> ThpSettings {
     let base = "sys/kernel/mm/transparent_hugepage";
-    let choice = |f: &str| root.read(&format!("{base}/{f}")).and_then(|t| active_choice(&t));
+    let choice = |f: &str| {
+        root.read(&format!("{base}/{f}"))
+            .and_then(|t| active_choice(&t))
+    };
     ThpSettings {
         enabled: choice("enabled"),
         defrag: choice("defrag"),

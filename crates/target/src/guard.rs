@@ -45,7 +45,10 @@ impl MemoryGuard {
             let source = if self.explicit {
                 "--max-mem".to_string()
             } else {
-                format!("the default --max-mem, 90% of {} available,", Bytes(self.available).human())
+                format!(
+                    "the default --max-mem, 90% of {} available,",
+                    Bytes(self.available).human()
+                )
             };
             return Err(TargetError::usage(format!(
                 "{what} needs {} but {source} allows {}; use a smaller size or raise --max-mem",

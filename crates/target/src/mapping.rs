@@ -173,7 +173,11 @@ impl Backing {
     /// MADV_HUGEPAGE or MADV_NOHUGEPAGE on the whole mapping.
     pub(crate) fn advise_huge(&self, huge: bool) -> Result<(), TargetError> {
         let raw = self.raw.expect("mapped");
-        let advice = if huge { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
+        let advice = if huge {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
         // SAFETY: the range is this backing's own live mapping; THP advice never changes
         // its contents.
         if unsafe { libc::madvise(raw.ptr.cast(), raw.len, advice) } != 0 {
@@ -223,7 +227,9 @@ unsafe impl Sync for Mapping {}
 /// binds it to its node, pre-faults it and verifies what the kernel gave.
 pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, TargetError> {
     if bytes == 0 {
-        return Err(TargetError::usage("a target of 0 bytes cannot be mapped; give a size"));
+        return Err(TargetError::usage(
+            "a target of 0 bytes cannot be mapped; give a size",
+        ));
     }
     let backing = kinds::prepare(spec, bytes, opts)?;
     let raw = backing.raw.expect("prepare maps the backing");

@@ -125,13 +125,16 @@ impl FromStr for TargetSpec {
             }
             None => (head, None),
         };
-        let entry = kinds::KINDS.iter().find(|k| k.name == kind).ok_or_else(|| {
-            let names: Vec<&str> = kinds::KINDS.iter().map(|k| k.name).collect();
-            err(format!(
-                "unknown target kind '{kind}': use one of {}",
-                names.join(", ")
-            ))
-        })?;
+        let entry = kinds::KINDS
+            .iter()
+            .find(|k| k.name == kind)
+            .ok_or_else(|| {
+                let names: Vec<&str> = kinds::KINDS.iter().map(|k| k.name).collect();
+                err(format!(
+                    "unknown target kind '{kind}': use one of {}",
+                    names.join(", ")
+                ))
+            })?;
         let kind = (entry.parse)(arg)?;
         let mut node = None;
         for opt in parts {
@@ -146,7 +149,9 @@ impl FromStr for TargetSpec {
                         return Err(err(format!("option 'node' is given twice in target '{s}'")));
                     }
                     node = Some(value.parse::<u32>().map_err(|_| {
-                        err(format!("node '{value}' is not a node number (node=0, node=1, ...)"))
+                        err(format!(
+                            "node '{value}' is not a node number (node=0, node=1, ...)"
+                        ))
                     })?);
                 }
                 "" => return Err(err(format!("empty option name in target '{s}'"))),
@@ -197,7 +202,10 @@ mod tests {
             ("dram:thp,node=1", "dram:thp,node=1"),
             ("dram,node=2", "dram:4k,node=2"),
             ("file:/mnt/pmem", "file:/mnt/pmem"),
-            ("file:/mnt/pmem/bench.dat,node=0", "file:/mnt/pmem/bench.dat,node=0"),
+            (
+                "file:/mnt/pmem/bench.dat,node=0",
+                "file:/mnt/pmem/bench.dat,node=0",
+            ),
             ("file:relative/dir", "file:relative/dir"),
             ("shm", "shm:4k"),
             ("shm:thp", "shm:thp"),
@@ -216,22 +224,61 @@ mod tests {
     #[test]
     fn malformed_specs_have_exact_errors() {
         let cases = [
-            ("", "empty target spec: expected kind[:arg][,key=value]..., e.g. dram:thp or file:/mnt/pmem"),
-            ("ram", "unknown target kind 'ram': use one of dram, file, shm, devdax"),
-            ("dram:8k", "'8k' is not a page policy for dram: use 4k, thp, 2m or 1g"),
+            (
+                "",
+                "empty target spec: expected kind[:arg][,key=value]..., e.g. dram:thp or file:/mnt/pmem",
+            ),
+            (
+                "ram",
+                "unknown target kind 'ram': use one of dram, file, shm, devdax",
+            ),
+            (
+                "dram:8k",
+                "'8k' is not a page policy for dram: use 4k, thp, 2m or 1g",
+            ),
             ("dram:", "empty argument after 'dram:' in target 'dram:'"),
-            ("dram,node=x", "node 'x' is not a node number (node=0, node=1, ...)"),
-            ("dram,node=-1", "node '-1' is not a node number (node=0, node=1, ...)"),
-            ("dram,node", "option 'node' in target 'dram,node' is not key=value (paths may not contain commas)"),
-            ("dram,node=1,node=2", "option 'node' is given twice in target 'dram,node=1,node=2'"),
-            ("dram,color=red", "unknown option 'color' for dram: the only option is node=N"),
+            (
+                "dram,node=x",
+                "node 'x' is not a node number (node=0, node=1, ...)",
+            ),
+            (
+                "dram,node=-1",
+                "node '-1' is not a node number (node=0, node=1, ...)",
+            ),
+            (
+                "dram,node",
+                "option 'node' in target 'dram,node' is not key=value (paths may not contain commas)",
+            ),
+            (
+                "dram,node=1,node=2",
+                "option 'node' is given twice in target 'dram,node=1,node=2'",
+            ),
+            (
+                "dram,color=red",
+                "unknown option 'color' for dram: the only option is node=N",
+            ),
             ("dram,=1", "empty option name in target 'dram,=1'"),
-            ("file", "file needs a path: file:/mnt/pmem (a directory) or file:/mnt/pmem/bench.dat (a new file)"),
-            ("file:/a,b", "option 'b' in target 'file:/a,b' is not key=value (paths may not contain commas)"),
-            ("shm:2m", "'2m' is not a page policy for shm: use 4k or thp (for hugetlb-backed files use file: on a hugetlbfs mount)"),
+            (
+                "file",
+                "file needs a path: file:/mnt/pmem (a directory) or file:/mnt/pmem/bench.dat (a new file)",
+            ),
+            (
+                "file:/a,b",
+                "option 'b' in target 'file:/a,b' is not key=value (paths may not contain commas)",
+            ),
+            (
+                "shm:2m",
+                "'2m' is not a page policy for shm: use 4k or thp (for hugetlb-backed files use file: on a hugetlbfs mount)",
+            ),
             ("devdax", "devdax needs a device path: devdax:/dev/dax0.0"),
-            ("devdax:/tmp/x", "'/tmp/x' is not a device-DAX path: expected /dev/daxX.Y"),
-            ("DRAM", "unknown target kind 'DRAM': use one of dram, file, shm, devdax"),
+            (
+                "devdax:/tmp/x",
+                "'/tmp/x' is not a device-DAX path: expected /dev/daxX.Y",
+            ),
+            (
+                "DRAM",
+                "unknown target kind 'DRAM': use one of dram, file, shm, devdax",
+            ),
         ];
         for (input, message) in cases {
             assert_eq!(parse(input), Err(message.to_string()), "{input}");

@@ -100,7 +100,11 @@ pub(crate) fn against_expectation(
                 ),
             };
             let share = if a.pages.smaps_sees_mapping {
-                format!("only {:.0}% of the range is backed by {} pages, ", 100.0 * fraction, size_name(want))
+                format!(
+                    "only {:.0}% of the range is backed by {} pages, ",
+                    100.0 * fraction,
+                    size_name(want)
+                )
             } else {
                 String::new()
             };
@@ -138,7 +142,11 @@ pub(crate) fn against_expectation(
                 format!(
                     "{name}: {:.1}% of the pages are not on node {node} (found on nodes {})",
                     100.0 * (all - on) as f64 / all as f64,
-                    a.nodes.keys().map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+                    a.nodes
+                        .keys()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 ),
                 "check free memory on that node (`pmscope info`), or drop node= for this kind",
             ));
@@ -157,7 +165,12 @@ pub(crate) fn against_expectation(
     w
 }
 
-fn remedy_for_page_size(spec: &TargetSpec, a: &Achieved, want: u64, extents: Option<ExtentLayout>) -> String {
+fn remedy_for_page_size(
+    spec: &TargetSpec,
+    a: &Achieved,
+    want: u64,
+    extents: Option<ExtentLayout>,
+) -> String {
     use crate::KindSpec;
     match &spec.kind {
         KindSpec::Dram { .. } if want == MIB2 => "THP could not give huge pages: check /sys/kernel/mm/transparent_hugepage/enabled \
@@ -256,11 +269,18 @@ mod tests {
             &spec,
             &a,
             &expect,
-            Some(ExtentLayout { extents: 3, pmd_congruent: 0 }),
+            Some(ExtentLayout {
+                extents: 3,
+                pmd_congruent: 0,
+            }),
         );
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].code, "page-size-mismatch");
-        assert!(w[0].remedy.contains("0 of the file's first 3 extents"), "{}", w[0].remedy);
+        assert!(
+            w[0].remedy.contains("0 of the file's first 3 extents"),
+            "{}",
+            w[0].remedy
+        );
         let ok = achieved(MIB2, false);
         assert!(against_expectation(&spec, &ok, &expect, None).is_empty());
     }
@@ -278,7 +298,10 @@ mod tests {
         let w = against_expectation(&spec, &a, &expect, None);
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].code, "node-mismatch");
-        assert!(w[0].message.contains("75.0% of the pages are not on node 1"));
+        assert!(
+            w[0].message
+                .contains("75.0% of the pages are not on node 1")
+        );
     }
 
     #[test]

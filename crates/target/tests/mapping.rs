@@ -54,7 +54,11 @@ fn node_binding_places_pages_on_the_node() {
     assert_eq!(a.nodes.len(), 1);
     assert!(m.warnings().is_empty());
     let e = map(&spec("dram:4k,node=63"), 8 << 20, &MapOptions::host()).unwrap_err();
-    assert!(e.to_string().starts_with("cannot bind dram:4k,node=63 to node 63 (mbind:"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("cannot bind dram:4k,node=63 to node 63 (mbind:"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -85,7 +89,11 @@ fn no_free_huge_pages_says_how_to_reserve() {
     let root = tempfile::tempdir().unwrap();
     let pool = root.path().join("sys/kernel/mm/hugepages/hugepages-2048kB");
     std::fs::create_dir_all(&pool).unwrap();
-    for (f, v) in [("nr_hugepages", "0"), ("free_hugepages", "0"), ("resv_hugepages", "0")] {
+    for (f, v) in [
+        ("nr_hugepages", "0"),
+        ("free_hugepages", "0"),
+        ("resv_hugepages", "0"),
+    ] {
         std::fs::write(pool.join(f), v).unwrap();
     }
     let opts = MapOptions {
@@ -130,15 +138,26 @@ fn ordinary_file_is_page_cache_and_require_dax_refuses_it() {
     assert_eq!(a.persistence, Persistence::PageCache);
     assert!(m.warnings().iter().any(|w| w.code == "not-dax"));
     drop(m);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "file removed");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "file removed"
+    );
     let opts = MapOptions {
         require_dax: true,
         ..MapOptions::host()
     };
     let e = map(&target, 4 << 20, &opts).unwrap_err();
-    assert!(e.to_string().contains("without DAX (MAP_SYNC refused"), "{e}");
+    assert!(
+        e.to_string().contains("without DAX (MAP_SYNC refused"),
+        "{e}"
+    );
     assert!(e.is_usage());
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file left after refusal");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no file left after refusal"
+    );
 }
 
 #[test]
@@ -146,7 +165,12 @@ fn file_never_overwrites_and_keep_keeps() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.dat");
     std::fs::write(&path, b"precious").unwrap();
-    let e = map(&spec(&format!("file:{}", path.display())), 1 << 20, &MapOptions::host()).unwrap_err();
+    let e = map(
+        &spec(&format!("file:{}", path.display())),
+        1 << 20,
+        &MapOptions::host(),
+    )
+    .unwrap_err();
     assert_eq!(
         e.to_string(),
         format!(
@@ -196,7 +220,11 @@ fn memory_guard_refuses_before_mapping() {
         "dram:4k needs 128.0 MiB but --max-mem allows 64.0 MiB; use a smaller size or raise --max-mem"
     );
     let e = map(&spec("shm"), 2 << 30, &opts).unwrap_err();
-    assert!(e.to_string().contains("only 1.0 GiB of memory is available"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("only 1.0 GiB of memory is available"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -31,13 +31,18 @@ fn device_name(path: &Path) -> Option<&str> {
     let name = path.file_name()?.to_str()?;
     let rest = name.strip_prefix("dax")?;
     let (a, b) = rest.split_once('.')?;
-    (!a.is_empty() && !b.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit()))
-        .then_some(name)
+    (!a.is_empty()
+        && !b.is_empty()
+        && a.bytes().all(|c| c.is_ascii_digit())
+        && b.bytes().all(|c| c.is_ascii_digit()))
+    .then_some(name)
 }
 
 fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
     let Some(p) = arg else {
-        return Err(SpecError("devdax needs a device path: devdax:/dev/dax0.0".into()));
+        return Err(SpecError(
+            "devdax needs a device path: devdax:/dev/dax0.0".into(),
+        ));
     };
     let path = PathBuf::from(p);
     if device_name(&path).is_none() || !p.starts_with("/dev/") {
@@ -79,10 +84,21 @@ pub(super) fn prepare(
         .write(true)
         .open(path)
         .map_err(|e| TargetError::system(format!("cannot open {}: {e}", path.display())))?;
-    let (raw, map_sync) = match mman::map_file(file.as_fd(), len as usize, align as usize, FileMapMode::Sync) {
+    let (raw, map_sync) = match mman::map_file(
+        file.as_fd(),
+        len as usize,
+        align as usize,
+        FileMapMode::Sync,
+    ) {
         Ok(raw) => (raw, true),
         Err(_) => (
-            mman::map_file(file.as_fd(), len as usize, align as usize, FileMapMode::Shared).map_err(|e| {
+            mman::map_file(
+                file.as_fd(),
+                len as usize,
+                align as usize,
+                FileMapMode::Shared,
+            )
+            .map_err(|e| {
                 TargetError::system(format!(
                     "mmap of {} at {}-byte alignment failed: {e}",
                     path.display(),

@@ -26,7 +26,11 @@ fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
 }
 
 /// Parses a page policy; `hugetlb` says whether 2m and 1g are allowed.
-pub(super) fn parse_policy(arg: Option<&str>, kind: &str, hugetlb: bool) -> Result<PagePolicy, SpecError> {
+pub(super) fn parse_policy(
+    arg: Option<&str>,
+    kind: &str,
+    hugetlb: bool,
+) -> Result<PagePolicy, SpecError> {
     let p = match arg {
         None | Some("4k") => PagePolicy::Base4k,
         Some("thp") => PagePolicy::Thp,
@@ -105,7 +109,10 @@ pub(super) fn check_hugetlb_pool(
 ) -> Result<(), TargetError> {
     let needed = len / size;
     let pool = hugepages::pool(&opts.root, size, None);
-    let (free, total) = pool.as_ref().map(|p| (p.available(), p.total)).unwrap_or((0, 0));
+    let (free, total) = pool
+        .as_ref()
+        .map(|p| (p.available(), p.total))
+        .unwrap_or((0, 0));
     let node_free = node.and_then(|n| hugepages::pool(&opts.root, size, Some(n)).map(|p| p.free));
     let short = free < needed || node_free.is_some_and(|f| f < needed);
     if short {
@@ -122,7 +129,10 @@ pub(super) fn check_hugetlb_pool(
         let what = if total == 0 && pool.is_none() {
             format!("this kernel offers no {} huge pages", Bytes(size))
         } else {
-            format!("not enough free {} huge pages ({have}, {needed} needed)", Bytes(size))
+            format!(
+                "not enough free {} huge pages ({have}, {needed} needed)",
+                Bytes(size)
+            )
         };
         return Err(TargetError::system(format!(
             "{what}; reserve them with `echo {} > {path}` as root",

@@ -87,9 +87,8 @@ pub(super) fn prepare(
             path.display()
         )));
     } else {
-        let f = create_exclusive(path).map_err(|e| {
-            TargetError::usage(format!("cannot create {}: {e}", path.display()))
-        })?;
+        let f = create_exclusive(path)
+            .map_err(|e| TargetError::usage(format!("cannot create {}: {e}", path.display())))?;
         (f, path.to_path_buf())
     };
     // From here on the file is removed again if anything fails (unless --keep).
@@ -98,7 +97,11 @@ pub(super) fn prepare(
         .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", path.display())))?;
     let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;
     let in_ram = hugetlbfs || facts.magic == dax::TMPFS_MAGIC;
-    let huge_page = if hugetlbfs { huge_page_size_of(&path) } else { None };
+    let huge_page = if hugetlbfs {
+        huge_page_size_of(&path)
+    } else {
+        None
+    };
     let len = match huge_page {
         Some(size) => bytes.next_multiple_of(size),
         None => bytes.next_multiple_of(2 << 20),
@@ -115,13 +118,25 @@ pub(super) fn prepare(
             Bytes(facts.available_bytes).human()
         )));
     }
-    mman::allocate_file(backing.file(), len)
-        .map_err(|e| TargetError::system(format!("cannot allocate {len} bytes for {}: {e}", path.display())))?;
+    mman::allocate_file(backing.file(), len).map_err(|e| {
+        TargetError::system(format!(
+            "cannot allocate {len} bytes for {}: {e}",
+            path.display()
+        ))
+    })?;
     let align = huge_page.unwrap_or(2 << 20);
     let file = backing.file();
-    let (raw, map_sync) = match mman::map_file(file.as_fd(), len as usize, align as usize, FileMapMode::Sync) {
+    let (raw, map_sync) = match mman::map_file(
+        file.as_fd(),
+        len as usize,
+        align as usize,
+        FileMapMode::Sync,
+    ) {
         Ok(raw) => (raw, true),
-        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) || e.raw_os_error() == Some(libc::EINVAL) => {
+        Err(e)
+            if e.raw_os_error() == Some(libc::EOPNOTSUPP)
+                || e.raw_os_error() == Some(libc::EINVAL) =>
+        {
             if opts.require_dax {
                 return Err(TargetError::usage(format!(
                     "{} is on {} without DAX (MAP_SYNC refused: {e}), and --require-dax was given; \
@@ -130,12 +145,20 @@ pub(super) fn prepare(
                     facts.fstype
                 )));
             }
-            let raw = mman::map_file(file.as_fd(), len as usize, align as usize, FileMapMode::Shared)
-                .map_err(|e| TargetError::system(format!("mmap of {} failed: {e}", path.display())))?;
+            let raw = mman::map_file(
+                file.as_fd(),
+                len as usize,
+                align as usize,
+                FileMapMode::Shared,
+            )
+            .map_err(|e| TargetError::system(format!("mmap of {} failed: {e}", path.display())))?;
             (raw, false)
         }
         Err(e) => {
-            return Err(TargetError::system(format!("mmap of {} failed: {e}", path.display())));
+            return Err(TargetError::system(format!(
+                "mmap of {} failed: {e}",
+                path.display()
+            )));
         }
     };
     let persistence = if map_sync {
@@ -165,7 +188,12 @@ pub(super) fn prepare(
         persistence,
         map_sync,
     );
-    backing.set_filesystem(facts.fstype.clone(), map_sync.then(|| dax::extent_layout(backing.file())).flatten());
+    backing.set_filesystem(
+        facts.fstype.clone(),
+        map_sync
+            .then(|| dax::extent_layout(backing.file()))
+            .flatten(),
+    );
     Ok(backing)
 }
 

@@ -28,7 +28,11 @@ pub struct KindEntry {
 pub const KINDS: &[KindEntry] = &[dram::ENTRY, file::ENTRY, shm::ENTRY, devdax::ENTRY];
 
 /// Runs the kind's preflight checks and creates its mapping (untouched).
-pub(crate) fn prepare(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Backing, TargetError> {
+pub(crate) fn prepare(
+    spec: &TargetSpec,
+    bytes: u64,
+    opts: &MapOptions,
+) -> Result<Backing, TargetError> {
     match &spec.kind {
         KindSpec::Dram { pages } => dram::prepare(spec, *pages, bytes, opts),
         KindSpec::File { path } => file::prepare(spec, path, bytes, opts),

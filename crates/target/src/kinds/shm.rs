@@ -41,7 +41,10 @@ pub(super) fn prepare(
     let mut backing = Backing::file_pending(file, path.clone(), opts.keep);
     let file = backing.file();
     file.set_len(len).map_err(|e| {
-        TargetError::system(format!("cannot size {} to {len} bytes: {e}", path.display()))
+        TargetError::system(format!(
+            "cannot size {} to {len} bytes: {e}",
+            path.display()
+        ))
     })?;
     // MAP_SYNC is attempted to record the refusal: tmpfs is never DAX.
     let sync = mman::map_file(file.as_fd(), len as usize, 2 << 20, FileMapMode::Sync);

@@ -1,0 +1,24 @@
+//! One file per command. Each turns its arguments into a plan (targets parsed, sizes
+//! checked) before anything is mapped, then measures and hands records to the sink.
+
+mod info;
+mod list;
+mod quick;
+mod verify;
+
+use crate::args::{Cli, Command};
+use crate::context::Context;
+use crate::output::Sink;
+use anyhow::Result;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    let mut sink = Sink::open(&cli.output)?;
+    let mut ctx = Context::new();
+    match cli.command {
+        Command::Info => info::run(&mut ctx, &mut sink),
+        Command::Quick(a) => quick::run(&mut ctx, &mut sink, &a),
+        Command::Verify(a) => verify::run(&mut ctx, &mut sink, &a),
+        Command::List { what } => list::run(&ctx, &mut sink, what),
+    }
+}

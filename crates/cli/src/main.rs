@@ -1,0 +1,51 @@
+//! The `pmscope` binary: clap arguments ([`args`]) are turned into a validated plan by each
+//! command in [`cmd`], which maps targets, measures, and hands [`Record`]s to [`output`].
+//!
+//! Errors are one sentence with a hint; usage errors exit 2, runtime failures 1. A panic is
+//! a bug: it is reported in one line (no backtrace) and exits 1.
+//!
+//! [`Record`]: pmscope_core::record::Record
+
+mod args;
+mod cmd;
+mod context;
+mod error;
+mod output;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("pmscope: internal error: {msg}{at}; this is a bug, please report it");
+    }));
+    let cli = match args::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints its own usage errors (exit 2) and --help/--version (exit 0).
+            let code = e.exit_code();
+            let _ = e.print();
+            return ExitCode::from(code as u8);
+        }
+    };
+    let outcome = std::panic::catch_unwind(|| cmd::run(cli));
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            let code = error::exit_code(&e);
+            eprintln!("pmscope: {}", error::describe(&e));
+            ExitCode::from(code)
+        }
+        Err(_) => ExitCode::from(1),
+    }
+}

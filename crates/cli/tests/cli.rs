@@ -1,0 +1,242 @@
+//! The binary end to end: every malformed input gives one sentence and the right exit code
+//! (a table, as likwid's executable tests), output files are never clobbered, and `info`
+//! and `quick` produce what the README promises.
+
+use std::process::{Command, Output};
+
+fn pmscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .args(args)
+        .output()
+        .expect("run pmscope")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// (arguments, exit code, exact stderr). One sentence, no backtrace, no panic.
+const MALFORMED: &[(&[&str], i32, &str)] = &[
+    (
+        &["verify", "-t", "ram"],
+        2,
+        "pmscope: --target ram: unknown target kind 'ram': use one of dram, file, shm, devdax\n",
+    ),
+    (
+        &["verify", "-t", "dram:8k"],
+        2,
+        "pmscope: --target dram:8k: '8k' is not a page policy for dram: use 4k, thp, 2m or 1g\n",
+    ),
+    (
+        &["verify", "-t", "dram,node=x"],
+        2,
+        "pmscope: --target dram,node=x: node 'x' is not a node number (node=0, node=1, ...)\n",
+    ),
+    (
+        &["verify", "-t", "file"],
+        2,
+        "pmscope: --target file: file needs a path: file:/mnt/pmem (a directory) or file:/mnt/pmem/bench.dat (a new file)\n",
+    ),
+    (
+        &["verify", "-t", "devdax:/tmp/x"],
+        2,
+        "pmscope: --target devdax:/tmp/x: '/tmp/x' is not a device-DAX path: expected /dev/daxX.Y\n",
+    ),
+    (
+        &["verify", "-t", "dram", "-t", "dram:4k"],
+        2,
+        "pmscope: --target dram:4k is given twice\n",
+    ),
+    (
+        &["verify", "--size", "12Q"],
+        2,
+        "pmscope: '12Q' has an unknown unit: use B, K/KiB, M/MiB, G/GiB or T/TiB (binary: 1K = 1024)\n",
+    ),
+    (
+        &["verify", "--size", "0"],
+        2,
+        "pmscope: size '0' must be greater than zero\n",
+    ),
+    (
+        &["verify", "--max-mem", "lots"],
+        2,
+        "pmscope: 'lots' is not a size: expected a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB)\n",
+    ),
+    (
+        &["verify", "-t", "devdax:/dev/dax9.9"],
+        2,
+        "pmscope: writing to /dev/dax9.9 destroys its contents; pass --destroy-data if that is what you want\n",
+    ),
+    (
+        &["verify", "--size", "64MiB", "--max-mem", "1MiB"],
+        2,
+        "pmscope: dram:4k needs 64.0 MiB but --max-mem allows 1.0 MiB; use a smaller size or raise --max-mem\n",
+    ),
+    (&["verify", "--size", "100TiB"], 2, ""),
+    (&["verify", "-t", "file:/proc/nonexistent-dir/x"], 2, ""),
+];
+
+#[test]
+fn malformed_inputs_give_one_sentence_and_the_right_exit_code() {
+    for (args, code, message) in MALFORMED {
+        let o = pmscope(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {err}");
+        if message.is_empty() {
+            assert!(
+                err.starts_with("pmscope: ") && err.lines().count() == 1,
+                "{args:?}: {err}"
+            );
+        } else {
+            assert_eq!(&err, message, "{args:?}");
+        }
+        assert!(
+            !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn clap_usage_errors_exit_2() {
+    let o = pmscope(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = pmscope(&["verify", "--sise", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unexpected argument '--sise'"));
+}
+
+#[test]
+fn output_file_is_never_clobbered_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results.jsonl");
+    std::fs::write(&out, "precious\n").unwrap();
+    let path = out.to_str().unwrap();
+    let o = pmscope(&["verify", "--size", "4MiB", "-o", path]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "pmscope: {path} already exists; pass --force to overwrite it or choose another -o file\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious\n");
+    let o = pmscope(&["verify", "--size", "4MiB", "-o", path, "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let r: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["experiment"], "verify");
+    assert_eq!(r["target"]["spec"], "dram:4k");
+}
+
+#[test]
+fn info_json_holds_every_field() {
+    let o = pmscope(&["info", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in [
+        "kernel",
+        "cpu",
+        "tsc",
+        "numa_nodes",
+        "hugepages",
+        "thp",
+        "dax_devices",
+        "dax_mounts",
+        "pmem_block_devices",
+        "tools",
+        "perf_counters",
+        "prefetchers",
+        "warnings",
+    ] {
+        assert!(v.get(key).is_some(), "info --json lacks {key}");
+    }
+    for key in [
+        "clflush",
+        "clflushopt",
+        "clwb",
+        "movnti",
+        "avx2",
+        "avx512f",
+        "invariant_tsc",
+    ] {
+        assert!(v["cpu"]["features"][key].is_boolean(), "cpu.features.{key}");
+    }
+    assert!(
+        v["cpu"]["caches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["level"] == 1)
+    );
+    assert!(v["tsc"]["timer"]["hz"].as_f64().unwrap() > 1e8);
+    let node0 = &v["numa_nodes"][0];
+    for key in [
+        "id",
+        "cpus",
+        "mem_total_bytes",
+        "distances",
+        "memory_only",
+        "hugepages",
+    ] {
+        assert!(node0.get(key).is_some(), "numa node lacks {key}");
+    }
+    assert!(v["thp"]["enabled"].is_string());
+    assert!(v["tools"].get("ndctl").is_some() && v["tools"].get("daxctl").is_some());
+    assert!(v["perf_counters"]["available"].is_boolean());
+    // Facts of the CI machine (issue 2): compare with the kernel's own view, not a constant,
+    // so the test states what it checks on any machine.
+    let nodes = std::fs::read_dir("/sys/devices/system/node")
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("node") && n[4..].parse::<u32>().is_ok()
+        })
+        .count();
+    assert_eq!(v["numa_nodes"].as_array().unwrap().len(), nodes);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    assert_eq!(v["cpu"]["features"]["clwb"], cpuinfo.contains(" clwb"));
+}
+
+#[test]
+fn quick_verifies_the_default_targets() {
+    let o = pmscope(&["quick", "--size", "32MiB", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let specs: Vec<&str> = records
+        .iter()
+        .map(|r| r["target"]["spec"].as_str().unwrap())
+        .collect();
+    assert_eq!(specs, ["dram:4k", "dram:thp", "shm:4k"]);
+    assert_eq!(records[0]["target"]["achieved"]["page_size"], 4096);
+    assert_eq!(records[1]["target"]["achieved"]["page_size"], 2 << 20);
+    assert_eq!(records[2]["target"]["achieved"]["map_sync"], false);
+    // Comparing 4 KiB with 2 MiB targets is pointed out (seed 000).
+    let human = pmscope(&["quick", "--size", "32MiB"]);
+    assert!(stderr(&human).contains("is backed by 4 KiB pages but dram:thp by 2 MiB pages"));
+    assert!(String::from_utf8_lossy(&human.stdout).contains("configuration achieved:"));
+}
+
+#[test]
+fn list_comes_from_the_registries() {
+    let o = pmscope(&["list", "targets"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for syntax in [
+        "dram[:4k|thp|2m|1g]",
+        "file:PATH",
+        "shm[:4k|thp]",
+        "devdax:/dev/daxX.Y",
+    ] {
+        assert!(text.contains(syntax), "{syntax}");
+    }
+    let o = pmscope(&["list", "strategies"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for s in ["clflush", "clflushopt", "clwb", "ntstore", "none", "msync"] {
+        assert!(text.contains(s), "{s}");
+    }
+}

@@ -1,0 +1,101 @@
+//! Worker threads pinned to CPUs, released together by a start gate, each recording the
+//! CPU it actually ran on.
+
+use pmscope_core::record::ThreadPlacement;
+use std::sync::Barrier;
+
+/// Why workers could not be started as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinError(pub String);
+
+impl std::fmt::Display for PinError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PinError {}
+
+/// Checks a `--cpus` list against the CPUs this process may use.
+pub fn check_cpus(cpus: &[usize]) -> Result<(), PinError> {
+    let allowed = pmscope_sys::affinity::allowed_cpus().map_err(|e| PinError(e.to_string()))?;
+    if cpus.is_empty() {
+        return Err(PinError("the CPU list is empty".into()));
+    }
+    if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+        return Err(PinError(format!(
+            "CPU {c} is not available to pmscope (allowed: {})",
+            pmscope_core::cpulist::format_list(&allowed)
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `work(worker_index)` on `cpus.len()` threads, worker `i` pinned to `cpus[i]`. All
+/// workers wait at a gate until every one is pinned and ready, so they start together.
+/// Returns each worker's result with its placement, in worker order.
+pub fn run_pinned<R, F>(cpus: &[usize], work: F) -> Result<Vec<(R, ThreadPlacement)>, PinError>
+where
+    R: Send,
+    F: Fn(usize) -> R + Sync,
+{
+    check_cpus(cpus)?;
+    let gate = Barrier::new(cpus.len());
+    let work = &work;
+    let gate = &gate;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                s.spawn(move || {
+                    let pinned = pmscope_sys::affinity::pin_current_thread(cpu);
+                    gate.wait();
+                    pinned.map_err(|e| {
+                        PinError(format!("cannot pin worker {i} to CPU {cpu}: {e}"))
+                    })?;
+                    let r = work(i);
+                    let observed = pmscope_sys::affinity::current_cpu().unwrap_or(usize::MAX);
+                    Ok((
+                        r,
+                        ThreadPlacement {
+                            worker: i,
+                            cpu_requested: cpu,
+                            cpu_observed: observed,
+                        },
+                    ))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| PinError("a worker thread panicked".into()))?
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_run_where_pinned() {
+        let allowed = pmscope_sys::affinity::allowed_cpus().unwrap();
+        let out = run_pinned(&allowed, |i| i * 10).unwrap();
+        assert_eq!(out.len(), allowed.len());
+        for (i, (r, p)) in out.iter().enumerate() {
+            assert_eq!(*r, i * 10);
+            assert_eq!(p.worker, i);
+            assert_eq!(p.cpu_observed, p.cpu_requested);
+        }
+        let e = run_pinned(&[100_000], |_| ()).unwrap_err();
+        assert!(
+            e.0.starts_with("CPU 100000 is not available to pmscope"),
+            "{e}"
+        );
+        assert!(run_pinned(&[], |_| ()).is_err());
+    }
+}

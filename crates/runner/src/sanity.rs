@@ -1,0 +1,292 @@
+//! Environment sanity checks, run before every experiment and recorded with its results.
+//! Each finding is a [`Warning`] with its remedy: automatic NUMA balancing, THP mode and
+//! defrag, the frequency governor, the TSC, the hardware prefetchers, a working set that
+//! fits in the last-level cache, and other load on the machine. Reading the facts
+//! ([`EnvFacts::probe`]) and judging them ([`check`]) are separate so the judgement is
+//! tested on made-up facts.
+
+use pmscope_core::record::{TimerInfo, TimerSource};
+use pmscope_core::units::Bytes;
+use pmscope_core::warning::Warning;
+use pmscope_sys::environment::{self, Prefetchers};
+use pmscope_sys::sysroot::SysRoot;
+
+/// The facts the checks judge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvFacts {
+    /// `kernel.numa_balancing`.
+    pub numa_balancing: Option<u64>,
+    /// THP `enabled` active value.
+    pub thp_enabled: Option<String>,
+    /// THP `defrag` active value.
+    pub thp_defrag: Option<String>,
+    /// Governors of the CPUs the experiment uses (empty: no cpufreq).
+    pub governors: Vec<(usize, String)>,
+    /// Prefetcher state.
+    pub prefetchers: Prefetchers,
+    /// 1-minute load average.
+    pub load_average: Option<f64>,
+    /// Online CPUs.
+    pub cpus_online: usize,
+    /// The TSC frequency CPUID or the hypervisor declares, in Hz.
+    pub declared_tsc_hz: Option<f64>,
+    /// Last-level cache size.
+    pub llc_bytes: Option<u64>,
+}
+
+impl EnvFacts {
+    /// Reads the facts for an experiment running on `cpus`.
+    pub fn probe(root: &SysRoot, cpus: &[usize]) -> EnvFacts {
+        let thp = pmscope_sys::thp::settings(root);
+        let f = pmscope_sys::cpu::CpuFeatures::detect();
+        EnvFacts {
+            numa_balancing: environment::numa_balancing(root),
+            thp_enabled: thp.enabled,
+            thp_defrag: thp.defrag,
+            governors: environment::governors(root, cpus),
+            prefetchers: environment::prefetchers(&pmscope_sys::cpu::vendor(), f.hypervisor),
+            load_average: environment::load_average(root),
+            cpus_online: environment::online_cpus(root).len(),
+            declared_tsc_hz: pmscope_sys::cpu::declared_tsc_hz().map(|(hz, _)| hz),
+            llc_bytes: pmscope_sys::cpu::last_level_cache_bytes(&pmscope_sys::cpu::caches(root, 0)),
+        }
+    }
+}
+
+/// What the experiment is about to do.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Context {
+    /// The timer it will use.
+    pub timer: Option<TimerInfo>,
+    /// Its working set, if it claims to measure memory (not the caches).
+    pub memory_working_set: Option<u64>,
+}
+
+/// Judges the facts; every warning carries its remedy.
+pub fn check(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if let Some(n) = f.numa_balancing
+        && n != 0
+    {
+        w.push(Warning::new(
+            "numa-balancing",
+            format!("automatic NUMA balancing is on (kernel.numa_balancing = {n}): the kernel migrates pages during the run"),
+            "echo 0 > /proc/sys/kernel/numa_balancing (as root) for the duration of the measurements",
+        ));
+    }
+    match f.thp_enabled.as_deref() {
+        Some("always") => w.push(Warning::new(
+            "thp-always",
+            "transparent huge pages are 'always': memory pmscope does not advise may be huge-page backed, and khugepaged may collapse pages mid-run",
+            "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled, so only targets asking for thp get huge pages",
+        )),
+        Some("never") => w.push(Warning::new(
+            "thp-never",
+            "transparent huge pages are 'never': thp targets get 4 KiB pages",
+            "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled, or use dram:2m (hugetlb)",
+        )),
+        None => w.push(Warning::new(
+            "thp-unknown",
+            "the THP mode is unknown (no /sys/kernel/mm/transparent_hugepage)",
+            "use hugetlb targets (dram:2m) for a known page size",
+        )),
+        _ => {}
+    }
+    if let Some(d) = f.thp_defrag.as_deref()
+        && matches!(d, "never" | "defer")
+    {
+        w.push(Warning::new(
+            "thp-defrag",
+            format!("THP defrag is '{d}': a thp target gets 4 KiB pages wherever memory is fragmented"),
+            "echo madvise > /sys/kernel/mm/transparent_hugepage/defrag, so MADV_HUGEPAGE regions compact memory at fault time",
+        ));
+    }
+    if f.governors.is_empty() {
+        w.push(Warning::new(
+            "governor-unknown",
+            "the CPU frequency governor is unknown (no cpufreq in sysfs, as in most VMs): the clock may change during the run",
+            "on bare metal: cpupower frequency-set -g performance; in a VM the host decides",
+        ));
+    } else if let Some((cpu, g)) = f.governors.iter().find(|(_, g)| g != "performance") {
+        w.push(Warning::new(
+            "governor",
+            format!("CPU {cpu} runs the '{g}' frequency governor: the clock ramps during the run"),
+            "cpupower frequency-set -g performance (as root)",
+        ));
+    }
+    match ctx.timer {
+        Some(t) if t.source == TimerSource::ClockGettime => w.push(Warning::new(
+            "tsc-unusable",
+            "the TSC is not invariant (or rdtscp is missing), so times come from clock_gettime, whose resolution and cost are worse",
+            "run on a CPU with an invariant TSC (CPUID 80000007H EDX[8]) for single-access timings",
+        )),
+        Some(t) => {
+            if let Some(declared) = f.declared_tsc_hz {
+                let diff = (t.hz - declared).abs() / declared;
+                if diff > 0.01 {
+                    w.push(Warning::new(
+                        "tsc-frequency",
+                        format!(
+                            "the TSC was calibrated at {:.4} GHz but the CPU declares {:.4} GHz ({:.1}% apart)",
+                            t.hz / 1e9,
+                            declared / 1e9,
+                            diff * 100.0
+                        ),
+                        "rerun on an idle machine; if it persists, the declared frequency is wrong and the calibrated one is used",
+                    ));
+                }
+            } else {
+                w.push(Warning::new(
+                    "tsc-frequency-undeclared",
+                    format!(
+                        "neither CPUID nor the hypervisor declares the TSC frequency; it was calibrated at {:.4} GHz against CLOCK_MONOTONIC_RAW",
+                        t.hz / 1e9
+                    ),
+                    "nothing to do unless the calibration differs between runs (the records carry it)",
+                ));
+            }
+        }
+        None => {}
+    }
+    if f.prefetchers.state != "off" {
+        w.push(Warning::new(
+            "prefetchers",
+            format!(
+                "hardware prefetchers are {} ({}): sequential and nearby accesses may be served early",
+                f.prefetchers.state, f.prefetchers.detail
+            ),
+            "on bare metal disable them as MLC does (Intel: wrmsr -a 0x1a4 0xf; AMD: MSR 0xc0000108), or read sequential results as prefetched",
+        ));
+    }
+    if let (Some(ws), Some(llc)) = (ctx.memory_working_set, f.llc_bytes)
+        && ws <= llc
+    {
+        w.push(Warning::new(
+            "fits-in-llc",
+            format!(
+                "the working set ({}) fits in the {} last-level cache: this measures the cache, not memory",
+                Bytes(ws).human(),
+                Bytes(llc).human()
+            ),
+            "use a working set of at least 4x the last-level cache",
+        ));
+    }
+    if let Some(load) = f.load_average
+        && load > 0.5
+    {
+        w.push(Warning::new(
+            "busy-machine",
+            format!(
+                "the 1-minute load average is {load:.2} on {} CPUs: other work competes for cores and memory bandwidth",
+                f.cpus_online
+            ),
+            "stop other jobs, or compare only ratios measured side by side in one run",
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quiet() -> EnvFacts {
+        EnvFacts {
+            numa_balancing: Some(0),
+            thp_enabled: Some("madvise".into()),
+            thp_defrag: Some("madvise".into()),
+            governors: vec![(0, "performance".into())],
+            prefetchers: Prefetchers {
+                state: "off".into(),
+                detail: "MSR 0x1a4 = 0xf".into(),
+            },
+            load_average: Some(0.01),
+            cpus_online: 2,
+            declared_tsc_hz: Some(2.6e9),
+            llc_bytes: Some(32 << 20),
+        }
+    }
+
+    fn tsc(hz: f64) -> Option<TimerInfo> {
+        Some(TimerInfo {
+            source: TimerSource::Tsc,
+            hz,
+            invariant_tsc: true,
+            overhead_ns: 10.0,
+        })
+    }
+
+    fn codes(f: &EnvFacts, ctx: &Context) -> Vec<String> {
+        check(f, ctx).into_iter().map(|w| w.code).collect()
+    }
+
+    #[test]
+    fn a_well_tuned_machine_has_no_warnings() {
+        let ctx = Context {
+            timer: tsc(2.6e9),
+            memory_working_set: Some(1 << 30),
+        };
+        assert!(check(&quiet(), &ctx).is_empty());
+    }
+
+    #[test]
+    fn each_problem_is_reported_with_a_remedy() {
+        let mut f = quiet();
+        f.numa_balancing = Some(1);
+        f.thp_enabled = Some("always".into());
+        f.thp_defrag = Some("never".into());
+        f.governors = vec![(1, "powersave".into())];
+        f.prefetchers.state = "unknown".into();
+        f.load_average = Some(1.7);
+        let ctx = Context {
+            timer: tsc(2.9e9),
+            memory_working_set: Some(16 << 20),
+        };
+        let w = check(&f, &ctx);
+        let codes: Vec<&str> = w.iter().map(|w| w.code.as_str()).collect();
+        assert_eq!(
+            codes,
+            [
+                "numa-balancing",
+                "thp-always",
+                "thp-defrag",
+                "governor",
+                "tsc-frequency",
+                "prefetchers",
+                "fits-in-llc",
+                "busy-machine"
+            ]
+        );
+        assert!(w.iter().all(|w| !w.remedy.is_empty()));
+    }
+
+    #[test]
+    fn vm_like_facts() {
+        let mut f = quiet();
+        f.governors.clear();
+        f.declared_tsc_hz = None;
+        f.thp_enabled = None;
+        let ctx = Context {
+            timer: tsc(2.6e9),
+            memory_working_set: None,
+        };
+        assert_eq!(
+            codes(&f, &ctx),
+            [
+                "thp-unknown",
+                "governor-unknown",
+                "tsc-frequency-undeclared"
+            ]
+        );
+        let ctx = Context {
+            timer: Some(TimerInfo {
+                source: TimerSource::ClockGettime,
+                hz: 1e9,
+                invariant_tsc: false,
+                overhead_ns: 30.0,
+            }),
+            memory_working_set: None,
+        };
+        assert!(codes(&quiet(), &ctx).contains(&"tsc-unusable".to_string()));
+    }
+}
