@@ -58,7 +58,9 @@ mod tests {
     #[test]
     fn faults_count_touched_pages() {
         let before = thread_minor_faults();
-        let v = vec![1u8; 64 << 20];
+        let mut v = std::hint::black_box(Vec::<u8>::with_capacity(64 << 20));
+        v.resize(64 << 20, 1);
+        let v = std::hint::black_box(v);
         assert!(v[12345] == 1);
         // A fresh 64 MiB allocation faults in at least some pages on this thread.
         assert!(thread_minor_faults() > before);
