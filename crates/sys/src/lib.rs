@@ -20,6 +20,8 @@ pub mod memory;
 pub mod mman;
 pub mod numa;
 pub mod perf;
+pub mod prefetch;
+pub mod rusage;
 pub mod smaps;
 pub mod sysroot;
 pub mod thp;

@@ -1,0 +1,532 @@
+//! One k-mer job end to end, in timed phases: parse the genomes, estimate the distinct
+//! k-mers, map the table, insert, run the set operation, write the result.
+//!
+//! The set operations are written once, on top of [`KmerTable`]:
+//!
+//! | operation | table built from | then | result |
+//! |---|---|---|---|
+//! | count | all genomes | histogram of genome counts | every k-mer |
+//! | union | all genomes | | every k-mer |
+//! | intersect | all genomes | | genome count = number of genomes |
+//! | subtract | the left genomes | mark every k-mer of the right ones | unmarked |
+//! | primers | the in-group | mark every k-mer of the out-group | count = in-group size, unmarked |
+//!
+//! The right-hand set of a subtraction (the out-group union) is never stored: each of its
+//! k-mers is looked up and marks its match, which is the same relative complement at the
+//! cost of lookups into the smaller table instead of inserts into a second one.
+
+use super::build::{Workers, insert_genome, mark_genome, scan_slots, walk_prefetched};
+use super::encode::words_for;
+use super::estimate::DistinctSketch;
+use super::output::{self, Candidate, Format, Region};
+use super::read::{Genome, ReadError, Split, read_genomes};
+use super::table::volatile::{self, VolatileTable};
+use super::table::{KmerTable, TableError};
+use pmscope_core::record::{TargetRecord, ThreadPlacement};
+use pmscope_core::warning::Warning;
+use pmscope_runner::pin::PinError;
+use pmscope_target::{MapOptions, TargetSpec};
+use rayon::prelude::*;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What to compute.
+#[derive(Debug, Clone)]
+pub enum Operation {
+    /// Distinct k-mers and the histogram of their genome counts.
+    Count {
+        /// Genome files.
+        genomes: Vec<PathBuf>,
+    },
+    /// Every k-mer of any genome.
+    Union {
+        /// Genome files.
+        genomes: Vec<PathBuf>,
+    },
+    /// The k-mers of every genome.
+    Intersect {
+        /// Genome files.
+        genomes: Vec<PathBuf>,
+    },
+    /// The k-mers of `genomes` that no genome of `minus` has.
+    Subtract {
+        /// Genome files whose union is kept.
+        genomes: Vec<PathBuf>,
+        /// Genome files whose k-mers are removed.
+        minus: Vec<PathBuf>,
+    },
+    /// In-group intersection minus out-group union: PCR primer candidates (seed 003).
+    Primers {
+        /// In-group genome files.
+        in_group: Vec<PathBuf>,
+        /// Out-group genome files.
+        out_group: Vec<PathBuf>,
+    },
+}
+
+impl Operation {
+    /// The operation's name, as the CLI spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Operation::Count { .. } => "count",
+            Operation::Union { .. } => "union",
+            Operation::Intersect { .. } => "intersect",
+            Operation::Subtract { .. } => "subtract",
+            Operation::Primers { .. } => "primers",
+        }
+    }
+
+    /// (files inserted into the table, files subtracted).
+    fn files(&self) -> (&[PathBuf], &[PathBuf]) {
+        match self {
+            Operation::Count { genomes }
+            | Operation::Union { genomes }
+            | Operation::Intersect { genomes } => (genomes, &[]),
+            Operation::Subtract { genomes, minus } => (genomes, minus),
+            Operation::Primers {
+                in_group,
+                out_group,
+            } => (in_group, out_group),
+        }
+    }
+}
+
+/// A job: the operation and how to run it.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// What to compute.
+    pub operation: Operation,
+    /// K-mer length, 1..=[`super::encode::MAX_K`].
+    pub k: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// Files to genomes.
+    pub split: Split,
+    /// Where the table lives.
+    pub target: TargetSpec,
+    /// Mapping options of the target.
+    pub map_options: MapOptions,
+    /// Format of the written k-mers.
+    pub format: Format,
+    /// Sort written k-mer sets (candidates are always in genome order).
+    pub sorted: bool,
+    /// Candidates or k-mers kept in the report for display.
+    pub preview: usize,
+}
+
+/// Why a job failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A genome file.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The table.
+    #[error(transparent)]
+    Table(#[from] TableError),
+    /// The worker threads.
+    #[error("{0}")]
+    Workers(#[from] PinError),
+    /// Writing the result.
+    #[error("writing the result: {0}")]
+    Write(#[from] std::io::Error),
+    /// The request itself.
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// A genome as the report lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenomeSummary {
+    /// Its name.
+    pub name: String,
+    /// Its file.
+    pub path: PathBuf,
+    /// `in` (inserted into the table) or `out` (subtracted).
+    pub role: &'static str,
+    /// Bases.
+    pub bases: u64,
+    /// k-mers of A, C, G, T only.
+    pub kmers: u64,
+    /// k-mers skipped for an ambiguous base.
+    pub skipped_kmers: u64,
+}
+
+/// Wall time of each phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases {
+    /// Reading, decompressing and validating the files.
+    pub parse: Duration,
+    /// The distinct-k-mer estimate that sizes the table.
+    pub estimate: Duration,
+    /// Mapping and pre-faulting the table.
+    pub map: Duration,
+    /// Inserting the k-mers (including any growth).
+    pub insert: Duration,
+    /// The set operation: marking, counting, collecting.
+    pub setops: Duration,
+    /// Formatting and writing the result.
+    pub output: Duration,
+}
+
+/// The table as used.
+#[derive(Debug, Clone)]
+pub struct TableFacts {
+    /// `volatile`.
+    pub kind: &'static str,
+    /// Slots.
+    pub slots: u64,
+    /// Bytes per slot.
+    pub slot_bytes: u64,
+    /// Bytes mapped.
+    pub footprint_bytes: u64,
+    /// Distinct k-mers / slots at the end.
+    pub load_factor: f64,
+    /// Times it grew.
+    pub grown: u32,
+    /// The target as asked and as achieved.
+    pub target: TargetRecord,
+    /// Where the mapping differs from the request.
+    pub warnings: Vec<Warning>,
+}
+
+/// What a job found and how long each part took.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The operation.
+    pub operation: &'static str,
+    /// K.
+    pub k: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// The genomes read.
+    pub genomes: Vec<GenomeSummary>,
+    /// k-mers inserted into the table (with repeats).
+    pub inserts: u64,
+    /// k-mers looked up to subtract.
+    pub lookups: u64,
+    /// Lookups that found their k-mer.
+    pub lookup_hits: u64,
+    /// The distinct-k-mer estimate the table was sized from.
+    pub estimated_distinct: u64,
+    /// Named set sizes, in order (`union`, `intersection`, `candidates`, ...).
+    pub sets: Vec<(&'static str, u64)>,
+    /// k-mers by number of genomes they occur in (index = genomes); `count` only.
+    pub histogram: Vec<u64>,
+    /// k-mers (or candidates) in the result.
+    pub result_kmers: u64,
+    /// Regions of overlapping candidates in the first in-group genome; `primers` only.
+    pub regions: Vec<(String, Region)>,
+    /// The first result lines, for display.
+    pub preview: Vec<String>,
+    /// Phase times.
+    pub phases: Phases,
+    /// The table.
+    pub table: TableFacts,
+    /// Where the workers ran.
+    pub placements: Vec<ThreadPlacement>,
+}
+
+impl Report {
+    /// Total wall time of the phases.
+    pub fn total(&self) -> Duration {
+        let p = &self.phases;
+        p.parse + p.estimate + p.map + p.insert + p.setops + p.output
+    }
+
+    /// Million inserts per second during the insert phase (the seed's MIPS).
+    pub fn mips(&self) -> f64 {
+        self.inserts as f64 / self.phases.insert.as_secs_f64().max(1e-9) / 1e6
+    }
+
+    /// Size of a named set.
+    pub fn set(&self, name: &str) -> Option<u64> {
+        self.sets.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+}
+
+/// Runs `job`, writing the result set to `out` if given.
+pub fn run(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
+    match words_for(job.k) {
+        1 => run_words::<1>(job, out),
+        2 => run_words::<2>(job, out),
+        3 => run_words::<3>(job, out),
+        4 => run_words::<4>(job, out),
+        _ => Err(JobError::Usage(format!(
+            "k = {} is out of range: k must be between 1 and {}",
+            job.k,
+            super::encode::MAX_K
+        ))),
+    }
+}
+
+/// Reads every file in parallel; the first failing file (in argument order) is the error.
+fn read_all(files: &[PathBuf], split: Split, k: usize) -> Result<Vec<Genome>, ReadError> {
+    let per_file: Vec<Result<Vec<Genome>, ReadError>> = files
+        .par_iter()
+        .map(|f| read_genomes(f, split, k))
+        .collect();
+    let mut genomes = Vec::new();
+    for r in per_file {
+        genomes.extend(r?);
+    }
+    Ok(genomes)
+}
+
+fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
+    let k = job.k;
+    if k == 0 || k > 32 * W {
+        return Err(JobError::Usage(format!("k = {k} is out of range")));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(job.threads)
+        .build()
+        .map_err(|e| JobError::Workers(PinError(e.to_string())))?;
+    let workers = Workers::new(job.threads)?;
+    let (left_files, right_files) = job.operation.files();
+    let mut phases = Phases::default();
+
+    // Parse: every file, both groups, before anything is mapped or written.
+    let t = Instant::now();
+    let (left, right) = pool.install(|| -> Result<_, ReadError> {
+        Ok((
+            read_all(left_files, job.split, k)?,
+            read_all(right_files, job.split, k)?,
+        ))
+    })?;
+    phases.parse = t.elapsed();
+    if left.len() as u64 > volatile::MAX_GENOMES {
+        return Err(JobError::Usage(format!(
+            "{} genomes are more than a table counts ({}); split the job",
+            left.len(),
+            volatile::MAX_GENOMES
+        )));
+    }
+
+    // Estimate the distinct k-mers of what will be inserted, to size the table once.
+    let t = Instant::now();
+    let sketch = pool.install(|| {
+        left.par_iter()
+            .map(|g| DistinctSketch::of_genome::<W>(g, k))
+            .reduce(DistinctSketch::default, |mut a, b| {
+                a.merge(&b);
+                a
+            })
+    });
+    let estimated = sketch.estimate().ceil() as u64;
+    phases.estimate = t.elapsed();
+
+    let t = Instant::now();
+    let expected = (estimated as f64 * 1.02) as u64 + 1024;
+    let mut table = VolatileTable::<W>::new(k, &job.target, &job.map_options, expected)?;
+    phases.map = t.elapsed();
+
+    // Insert, one genome at a time across all workers.
+    let t = Instant::now();
+    let mut placements = Vec::new();
+    let mut grow_time = Duration::ZERO;
+    for (i, g) in left.iter().enumerate() {
+        let tg = Instant::now();
+        if table.reserve(g.stats.kmers)? {
+            grow_time += tg.elapsed();
+        }
+        let (_, p) = insert_genome(&table, g, (i + 1) as u32, k, &workers)?;
+        placements = p;
+    }
+    phases.insert = t.elapsed();
+    let _ = grow_time;
+    let inserts: u64 = left.iter().map(|g| g.stats.kmers).sum();
+
+    // The set operation.
+    let t = Instant::now();
+    let mut lookup_hits = 0;
+    for g in &right {
+        lookup_hits += mark_genome(&table, g, k, &workers)?;
+    }
+    let lookups: u64 = right.iter().map(|g| g.stats.kmers).sum();
+    let n_left = left.len() as u32;
+    let mut sets: Vec<(&'static str, u64)> = vec![("union", table.distinct())];
+    let mut histogram = Vec::new();
+    let mut kept: Vec<(super::encode::Kmer<W>, super::table::Entry)> = Vec::new();
+    let mut candidates: Vec<Candidate<W>> = Vec::new();
+    match &job.operation {
+        Operation::Count { .. } => {
+            let parts = scan_slots(&table, &workers, |it| {
+                let mut h = vec![0u64; n_left as usize + 1];
+                for (_, e) in it {
+                    h[e.genomes as usize] += 1;
+                }
+                h
+            })?;
+            histogram = vec![0u64; n_left as usize + 1];
+            for p in parts {
+                for (a, b) in histogram.iter_mut().zip(p) {
+                    *a += b;
+                }
+            }
+            sets.push(("intersection", histogram[n_left as usize]));
+        }
+        Operation::Union { .. } | Operation::Intersect { .. } | Operation::Subtract { .. } => {
+            let want_all = matches!(job.operation, Operation::Union { .. });
+            let intersect = matches!(job.operation, Operation::Intersect { .. });
+            let parts = scan_slots(&table, &workers, |it| {
+                it.filter(|(_, e)| {
+                    want_all || (intersect && e.genomes == n_left) || (!intersect && !e.marked)
+                })
+                .collect::<Vec<_>>()
+            })?;
+            kept = parts.into_iter().flatten().collect();
+            if job.sorted {
+                pool.install(|| kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
+            }
+            match job.operation {
+                Operation::Intersect { .. } => sets.push(("intersection", kept.len() as u64)),
+                Operation::Subtract { .. } => sets.push(("difference", kept.len() as u64)),
+                _ => {}
+            }
+        }
+        Operation::Primers { .. } => {
+            let parts = scan_slots(&table, &workers, |it| {
+                let (mut both, mut cands) = (0u64, 0u64);
+                for (_, e) in it {
+                    if e.genomes == n_left {
+                        both += 1;
+                        cands += u64::from(!e.marked);
+                    }
+                }
+                (both, cands)
+            })?;
+            let intersection: u64 = parts.iter().map(|p| p.0).sum();
+            let expected_candidates: u64 = parts.iter().map(|p| p.1).sum();
+            sets.push(("intersection", intersection));
+            // Walk the first in-group genome in order: every candidate occurs in it, and
+            // marking it as it is listed keeps repeats out.
+            let first = &left[0];
+            for (ci, c) in first.contigs.iter().enumerate() {
+                walk_prefetched(
+                    &table,
+                    first.contig_seq(c),
+                    0,
+                    k,
+                    |kmer, hash, start, fwd| {
+                        if let Some(e) = table.mark(kmer, hash)
+                            && e.genomes == n_left
+                            && !e.marked
+                        {
+                            candidates.push(Candidate {
+                                kmer: *kmer,
+                                contig: ci,
+                                offset: start,
+                                forward: fwd,
+                            });
+                        }
+                    },
+                );
+            }
+            debug_assert_eq!(candidates.len() as u64, expected_candidates);
+            sets.push(("candidates", candidates.len() as u64));
+        }
+    }
+    phases.setops = t.elapsed();
+
+    // Output.
+    let t = Instant::now();
+    let preview;
+    let mut regions = Vec::new();
+    let result_kmers;
+    if let Operation::Primers { .. } = job.operation {
+        let first = &left[0];
+        let names: Vec<String> = first.contigs.iter().map(|c| c.name.clone()).collect();
+        if let Some(out) = out {
+            output::write_candidates(out, job.format, k, &first.name, &names, &candidates)?;
+            out.flush()?;
+        }
+        let mut buf = Vec::new();
+        let show = job.preview.min(candidates.len());
+        output::write_candidates(
+            &mut buf,
+            Format::Tsv,
+            k,
+            &first.name,
+            &names,
+            &candidates[..show],
+        )?;
+        preview = String::from_utf8_lossy(&buf)
+            .lines()
+            .skip(1)
+            .map(String::from)
+            .collect();
+        regions = output::regions(&candidates, k)
+            .into_iter()
+            .map(|r| (names[r.contig].clone(), r))
+            .collect();
+        result_kmers = candidates.len() as u64;
+    } else {
+        if let (Operation::Count { .. }, Some(_)) = (&job.operation, &out) {
+            let parts = scan_slots(&table, &workers, |it| it.collect::<Vec<_>>())?;
+            kept = parts.into_iter().flatten().collect();
+            if job.sorted {
+                pool.install(|| kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
+            }
+        }
+        if let Some(out) = out {
+            output::write_kmers(out, job.format, k, &kept)?;
+            out.flush()?;
+        }
+        let mut buf = Vec::new();
+        output::write_kmers(
+            &mut buf,
+            Format::Tsv,
+            k,
+            &kept[..job.preview.min(kept.len())],
+        )?;
+        preview = String::from_utf8_lossy(&buf)
+            .lines()
+            .skip(1)
+            .map(String::from)
+            .collect();
+        result_kmers = match job.operation {
+            Operation::Count { .. } | Operation::Union { .. } => table.distinct(),
+            _ => kept.len() as u64,
+        };
+    }
+    phases.output = t.elapsed();
+
+    let summary = |g: &Genome, role| GenomeSummary {
+        name: g.name.clone(),
+        path: g.path.clone(),
+        role,
+        bases: g.stats.bases,
+        kmers: g.stats.kmers,
+        skipped_kmers: g.stats.skipped_kmers,
+    };
+    let mut genomes: Vec<GenomeSummary> = left.iter().map(|g| summary(g, "in")).collect();
+    genomes.extend(right.iter().map(|g| summary(g, "out")));
+    Ok(Report {
+        operation: job.operation.name(),
+        k,
+        threads: job.threads,
+        genomes,
+        inserts,
+        lookups,
+        lookup_hits,
+        estimated_distinct: estimated,
+        sets,
+        histogram,
+        result_kmers,
+        regions,
+        preview,
+        phases,
+        table: TableFacts {
+            kind: "volatile",
+            slots: table.slots() as u64,
+            slot_bytes: table.slot_bytes() as u64,
+            footprint_bytes: table.footprint_bytes(),
+            load_factor: table.distinct() as f64 / table.slots() as f64,
+            grown: table.times_grown(),
+            target: table.target_record(),
+            warnings: table.warnings().to_vec(),
+        },
+        placements,
+    })
+}

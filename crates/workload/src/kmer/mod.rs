@@ -1,0 +1,32 @@
+//! K-mer set analysis (seed 003, sections 2.2 and 5): the PCR-primer workload.
+//!
+//! Primer candidates for detecting an in-group of bacteria are the k-mers present in
+//! every in-group genome and in no out-group genome (in-group intersection minus
+//! out-group union). The pipeline, module by module:
+//!
+//! ```text
+//!  FASTA(.gz) ──read──▶ Genome ──encode (2-bit, rolling, canonical)──▶ k-mers
+//!     ──build (threads, prefetch ring)──▶ table (KmerTable: volatile on a target)
+//!     ──job (set operations on the trait)──▶ output (TSV / FASTA) + Report
+//! ```
+//!
+//! * [`read`] — genomes from FASTA and gzipped FASTA, with the N/IUPAC policy;
+//! * [`encode`] — 2-bit k-mers up to k = 128, reverse complement, canonical form, rolling;
+//! * [`estimate`] — a HyperLogLog estimate of distinct k-mers that sizes the table;
+//! * [`table`] — the table interface and the volatile table;
+//! * [`build`] — inserting, marking and scanning with pinned threads;
+//! * [`job`] — the operations (count, union, intersect, subtract, primers) in timed phases;
+//! * [`output`] — TSV and FASTA writers, candidate regions;
+//! * [`synth`] — synthetic reference and strains for scale tests.
+
+pub mod build;
+pub mod encode;
+pub mod estimate;
+pub mod job;
+pub mod output;
+pub mod read;
+pub mod synth;
+pub mod table;
+
+#[cfg(test)]
+mod tests;

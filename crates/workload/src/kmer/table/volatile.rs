@@ -1,0 +1,459 @@
+//! The volatile k-mer table: concurrent open addressing with linear probing, in one
+//! mapping of a pmscope target (default `dram:thp`, so the table gets 2 MiB pages and a
+//! random probe costs one cache miss instead of a cache miss plus a page walk; seed 000).
+//!
+//! Slot layout: S = ⌈(2k + 56) / 64⌉ words of 64 bits, the key's low words first and one
+//! meta word last. The meta word carries the slot's state, so one compare-and-swap claims
+//! a slot, and up to 8 key bits that did not fit a whole word (k = 100 packs into exactly
+//! 4 words = 32 bytes, two slots per cache line; k = 31 into 2 words = 16 bytes):
+//!
+//! ```text
+//!  word:   0 .. S-2                       S-1 (meta)
+//!        [ key bits 0..64(S-1) ]  [ READY | BUSY | MARK | tag:27 | count:26 | key:8 ]
+//!                                    63     62     61    60..34    33..8      7..0
+//! ```
+//!
+//! * empty slot: meta = 0 (fresh mappings are zero);
+//! * claim: CAS meta 0 → BUSY|…, store the key words, then store READY|… (release); a
+//!   reader that meets BUSY waits the few nanoseconds until READY (acquire) before it
+//!   compares keys;
+//! * count: `count` genomes contain the k-mer; `tag` is the last genome that counted it.
+//!   Because concurrent inserts are all for one genome (the table contract), `tag ==
+//!   genome` means "already counted", and a CAS that sets tag and count+1 together counts
+//!   each genome exactly once.
+//!
+//! Growth: the table is sized from an estimate of the distinct k-mers; `reserve` (between
+//! genomes) maps a larger table on the same target and rehashes when the next genome could
+//! push the load past [`MAX_LOAD`].
+
+use super::{Entry, GenomeId, Inserted, KmerTable, TableError};
+use crate::kmer::encode::Kmer;
+use pmscope_core::record::TargetRecord;
+use pmscope_core::warning::Warning;
+use pmscope_target::{MapOptions, Mapping, TargetSpec};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const READY: u64 = 1 << 63;
+const BUSY: u64 = 1 << 62;
+const MARK: u64 = 1 << 61;
+const TAG_SHIFT: u32 = 34;
+const TAG_MASK: u64 = (1 << 27) - 1;
+const COUNT_SHIFT: u32 = 8;
+const COUNT_MASK: u64 = (1 << 26) - 1;
+const KEY_IN_META: u64 = 0xff;
+
+/// The load a new or grown table is sized for.
+pub const TARGET_LOAD: f64 = 0.65;
+/// The load `reserve` never lets the table exceed (linear probing slows sharply beyond).
+pub const MAX_LOAD: f64 = 0.95;
+/// The most genomes a table can count (the width of the tag field).
+pub const MAX_GENOMES: u64 = (1 << 26) - 1;
+
+/// Slot size in 64-bit words for k-mers of length `k`.
+pub const fn slot_words(k: usize) -> usize {
+    (2 * k + 56).div_ceil(64)
+}
+
+/// A concurrent open-addressing k-mer table on a mapped target.
+pub struct VolatileTable<const W: usize> {
+    k: usize,
+    spec: TargetSpec,
+    opts: MapOptions,
+    mapping: Mapping,
+    slot_words: usize,
+    /// Key words stored whole in the slot (W, or W-1 when the top one rides in the meta).
+    full_words: usize,
+    merged: bool,
+    slots: usize,
+    distinct: AtomicU64,
+    grown: u32,
+}
+
+impl<const W: usize> VolatileTable<W> {
+    /// Maps a table for about `expected_distinct` k-mers of length `k` on `spec`.
+    pub fn new(
+        k: usize,
+        spec: &TargetSpec,
+        opts: &MapOptions,
+        expected_distinct: u64,
+    ) -> Result<VolatileTable<W>, TableError> {
+        let slots = ((expected_distinct as f64 / TARGET_LOAD).ceil() as usize).max(64);
+        Self::with_slots(k, spec, opts, slots)
+    }
+
+    fn with_slots(
+        k: usize,
+        spec: &TargetSpec,
+        opts: &MapOptions,
+        slots: usize,
+    ) -> Result<VolatileTable<W>, TableError> {
+        assert!(crate::kmer::encode::words_for(k) == W);
+        let slot_words = slot_words(k);
+        let merged = slot_words == W;
+        debug_assert!(!merged || 2 * k - 64 * (W - 1) <= 8);
+        let bytes = (slots * slot_words * 8) as u64;
+        let mapping = pmscope_target::map(spec, bytes, opts)?;
+        Ok(VolatileTable {
+            k,
+            spec: spec.clone(),
+            opts: opts.clone(),
+            mapping,
+            slot_words,
+            full_words: if merged { W - 1 } else { W },
+            merged,
+            slots,
+            distinct: AtomicU64::new(0),
+            grown: 0,
+        })
+    }
+
+    /// Bytes per slot.
+    pub fn slot_bytes(&self) -> usize {
+        self.slot_words * 8
+    }
+
+    /// How often the table grew.
+    pub fn times_grown(&self) -> u32 {
+        self.grown
+    }
+
+    /// The target and the configuration the kernel gave it.
+    pub fn target_record(&self) -> TargetRecord {
+        self.mapping.record()
+    }
+
+    /// Where the mapping differs from what was asked.
+    pub fn warnings(&self) -> &[Warning] {
+        self.mapping.warnings()
+    }
+
+    #[inline(always)]
+    fn index(&self, hash: u64) -> usize {
+        // Multiply-shift maps the hash onto any table size without a division.
+        ((hash as u128 * self.slots as u128) >> 64) as usize
+    }
+
+    #[inline(always)]
+    fn meta_key_bits(&self, kmer: &Kmer<W>) -> u64 {
+        if self.merged { kmer.0[W - 1] } else { 0 }
+    }
+
+    #[inline(always)]
+    fn matches(&self, slot: &[AtomicU64], meta: u64, kmer: &Kmer<W>) -> bool {
+        if self.merged && meta & KEY_IN_META != kmer.0[W - 1] {
+            return false;
+        }
+        (0..self.full_words).all(|j| slot[j].load(Ordering::Relaxed) == kmer.0[j])
+    }
+
+    /// Finds the slot of `kmer`: `Ok(slot index, meta)` if present, `Err(empty slot)`.
+    #[inline(always)]
+    fn find(&self, words: &[AtomicU64], kmer: &Kmer<W>, hash: u64) -> Result<(usize, u64), usize> {
+        let s = self.slot_words;
+        let mut i = self.index(hash);
+        loop {
+            let slot = &words[i * s..i * s + s];
+            let mut m = slot[s - 1].load(Ordering::Acquire);
+            if m == 0 {
+                return Err(i);
+            }
+            if m & BUSY != 0 {
+                m = wait_ready(&slot[s - 1]);
+            }
+            if self.matches(slot, m, kmer) {
+                return Ok((i, m));
+            }
+            i += 1;
+            if i == self.slots {
+                i = 0;
+            }
+        }
+    }
+
+    /// Stores a whole slot without synchronisation (rehash, with `&mut self` exclusive).
+    fn put_raw(&mut self, kmer: &Kmer<W>, meta: u64) {
+        let words = self.mapping.atomics();
+        let s = self.slot_words;
+        let mut i = self.index(kmer.hash());
+        while words[i * s + s - 1].load(Ordering::Relaxed) != 0 {
+            i += 1;
+            if i == self.slots {
+                i = 0;
+            }
+        }
+        for j in 0..self.full_words {
+            words[i * s + j].store(kmer.0[j], Ordering::Relaxed);
+        }
+        words[i * s + s - 1].store(meta, Ordering::Relaxed);
+    }
+
+    fn entry_of(meta: u64) -> Entry {
+        Entry {
+            genomes: ((meta >> COUNT_SHIFT) & COUNT_MASK) as u32,
+            marked: meta & MARK != 0,
+        }
+    }
+
+    /// The k-mer length.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+}
+
+/// Waits until a claimed slot is published (its owner writes a few words in between).
+#[cold]
+fn wait_ready(meta: &AtomicU64) -> u64 {
+    let mut spins = 0u32;
+    loop {
+        let m = meta.load(Ordering::Acquire);
+        if m & BUSY == 0 {
+            return m;
+        }
+        spins += 1;
+        if spins < 128 {
+            std::hint::spin_loop();
+        } else {
+            // The owner was descheduled (2 cores shared with other work): let it run.
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl<const W: usize> KmerTable<W> for VolatileTable<W> {
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        let words = self.mapping.atomics();
+        let s = self.slot_words;
+        let i = self.index(hash);
+        // Slots of 3 or 5 words may straddle two cache lines: fetch both ends.
+        pmscope_sys::prefetch::prefetch(&words[i * s]);
+        pmscope_sys::prefetch::prefetch(&words[i * s + s - 1]);
+    }
+
+    #[inline(always)]
+    fn insert(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted {
+        debug_assert!(genome as u64 <= TAG_MASK && genome > 0);
+        let words = self.mapping.atomics();
+        let s = self.slot_words;
+        let tag = (genome as u64) << TAG_SHIFT;
+        let fresh = tag | (1 << COUNT_SHIFT) | self.meta_key_bits(kmer);
+        let mut i = self.index(hash);
+        loop {
+            let slot = &words[i * s..i * s + s];
+            let meta = &slot[s - 1];
+            let mut m = meta.load(Ordering::Acquire);
+            if m == 0 {
+                match meta.compare_exchange(0, BUSY | fresh, Ordering::Acquire, Ordering::Acquire) {
+                    Ok(_) => {
+                        for j in 0..self.full_words {
+                            slot[j].store(kmer.0[j], Ordering::Relaxed);
+                        }
+                        meta.store(READY | fresh, Ordering::Release);
+                        return Inserted::New;
+                    }
+                    Err(current) => m = current,
+                }
+            }
+            if m & BUSY != 0 {
+                m = wait_ready(meta);
+            }
+            if self.matches(slot, m, kmer) {
+                loop {
+                    if m & (TAG_MASK << TAG_SHIFT) == tag {
+                        return Inserted::Repeat;
+                    }
+                    let counted = ((m & !(TAG_MASK << TAG_SHIFT)) | tag) + (1 << COUNT_SHIFT);
+                    match meta.compare_exchange_weak(
+                        m,
+                        counted,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Inserted::Counted,
+                        Err(current) => m = current,
+                    }
+                }
+            }
+            i += 1;
+            if i == self.slots {
+                i = 0;
+            }
+        }
+    }
+
+    fn get(&self, kmer: &Kmer<W>, hash: u64) -> Option<Entry> {
+        self.find(self.mapping.atomics(), kmer, hash)
+            .ok()
+            .map(|(_, m)| Self::entry_of(m))
+    }
+
+    fn mark(&self, kmer: &Kmer<W>, hash: u64) -> Option<Entry> {
+        let words = self.mapping.atomics();
+        let (i, m) = self.find(words, kmer, hash).ok()?;
+        if m & MARK != 0 {
+            return Some(Self::entry_of(m));
+        }
+        let before =
+            words[i * self.slot_words + self.slot_words - 1].fetch_or(MARK, Ordering::Relaxed);
+        Some(Self::entry_of(before))
+    }
+
+    fn add_distinct(&self, n: u64) {
+        self.distinct.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn distinct(&self) -> u64 {
+        self.distinct.load(Ordering::Relaxed)
+    }
+
+    fn reserve(&mut self, additional: u64) -> Result<bool, TableError> {
+        let need = self.distinct() + additional;
+        if need as f64 <= MAX_LOAD * self.slots as f64 {
+            return Ok(false);
+        }
+        let slots = (2 * self.slots).max((need as f64 / TARGET_LOAD).ceil() as usize);
+        let mut bigger = Self::with_slots(self.k, &self.spec, &self.opts, slots)?;
+        for slot in 0..self.slots {
+            let base = slot * self.slot_words;
+            let meta = self.mapping.atomics()[base + self.slot_words - 1].load(Ordering::Relaxed);
+            if meta & READY != 0 {
+                let kmer = self.key_at(slot, meta);
+                bigger.put_raw(&kmer, meta);
+            }
+        }
+        bigger.distinct = AtomicU64::new(self.distinct());
+        bigger.grown = self.grown + 1;
+        *self = bigger;
+        Ok(true)
+    }
+
+    fn slots(&self) -> usize {
+        self.slots
+    }
+
+    fn entry_at(&self, slot: usize) -> Option<(Kmer<W>, Entry)> {
+        let s = self.slot_words;
+        let meta = self.mapping.atomics()[slot * s + s - 1].load(Ordering::Acquire);
+        if meta & READY == 0 {
+            return None;
+        }
+        Some((self.key_at(slot, meta), Self::entry_of(meta)))
+    }
+
+    fn footprint_bytes(&self) -> u64 {
+        self.mapping.len() as u64
+    }
+}
+
+impl<const W: usize> VolatileTable<W> {
+    fn key_at(&self, slot: usize, meta: u64) -> Kmer<W> {
+        let words = self.mapping.atomics();
+        let base = slot * self.slot_words;
+        let mut kmer = Kmer::<W>::ZERO;
+        for j in 0..self.full_words {
+            kmer.0[j] = words[base + j].load(Ordering::Relaxed);
+        }
+        if self.merged {
+            kmer.0[W - 1] = meta & KEY_IN_META;
+        }
+        kmer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmer::encode::for_each_kmer;
+
+    fn table<const W: usize>(k: usize, expected: u64) -> VolatileTable<W> {
+        VolatileTable::new(
+            k,
+            &"dram:4k".parse().unwrap(),
+            &MapOptions::host(),
+            expected,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn slot_sizes_are_compact() {
+        assert_eq!(slot_words(31) * 8, 16);
+        assert_eq!(slot_words(32) * 8, 16);
+        assert_eq!(slot_words(100) * 8, 32);
+        assert_eq!(slot_words(128) * 8, 40);
+    }
+
+    #[test]
+    fn counts_each_genome_once_and_marks() {
+        let k = 100;
+        let t = table::<4>(k, 10);
+        let seq: Vec<u8> = (0..300).map(|i| b"ACGT"[(i * 7 + i / 3) % 4]).collect();
+        let kmers: Vec<Kmer<4>> = {
+            let mut v = Vec::new();
+            for_each_kmer::<4>(&seq, k, |_, x, _| v.push(*x));
+            v
+        };
+        let x = kmers[0];
+        assert_eq!(t.insert(&x, x.hash(), 1), Inserted::New);
+        assert_eq!(t.insert(&x, x.hash(), 1), Inserted::Repeat);
+        assert_eq!(t.insert(&x, x.hash(), 2), Inserted::Counted);
+        assert_eq!(
+            t.get(&x, x.hash()),
+            Some(Entry {
+                genomes: 2,
+                marked: false
+            })
+        );
+        assert_eq!(
+            t.mark(&x, x.hash()),
+            Some(Entry {
+                genomes: 2,
+                marked: false
+            })
+        );
+        assert_eq!(t.get(&x, x.hash()).unwrap().marked, true);
+        let y = kmers[5];
+        assert_eq!(t.get(&y, y.hash()), None);
+        assert_eq!(t.mark(&y, y.hash()), None);
+        let found: Vec<_> = (0..t.slots()).filter_map(|s| t.entry_at(s)).collect();
+        assert_eq!(
+            found,
+            vec![(
+                x,
+                Entry {
+                    genomes: 2,
+                    marked: true
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn grows_and_keeps_every_entry() {
+        let mut t = table::<1>(21, 10);
+        let before = t.slots();
+        let seq: Vec<u8> = (0..5000u64)
+            .map(|i| b"ACGT"[((i.wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 62) as usize])
+            .collect();
+        let mut all = std::collections::HashSet::new();
+        let mut chunks = seq.chunks(500);
+        let mut genome = 0;
+        for chunk in &mut chunks {
+            genome += 1;
+            t.reserve(chunk.len() as u64).unwrap();
+            let mut new = 0;
+            for_each_kmer::<1>(chunk, 21, |_, x, _| {
+                all.insert(*x);
+                if t.insert(x, x.hash(), genome) == Inserted::New {
+                    new += 1;
+                }
+            });
+            t.add_distinct(new);
+        }
+        assert!(t.times_grown() > 0 && t.slots() > before);
+        assert_eq!(t.distinct(), all.len() as u64);
+        for x in &all {
+            assert!(t.get(x, x.hash()).is_some());
+        }
+    }
+}

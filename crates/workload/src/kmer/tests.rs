@@ -1,0 +1,177 @@
+//! The set operations against a brute-force `HashSet` implementation on random small
+//! genomes, through the whole job (files, threads, table on a real target).
+
+use super::job::{Job, Operation, run};
+use super::output::Format;
+use super::read::Split;
+use proptest::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+fn canonical(s: &[u8]) -> String {
+    let rc: Vec<u8> = s
+        .iter()
+        .rev()
+        .map(|b| match b.to_ascii_uppercase() {
+            b'A' => b'T',
+            b'C' => b'G',
+            b'G' => b'C',
+            _ => b'A',
+        })
+        .collect();
+    let f = s.to_ascii_uppercase();
+    String::from_utf8(f.min(rc)).unwrap()
+}
+
+/// The canonical k-mers of one genome (records separated), the obvious way.
+fn kmer_set(records: &[Vec<u8>], k: usize) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for r in records {
+        for w in r.windows(k) {
+            if w.iter().all(|b| b"ACGTacgt".contains(b)) {
+                out.insert(canonical(w));
+            }
+        }
+    }
+    out
+}
+
+fn genome() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    // Few distinct letters and short records make shared k-mers likely.
+    let base = prop::sample::select(b"ACGTACGTacgN".to_vec());
+    prop::collection::vec(prop::collection::vec(base, 20..120), 1..3)
+}
+
+fn write(dir: &std::path::Path, name: &str, records: &[Vec<u8>]) -> PathBuf {
+    let mut text = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        text.extend_from_slice(format!(">{name}_{i}\n").as_bytes());
+        text.extend_from_slice(r);
+        text.push(b'\n');
+    }
+    let p = dir.join(format!("{name}.fa"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn job(operation: Operation, k: usize, threads: usize) -> Job {
+    Job {
+        operation,
+        k,
+        threads,
+        split: Split::PerFile,
+        target: "dram:4k".parse().unwrap(),
+        map_options: pmscope_target::MapOptions::host(),
+        format: Format::Tsv,
+        sorted: true,
+        preview: 0,
+    }
+}
+
+/// Runs a job and returns the written k-mers (first column) and their second column.
+fn written(j: &Job) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    run(j, Some(&mut out)).unwrap();
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut f = l.split('\t');
+            (f.next().unwrap().to_string(), f.next().unwrap().to_string())
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn set_operations_equal_brute_force(
+        genomes in prop::collection::vec(genome(), 2..5),
+        split_at in 1usize..4,
+        k in prop::sample::select(vec![3usize, 5, 12, 33, 70]),
+        threads in 1usize..4,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        // Keep only genomes that have a k-mer (shorter ones are an error, tested elsewhere).
+        let genomes: Vec<_> = genomes.into_iter().filter(|g| !kmer_set(g, k).is_empty()).collect();
+        prop_assume!(genomes.len() >= 2);
+        let paths: Vec<PathBuf> =
+            genomes.iter().enumerate().map(|(i, g)| write(dir.path(), &format!("g{i}"), g)).collect();
+        let sets: Vec<HashSet<String>> = genomes.iter().map(|g| kmer_set(g, k)).collect();
+        let cut = split_at.min(paths.len() - 1);
+
+        // count: every k-mer with the number of genomes holding it.
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for s in &sets { for x in s { *counts.entry(x.clone()).or_default() += 1; } }
+        let mut want: Vec<(String, String)> =
+            counts.iter().map(|(x, n)| (x.clone(), n.to_string())).collect();
+        want.sort();
+        let got = written(&job(Operation::Count { genomes: paths.clone() }, k, threads));
+        prop_assert_eq!(&got, &want);
+
+        // union and intersection.
+        let got = written(&job(Operation::Union { genomes: paths.clone() }, k, threads));
+        prop_assert_eq!(got.len(), counts.len());
+        let mut inter: Vec<String> =
+            counts.iter().filter(|(_, n)| **n == sets.len()).map(|(x, _)| x.clone()).collect();
+        inter.sort();
+        let got: Vec<String> = written(&job(Operation::Intersect { genomes: paths.clone() }, k, threads))
+            .into_iter().map(|(x, _)| x).collect();
+        prop_assert_eq!(got, inter);
+
+        // subtract: union of the first `cut` genomes minus union of the rest.
+        let left: HashSet<&String> = sets[..cut].iter().flatten().collect();
+        let right: HashSet<&String> = sets[cut..].iter().flatten().collect();
+        let mut diff: Vec<String> = left.difference(&right).map(|x| (*x).clone()).collect();
+        diff.sort();
+        let got: Vec<String> = written(&job(
+            Operation::Subtract { genomes: paths[..cut].to_vec(), minus: paths[cut..].to_vec() },
+            k, threads,
+        )).into_iter().map(|(x, _)| x).collect();
+        prop_assert_eq!(got, diff);
+
+        // primers: intersection of the in-group minus union of the out-group, each listed
+        // once, at its first position in the first in-group genome.
+        let in_all: HashSet<String> = sets[..cut].iter().skip(1)
+            .fold(sets[0].clone(), |acc, s| acc.intersection(s).cloned().collect());
+        let mut want: Vec<String> = in_all.difference(&right.iter().map(|x| (*x).clone()).collect())
+            .cloned().collect();
+        want.sort();
+        let mut out = Vec::new();
+        let report = run(&job(
+            Operation::Primers { in_group: paths[..cut].to_vec(), out_group: paths[cut..].to_vec() },
+            k, threads,
+        ), Some(&mut out)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut got: Vec<String> = Vec::new();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            let record: usize = f[2].rsplit('_').next().unwrap().parse().unwrap();
+            let pos: usize = f[3].parse().unwrap();
+            let window = &genomes[0][record][pos - 1..pos - 1 + k];
+            prop_assert_eq!(canonical(window), f[0]);
+            prop_assert_eq!(f[4] == "+", window.to_ascii_uppercase() == f[0].as_bytes());
+            got.push(f[0].to_string());
+        }
+        got.sort();
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(report.set("candidates"), Some(want.len() as u64));
+    }
+}
+
+#[test]
+fn per_record_genomes_count_separately() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "multi",
+        &[b"ACGTTGCA".to_vec(), b"ACGTAAAA".to_vec()],
+    );
+    let mut j = job(Operation::Intersect { genomes: vec![p] }, 4, 2);
+    j.split = Split::PerRecord;
+    let got: Vec<String> = written(&j).into_iter().map(|(x, _)| x).collect();
+    // ACGT is in both records; TTTT/AAAA are not shared.
+    assert_eq!(got, vec!["ACGT".to_string()]);
+}
