@@ -12,6 +12,18 @@ pub fn peak_rss_bytes() -> Option<u64> {
     (rc == 0).then(|| ru.ru_maxrss as u64 * 1024)
 }
 
+/// CPU time this process has used so far, user plus system, all threads, in seconds.
+/// Beside a wall time it shows how much of the machine a phase had (other work on the
+/// same cores stretches the wall time, not the CPU time).
+pub fn cpu_seconds() -> Option<f64> {
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the valid local.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (rc == 0).then(|| secs(ru.ru_utime) + secs(ru.ru_stime))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -2,6 +2,7 @@
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
 mod info;
+mod kmer;
 mod list;
 mod quick;
 mod verify;
@@ -13,6 +14,10 @@ use anyhow::Result;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
+    // `pmscope kmer` writes its k-mer sets to -o itself, so it opens its own record sink.
+    if let Command::Kmer(a) = &cli.command {
+        return kmer::run(&mut Context::new(), &cli.output, a);
+    }
     let mut sink = Sink::open(&cli.output)?;
     let mut ctx = Context::new();
     match cli.command {
@@ -20,5 +25,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Quick(a) => quick::run(&mut ctx, &mut sink, &a),
         Command::Verify(a) => verify::run(&mut ctx, &mut sink, &a),
         Command::List { what } => list::run(&ctx, &mut sink, what),
+        Command::Kmer(_) => unreachable!("handled above"),
     }
 }

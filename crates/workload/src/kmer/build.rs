@@ -12,10 +12,12 @@
 //! flight per thread instead of one (memory-level parallelism).
 
 use super::encode::{Kmer, for_each_kmer};
+use super::filter::HashFilter;
 use super::read::Genome;
 use super::table::{Entry, GenomeId, Inserted, KmerTable};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_runner::pin::{PinError, run_pinned};
+use std::sync::Mutex;
 
 /// Lookups kept in flight per thread.
 const DEPTH: usize = 16;
@@ -165,52 +167,251 @@ pub fn split(genome: &Genome, k: usize, parts: usize) -> Vec<Vec<(usize, usize)>
         .collect()
 }
 
-/// Inserts every k-mer of `genome` as genome `id`, split across the workers. Returns the
-/// number of k-mers new to the table and where the workers ran.
-pub fn insert_genome<const W: usize, T: KmerTable<W>>(
-    table: &T,
-    genome: &Genome,
-    id: GenomeId,
-    k: usize,
-    workers: &Workers,
-) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
-    let parts = split(genome, k, workers.len());
-    let (news, placements) = workers.run(|w| {
-        let mut new = 0u64;
-        for &(a, b) in &parts[w] {
-            walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
-                if table.insert(kmer, hash, id) == Inserted::New {
-                    new += 1;
-                }
-            });
+/// k-mers a worker gathers before it inserts them region by region.
+const BLOCK: usize = 1 << 20;
+/// Bytes of table per region: what the TLB (and a slice of the last-level cache) covers.
+const REGION_BYTES: u64 = 2 << 20;
+/// Tables up to this size are probed directly, without buckets: they stay in the caches
+/// and the TLB anyway.
+const DIRECT_BYTES: u64 = 64 << 20;
+
+/// What a worker does with each k-mer of its part.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Insert(GenomeId),
+    Mark,
+}
+
+/// Gathers k-mers into buckets by the high bits of their hash, which select the region of
+/// the table they land in, then applies them bucket by bucket. A table larger than the
+/// TLB's reach costs a page walk per random probe (several memory accesses under a
+/// hypervisor's nested paging); applied in region order, consecutive probes share a few
+/// pages and the walks are amortised over a whole bucket.
+struct Buckets<const W: usize> {
+    shift: u32,
+    buckets: Vec<Vec<(Kmer<W>, u64)>>,
+    held: usize,
+}
+
+impl<const W: usize> Buckets<W> {
+    fn new() -> Buckets<W> {
+        Buckets {
+            shift: 64,
+            buckets: Vec::new(),
+            held: 0,
         }
+    }
+
+    /// One bucket per region of `table`; the buffers are kept from genome to genome (fresh
+    /// ones would cost page faults and zeroing every time).
+    fn fit<T: KmerTable<W>>(&mut self, table: &T) {
+        let regions = (table.footprint_bytes() / REGION_BYTES).max(1);
+        let bits = (64 - regions.leading_zeros()).min(12);
+        let n = 1usize << bits;
+        if self.buckets.len() != n {
+            self.shift = 64 - bits;
+            self.buckets = (0..n)
+                .map(|_| Vec::with_capacity(BLOCK / n + BLOCK / (4 * n) + 16))
+                .collect();
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, kmer: &Kmer<W>, hash: u64) -> bool {
+        // shift = 64 selects bucket 0 (a table of one region).
+        let b = hash.checked_shr(self.shift).unwrap_or(0) as usize;
+        self.buckets[b].push((*kmer, hash));
+        self.held += 1;
+        self.held >= BLOCK
+    }
+
+    /// Applies every held k-mer, bucket by bucket, with prefetches in flight; returns how
+    /// many were new (insert) or found (mark).
+    fn flush<T: KmerTable<W>>(&mut self, table: &T, action: Action) -> u64 {
+        let mut count = 0u64;
+        let mut apply = |kmer: &Kmer<W>, hash: u64| match action {
+            Action::Insert(id) => count += u64::from(table.insert(kmer, hash, id) == Inserted::New),
+            Action::Mark => count += u64::from(table.mark(kmer, hash).is_some()),
+        };
+        let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
+        for bucket in &mut self.buckets {
+            for &(kmer, hash) in bucket.iter() {
+                table.prefetch(hash);
+                if let Some((k, h)) = ring.push((kmer, hash)) {
+                    apply(&k, h);
+                }
+            }
+            bucket.clear();
+        }
+        ring.drain(|(k, h)| apply(&k, h));
+        self.held = 0;
+        count
+    }
+}
+
+/// The workers with their bucket buffers, kept across genomes.
+pub struct Driver<const W: usize> {
+    workers: Workers,
+    buckets: Vec<Mutex<Buckets<W>>>,
+}
+
+impl<const W: usize> Driver<W> {
+    /// A driver for `workers`.
+    pub fn new(workers: Workers) -> Driver<W> {
+        let buckets = (0..workers.len())
+            .map(|_| Mutex::new(Buckets::new()))
+            .collect();
+        Driver { workers, buckets }
+    }
+
+    /// The workers.
+    pub fn workers(&self) -> &Workers {
+        &self.workers
+    }
+
+    /// Applies `action` to every k-mer of `genome`, split across the workers.
+    fn apply<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        genome: &Genome,
+        k: usize,
+        action: Action,
+    ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
+        let parts = split(genome, k, self.workers.len());
+        if table.footprint_bytes() <= DIRECT_BYTES {
+            return self.apply_direct(table, genome, &parts, k, action);
+        }
+        let (counts, placements) = self.workers.run(|w| {
+            let mut buckets = self.buckets[w].lock().unwrap_or_else(|p| p.into_inner());
+            buckets.fit(table);
+            let mut count = 0u64;
+            for &(a, b) in &parts[w] {
+                for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
+                    if buckets.push(kmer, kmer.hash()) {
+                        count += buckets.flush(table, action);
+                    }
+                });
+            }
+            count += buckets.flush(table, action);
+            if let Action::Insert(_) = action {
+                table.add_distinct(count);
+            }
+            count
+        })?;
+        Ok((counts.iter().sum(), placements))
+    }
+
+    /// `apply` for a table that mostly fits in the caches: no buckets, only the ring.
+    fn apply_direct<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        genome: &Genome,
+        parts: &[Vec<(usize, usize)>],
+        k: usize,
+        action: Action,
+    ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
+        let (counts, placements) = self.workers.run(|w| {
+            let mut count = 0u64;
+            for &(a, b) in &parts[w] {
+                walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
+                    count += match action {
+                        Action::Insert(id) => {
+                            u64::from(table.insert(kmer, hash, id) == Inserted::New)
+                        }
+                        Action::Mark => u64::from(table.mark(kmer, hash).is_some()),
+                    };
+                });
+            }
+            if let Action::Insert(_) = action {
+                table.add_distinct(count);
+            }
+            count
+        })?;
+        Ok((counts.iter().sum(), placements))
+    }
+
+    /// Inserts every k-mer of `genome` as genome `id`. Returns the number of k-mers new to
+    /// the table and where the workers ran.
+    pub fn insert_genome<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        genome: &Genome,
+        id: GenomeId,
+        k: usize,
+    ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
+        self.apply(table, genome, k, Action::Insert(id))
+    }
+
+    /// Marks every k-mer of `genome` that the table holds, asking `filter` (which holds
+    /// the hashes of every k-mer in the table) first, so that most absent k-mers never
+    /// touch the table. Returns how many lookups found their k-mer.
+    pub fn mark_genome_filtered<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        filter: &HashFilter,
+        genome: &Genome,
+        k: usize,
+    ) -> Result<u64, PinError> {
+        let parts = split(genome, k, self.workers.len());
+        let (hits, _) = self.workers.run(|w| {
+            let mut hits = 0u64;
+            let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
+            for &(a, b) in &parts[w] {
+                for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
+                    let hash = kmer.hash();
+                    if !filter.may_contain(hash) {
+                        return;
+                    }
+                    table.prefetch(hash);
+                    if let Some((x, h)) = ring.push((*kmer, hash)) {
+                        hits += u64::from(table.mark(&x, h).is_some());
+                    }
+                });
+            }
+            ring.drain(|(x, h)| hits += u64::from(table.mark(&x, h).is_some()));
+            hits
+        })?;
+        Ok(hits.iter().sum())
+    }
+
+    /// Marks every k-mer of `genome` that the table holds (the subtraction of a set that
+    /// is never stored). Returns how many lookups found their k-mer.
+    pub fn mark_genome<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        genome: &Genome,
+        k: usize,
+    ) -> Result<u64, PinError> {
+        self.apply(table, genome, k, Action::Mark).map(|(n, _)| n)
+    }
+}
+
+/// Inserts lists of k-mers (one list per worker) as genome 1, with prefetches in flight.
+pub fn insert_kmers<const W: usize, T: KmerTable<W>>(
+    table: &T,
+    parts: &[Vec<Kmer<W>>],
+    workers: &Workers,
+) -> Result<u64, PinError> {
+    let (news, _) = workers.run(|w| {
+        let mut new = 0u64;
+        let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
+        let mut apply = |x: &Kmer<W>, h: u64| {
+            new += u64::from(table.insert(x, h, 1) == Inserted::New);
+        };
+        for list in parts.iter().skip(w).step_by(workers.len()) {
+            for x in list {
+                let h = x.hash();
+                table.prefetch(h);
+                if let Some((y, hy)) = ring.push((*x, h)) {
+                    apply(&y, hy);
+                }
+            }
+        }
+        ring.drain(|(y, hy)| apply(&y, hy));
         table.add_distinct(new);
         new
     })?;
-    Ok((news.iter().sum(), placements))
-}
-
-/// Marks every k-mer of `genome` that the table holds (the subtraction of a set that is
-/// never stored). Returns how many lookups found their k-mer.
-pub fn mark_genome<const W: usize, T: KmerTable<W>>(
-    table: &T,
-    genome: &Genome,
-    k: usize,
-    workers: &Workers,
-) -> Result<u64, PinError> {
-    let parts = split(genome, k, workers.len());
-    let (hits, _) = workers.run(|w| {
-        let mut hits = 0u64;
-        for &(a, b) in &parts[w] {
-            walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
-                if table.mark(kmer, hash).is_some() {
-                    hits += 1;
-                }
-            });
-        }
-        hits
-    })?;
-    Ok(hits.iter().sum())
+    Ok(news.iter().sum())
 }
 
 /// Runs `f` over the table's slots, split in contiguous ranges across the workers, and

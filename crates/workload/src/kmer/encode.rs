@@ -171,17 +171,27 @@ impl<const W: usize> Kmer<W> {
         (*self).min(self.reverse_complement(k))
     }
 
-    /// A 64-bit hash with every bit depending on every base (a splitmix64-style mixer per
-    /// word), for table indices (its high bits) and the distinct-count estimate.
+    /// A 64-bit hash with every bit depending on every base, for table indices (its high
+    /// bits) and the distinct-count estimate. Each word is multiplied by its own odd
+    /// constant, independently (so the multiplies of a 4-word k-mer run in parallel), and
+    /// the combination is finished with the splitmix64 mixer.
     #[inline(always)]
     pub fn hash(&self) -> u64 {
-        let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
-        for &w in &self.0 {
-            h = (h ^ w).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            h ^= h >> 31;
+        const C: [u64; 4] = [
+            0x9E37_79B9_7F4A_7C15,
+            0xC2B2_AE3D_27D4_EB4F,
+            0x1656_67B1_9E37_79F9,
+            0xD6E8_FEB8_6659_FD93,
+        ];
+        let mut h: u64 = 0x2545_F491_4F6C_DD1D;
+        for (i, &w) in self.0.iter().enumerate() {
+            h ^= (w ^ (i as u64).wrapping_mul(0xFF51_AFD7_ED55_8CCD)).wrapping_mul(C[i % 4]);
         }
+        h ^= h >> 31;
+        h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 29;
         h = h.wrapping_mul(0x94D0_49BB_1331_11EB);
-        h ^ (h >> 29)
+        h ^ (h >> 32)
     }
 }
 
@@ -195,7 +205,8 @@ pub struct Roller<const W: usize> {
     reverse: Kmer<W>,
     filled: usize,
     top_mask: u64,
-    rc_word: usize,
+    /// Where the complement of a new base enters the reverse strand: base k-1, always in
+    /// the top word (2(k-1) ≥ 64(W-1) because W = ⌈2k/64⌉).
     rc_shift: u32,
 }
 
@@ -205,6 +216,7 @@ impl<const W: usize> Roller<W> {
         assert!(k >= 1 && k <= 32 * W, "k = {k} does not fit in {W} words");
         let top_bits = 2 * k - 64 * (W - 1);
         let top = 2 * (k - 1);
+        debug_assert_eq!(top / 64, W - 1);
         Roller {
             k,
             forward: Kmer::ZERO,
@@ -215,7 +227,6 @@ impl<const W: usize> Roller<W> {
             } else {
                 (1u64 << top_bits) - 1
             },
-            rc_word: top / 64,
             rc_shift: (top % 64) as u32,
         }
     }
@@ -236,7 +247,7 @@ impl<const W: usize> Roller<W> {
             self.reverse.0[i] = (self.reverse.0[i] >> 2) | (self.reverse.0[i + 1] << 62);
         }
         self.reverse.0[W - 1] >>= 2;
-        self.reverse.0[self.rc_word] |= ((3 - code) as u64) << self.rc_shift;
+        self.reverse.0[W - 1] |= ((3 - code) as u64) << self.rc_shift;
         self.filled += 1;
         self.filled >= self.k
     }
@@ -254,11 +265,21 @@ impl<const W: usize> Roller<W> {
     /// The canonical k-mer of the window and whether it is the forward one.
     #[inline(always)]
     pub fn canonical(&self) -> (Kmer<W>, bool) {
-        if self.reverse < self.forward {
-            (self.reverse, false)
-        } else {
-            (self.forward, true)
+        // Branch-free: which strand is smaller is a coin toss the predictor cannot learn.
+        let mut reverse_smaller = false;
+        for i in 0..W {
+            let (r, f) = (self.reverse.0[i], self.forward.0[i]);
+            reverse_smaller = (r < f) | ((r == f) & reverse_smaller);
         }
+        let mut out = Kmer::ZERO;
+        for i in 0..W {
+            out.0[i] = if reverse_smaller {
+                self.reverse.0[i]
+            } else {
+                self.forward.0[i]
+            };
+        }
+        (out, !reverse_smaller)
     }
 }
 

@@ -15,9 +15,10 @@
 //! k-mers is looked up and marks its match, which is the same relative complement at the
 //! cost of lookups into the smaller table instead of inserts into a second one.
 
-use super::build::{Workers, insert_genome, mark_genome, scan_slots, walk_prefetched};
+use super::build::{Driver, Workers, insert_kmers, scan_slots, walk_prefetched};
 use super::encode::words_for;
 use super::estimate::DistinctSketch;
+use super::filter::HashFilter;
 use super::output::{self, Candidate, Format, Region};
 use super::read::{Genome, ReadError, Split, read_genomes};
 use super::table::volatile::{self, VolatileTable};
@@ -169,6 +170,27 @@ pub struct Phases {
     pub output: Duration,
 }
 
+/// Measures a phase's wall time and the CPU time the process used meanwhile.
+struct Stopwatch {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Stopwatch {
+    fn start() -> Stopwatch {
+        Stopwatch {
+            wall: Instant::now(),
+            cpu: pmscope_sys::rusage::cpu_seconds().unwrap_or(0.0),
+        }
+    }
+
+    fn stop(&self, wall: &mut Duration, cpu: &mut Duration) {
+        *wall = self.wall.elapsed();
+        let now = pmscope_sys::rusage::cpu_seconds().unwrap_or(0.0);
+        *cpu = Duration::from_secs_f64((now - self.cpu).max(0.0));
+    }
+}
+
 /// The table as used.
 #[derive(Debug, Clone)]
 pub struct TableFacts {
@@ -221,6 +243,9 @@ pub struct Report {
     pub preview: Vec<String>,
     /// Phase times.
     pub phases: Phases,
+    /// CPU time (user + system, all threads) of each phase: compared with `phases`, it
+    /// shows how much of the machine the job had.
+    pub cpu: Phases,
     /// The table.
     pub table: TableFacts,
     /// Where the workers ran.
@@ -282,19 +307,21 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
         .num_threads(job.threads)
         .build()
         .map_err(|e| JobError::Workers(PinError(e.to_string())))?;
-    let workers = Workers::new(job.threads)?;
+    let driver = Driver::<W>::new(Workers::new(job.threads)?);
+    let workers = driver.workers();
     let (left_files, right_files) = job.operation.files();
     let mut phases = Phases::default();
+    let mut cpu = Phases::default();
 
     // Parse: every file, both groups, before anything is mapped or written.
-    let t = Instant::now();
+    let t = Stopwatch::start();
     let (left, right) = pool.install(|| -> Result<_, ReadError> {
         Ok((
             read_all(left_files, job.split, k)?,
             read_all(right_files, job.split, k)?,
         ))
     })?;
-    phases.parse = t.elapsed();
+    t.stop(&mut phases.parse, &mut cpu.parse);
     if left.len() as u64 > volatile::MAX_GENOMES {
         return Err(JobError::Usage(format!(
             "{} genomes are more than a table counts ({}); split the job",
@@ -304,44 +331,61 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
     }
 
     // Estimate the distinct k-mers of what will be inserted, to size the table once.
-    let t = Instant::now();
-    let sketch = pool.install(|| {
-        left.par_iter()
-            .map(|g| DistinctSketch::of_genome::<W>(g, k))
-            .reduce(DistinctSketch::default, |mut a, b| {
-                a.merge(&b);
-                a
-            })
-    });
-    let estimated = sketch.estimate().ceil() as u64;
-    phases.estimate = t.elapsed();
+    let t = Stopwatch::start();
+    // The estimate after each genome bounds the growth that genome can cause, so the
+    // table grows only if the estimate was wrong. Sketches are made a batch at a time in
+    // parallel and merged in genome order.
+    let mut union = DistinctSketch::default();
+    let mut estimates_after = Vec::with_capacity(left.len());
+    for batch in left.chunks(64 * job.threads) {
+        let sketches: Vec<DistinctSketch> = pool.install(|| {
+            batch
+                .par_iter()
+                .map(|g| DistinctSketch::of_genome::<W>(g, k))
+                .collect()
+        });
+        for sk in &sketches {
+            union.merge(sk);
+            estimates_after.push(union.estimate());
+        }
+    }
+    let estimated = union.estimate().ceil() as u64;
+    t.stop(&mut phases.estimate, &mut cpu.estimate);
 
-    let t = Instant::now();
+    let t = Stopwatch::start();
     let expected = (estimated as f64 * 1.02) as u64 + 1024;
-    let mut table = VolatileTable::<W>::new(k, &job.target, &job.map_options, expected)?;
-    phases.map = t.elapsed();
+    let mut table =
+        VolatileTable::<W>::new(k, &job.target, &job.map_options, expected, job.threads)?;
+    t.stop(&mut phases.map, &mut cpu.map);
 
     // Insert, one genome at a time across all workers.
-    let t = Instant::now();
+    let t = Stopwatch::start();
     let mut placements = Vec::new();
-    let mut grow_time = Duration::ZERO;
     for (i, g) in left.iter().enumerate() {
-        let tg = Instant::now();
-        if table.reserve(g.stats.kmers)? {
-            grow_time += tg.elapsed();
+        // Room for what the estimate expects this genome to add (with 3 % to spare, about
+        // four standard errors), but never less than a 0.5 % margin for all its k-mers.
+        let expected_new = (estimates_after[i] * 1.03) as u64 + 1024;
+        let bound = expected_new
+            .saturating_sub(table.distinct())
+            .min(g.stats.kmers);
+        table.reserve(bound)?;
+        let worst = table.distinct() + g.stats.kmers;
+        if worst as f64 > 0.995 * table.slots() as f64 {
+            table.reserve(g.stats.kmers)?;
         }
-        let (_, p) = insert_genome(&table, g, (i + 1) as u32, k, &workers)?;
+        let (_, p) = driver.insert_genome(&table, g, (i + 1) as u32, k)?;
         placements = p;
     }
-    phases.insert = t.elapsed();
-    let _ = grow_time;
+    t.stop(&mut phases.insert, &mut cpu.insert);
     let inserts: u64 = left.iter().map(|g| g.stats.kmers).sum();
 
     // The set operation.
-    let t = Instant::now();
+    let t = Stopwatch::start();
     let mut lookup_hits = 0;
-    for g in &right {
-        lookup_hits += mark_genome(&table, g, k, &workers)?;
+    if let Operation::Subtract { .. } = job.operation {
+        for g in &right {
+            lookup_hits += driver.mark_genome(&table, g, k)?;
+        }
     }
     let lookups: u64 = right.iter().map(|g| g.stats.kmers).sum();
     let n_left = left.len() as u32;
@@ -351,7 +395,7 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
     let mut candidates: Vec<Candidate<W>> = Vec::new();
     match &job.operation {
         Operation::Count { .. } => {
-            let parts = scan_slots(&table, &workers, |it| {
+            let parts = scan_slots(&table, workers, |it| {
                 let mut h = vec![0u64; n_left as usize + 1];
                 for (_, e) in it {
                     h[e.genomes as usize] += 1;
@@ -369,7 +413,7 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
         Operation::Union { .. } | Operation::Intersect { .. } | Operation::Subtract { .. } => {
             let want_all = matches!(job.operation, Operation::Union { .. });
             let intersect = matches!(job.operation, Operation::Intersect { .. });
-            let parts = scan_slots(&table, &workers, |it| {
+            let parts = scan_slots(&table, workers, |it| {
                 it.filter(|(_, e)| {
                     want_all || (intersect && e.genomes == n_left) || (!intersect && !e.marked)
                 })
@@ -386,31 +430,45 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
             }
         }
         Operation::Primers { .. } => {
-            let parts = scan_slots(&table, &workers, |it| {
-                let (mut both, mut cands) = (0u64, 0u64);
-                for (_, e) in it {
-                    if e.genomes == n_left {
-                        both += 1;
-                        cands += u64::from(!e.marked);
-                    }
-                }
-                (both, cands)
+            // The out-group only matters where it meets the in-group intersection, which
+            // is usually a small part of the in-group union: copy the intersection into a
+            // table of its own, with a Bloom filter in front that stays in the cache, and
+            // let every out-group k-mer mark its match there.
+            let parts = scan_slots(&table, workers, |it| {
+                it.filter(|(_, e)| e.genomes == n_left)
+                    .map(|(x, _)| x)
+                    .collect::<Vec<_>>()
             })?;
-            let intersection: u64 = parts.iter().map(|p| p.0).sum();
-            let expected_candidates: u64 = parts.iter().map(|p| p.1).sum();
+            let intersection: u64 = parts.iter().map(|p| p.len() as u64).sum();
             sets.push(("intersection", intersection));
+            let core = VolatileTable::<W>::new(
+                k,
+                &job.target,
+                &job.map_options,
+                // A low load: most out-group lookups miss, and a miss probes to an empty slot.
+                2 * intersection + 1024,
+                job.threads,
+            )?;
+            insert_kmers(&core, &parts, workers)?;
+            let mut filter = HashFilter::with_capacity(intersection);
+            for x in parts.iter().flatten() {
+                filter.insert(x.hash());
+            }
+            drop(parts);
+            for g in &right {
+                lookup_hits += driver.mark_genome_filtered(&core, &filter, g, k)?;
+            }
             // Walk the first in-group genome in order: every candidate occurs in it, and
             // marking it as it is listed keeps repeats out.
             let first = &left[0];
             for (ci, c) in first.contigs.iter().enumerate() {
                 walk_prefetched(
-                    &table,
+                    &core,
                     first.contig_seq(c),
                     0,
                     k,
                     |kmer, hash, start, fwd| {
-                        if let Some(e) = table.mark(kmer, hash)
-                            && e.genomes == n_left
+                        if let Some(e) = core.mark(kmer, hash)
                             && !e.marked
                         {
                             candidates.push(Candidate {
@@ -423,14 +481,13 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
                     },
                 );
             }
-            debug_assert_eq!(candidates.len() as u64, expected_candidates);
             sets.push(("candidates", candidates.len() as u64));
         }
     }
-    phases.setops = t.elapsed();
+    t.stop(&mut phases.setops, &mut cpu.setops);
 
     // Output.
-    let t = Instant::now();
+    let t = Stopwatch::start();
     let preview;
     let mut regions = Vec::new();
     let result_kmers;
@@ -463,7 +520,7 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
         result_kmers = candidates.len() as u64;
     } else {
         if let (Operation::Count { .. }, Some(_)) = (&job.operation, &out) {
-            let parts = scan_slots(&table, &workers, |it| it.collect::<Vec<_>>())?;
+            let parts = scan_slots(&table, workers, |it| it.collect::<Vec<_>>())?;
             kept = parts.into_iter().flatten().collect();
             if job.sorted {
                 pool.install(|| kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
@@ -490,7 +547,7 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
             _ => kept.len() as u64,
         };
     }
-    phases.output = t.elapsed();
+    t.stop(&mut phases.output, &mut cpu.output);
 
     let summary = |g: &Genome, role| GenomeSummary {
         name: g.name.clone(),
@@ -517,6 +574,7 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
         regions,
         preview,
         phases,
+        cpu,
         table: TableFacts {
             kind: "volatile",
             slots: table.slots() as u64,
@@ -525,7 +583,7 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
             load_factor: table.distinct() as f64 / table.slots() as f64,
             grown: table.times_grown(),
             target: table.target_record(),
-            warnings: table.warnings().to_vec(),
+            warnings: table.warnings(),
         },
         placements,
     })

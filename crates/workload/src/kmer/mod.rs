@@ -14,6 +14,7 @@
 //! * [`encode`] — 2-bit k-mers up to k = 128, reverse complement, canonical form, rolling;
 //! * [`estimate`] — a HyperLogLog estimate of distinct k-mers that sizes the table;
 //! * [`table`] — the table interface and the volatile table;
+//! * [`filter`] — a Bloom filter that answers most out-group lookups from the cache;
 //! * [`build`] — inserting, marking and scanning with pinned threads;
 //! * [`job`] — the operations (count, union, intersect, subtract, primers) in timed phases;
 //! * [`output`] — TSV and FASTA writers, candidate regions;
@@ -22,6 +23,7 @@
 pub mod build;
 pub mod encode;
 pub mod estimate;
+pub mod filter;
 pub mod job;
 pub mod output;
 pub mod read;

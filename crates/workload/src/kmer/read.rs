@@ -13,6 +13,8 @@ use needletail::parser::{FastaReader, FastxReader};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How files map to genomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +154,22 @@ impl ReadError {
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// Counts the line breaks that pass through, so that an error of the stream itself (a
+/// truncated gzip member) can name the line where it happened.
+struct LineCounter<R> {
+    inner: R,
+    lines: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let breaks = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        self.lines.fetch_add(breaks, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// Reads the genomes of one FASTA file (gzipped or not) and counts their k-mers of
 /// length `k`. Every genome must have at least one k-mer.
 pub fn read_genomes(path: &Path, split: Split, k: usize) -> Result<Vec<Genome>, ReadError> {
@@ -181,25 +199,33 @@ pub fn read_genomes(path: &Path, split: Split, k: usize) -> Result<Vec<Genome>, 
         ));
     }
     let gzipped = head.starts_with(&GZIP_MAGIC);
-    let reader: Box<dyn Read + Send> = if gzipped {
+    let decoded: Box<dyn Read + Send> = if gzipped {
         Box::new(MultiGzDecoder::new(buffered))
     } else {
         Box::new(buffered)
     };
+    let lines = Arc::new(AtomicU64::new(0));
+    let reader = LineCounter {
+        inner: decoded,
+        lines: lines.clone(),
+    };
     let mut fasta = FastaReader::with_capacity(reader, 1 << 20);
     let file_name = genome_name_of(path);
     let mut genomes: Vec<Genome> = Vec::new();
-    let mut last_line = 1u64;
     let mut records = 0usize;
     while let Some(rec) = fasta.next() {
-        let rec = rec.map_err(|e| parse_error(path, gzipped, records, last_line, e))?;
+        let rec = rec.map_err(|e| {
+            // A stream that breaks breaks on the line after the last complete one read.
+            let at = lines.load(Ordering::Relaxed) + 1;
+            parse_error(path, gzipped, records, at, e)
+        })?;
         records += 1;
-        last_line = rec.start_line_number();
+        let header_line = rec.start_line_number();
         let id = String::from_utf8_lossy(rec.id());
         let name = id.split_whitespace().next().unwrap_or("").to_string();
         let seq = rec.seq();
         if let Some(pos) = seq.iter().position(|&b| BASE_CODE[b as usize] == INVALID) {
-            let line = line_of(rec.raw_seq(), pos, last_line);
+            let line = line_of(rec.raw_seq(), pos, header_line);
             return Err(ReadError::new(
                 path,
                 Some(line),

@@ -50,6 +50,10 @@ pub enum TableError {
 }
 
 /// A concurrent set of canonical k-mers with a genome count per k-mer.
+///
+/// Placement contract: a k-mer's place in the table follows the high bits of its hash
+/// (a larger hash never lands in an earlier region), so that the drivers in
+/// [`super::build`] can apply k-mers grouped by hash prefix one table region at a time.
 pub trait KmerTable<const W: usize>: Sync {
     /// Starts loading the memory `insert`/`get`/`mark` of this hash will touch, so a batch
     /// of lookups overlaps its cache misses.

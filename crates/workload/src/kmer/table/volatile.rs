@@ -22,6 +22,9 @@
 //!   genome` means "already counted", and a CAS that sets tag and count+1 together counts
 //!   each genome exactly once.
 //!
+//! Chunks: a large table is split into equal mappings (high hash bits choose one) that are
+//! mapped by parallel threads; see [`VolatileTable`].
+//!
 //! Growth: the table is sized from an estimate of the distinct k-mers; `reserve` (between
 //! genomes) maps a larger table on the same target and rehashes when the next genome could
 //! push the load past [`MAX_LOAD`].
@@ -43,7 +46,7 @@ const COUNT_MASK: u64 = (1 << 26) - 1;
 const KEY_IN_META: u64 = 0xff;
 
 /// The load a new or grown table is sized for.
-pub const TARGET_LOAD: f64 = 0.65;
+pub const TARGET_LOAD: f64 = 0.7;
 /// The load `reserve` never lets the table exceed (linear probing slows sharply beyond).
 pub const MAX_LOAD: f64 = 0.95;
 /// The most genomes a table can count (the width of the tag field).
@@ -54,31 +57,49 @@ pub const fn slot_words(k: usize) -> usize {
     (2 * k + 56).div_ceil(64)
 }
 
+/// Chunks are at least this large: below it one mapping is mapped quickly anyway, and
+/// tiny chunks could fill unevenly.
+const MIN_CHUNK_BYTES: u64 = 64 << 20;
+
 /// A concurrent open-addressing k-mer table on a mapped target.
+///
+/// The table is one or more equal chunks, each its own mapping of the target: the high
+/// bits of a hash pick the chunk, the next bits the slot, and probing wraps inside the
+/// chunk. The chunks are mapped (and so pre-faulted) by one thread each: on a fresh
+/// machine, or a virtual one whose host backs memory lazily, zeroing the pages of a
+/// gigabyte table takes seconds, and one thread would do it alone.
 pub struct VolatileTable<const W: usize> {
     k: usize,
     spec: TargetSpec,
     opts: MapOptions,
-    mapping: Mapping,
+    chunks: Vec<Mapping>,
+    chunk_bits: u32,
+    /// Slots per chunk (a multiple of `group`).
+    chunk_slots: usize,
     slot_words: usize,
     /// Key words stored whole in the slot (W, or W-1 when the top one rides in the meta).
     full_words: usize,
     merged: bool,
-    slots: usize,
+    /// Slots per cache line: probing starts at a line boundary, so a probe sequence
+    /// leaves its first line only when that line is full.
+    group: usize,
     distinct: AtomicU64,
     grown: u32,
+    parallel: usize,
 }
 
 impl<const W: usize> VolatileTable<W> {
-    /// Maps a table for about `expected_distinct` k-mers of length `k` on `spec`.
+    /// Maps a table for about `expected_distinct` k-mers of length `k` on `spec`, with up
+    /// to `parallel` threads mapping its chunks.
     pub fn new(
         k: usize,
         spec: &TargetSpec,
         opts: &MapOptions,
         expected_distinct: u64,
+        parallel: usize,
     ) -> Result<VolatileTable<W>, TableError> {
         let slots = ((expected_distinct as f64 / TARGET_LOAD).ceil() as usize).max(64);
-        Self::with_slots(k, spec, opts, slots)
+        Self::with_slots(k, spec, opts, slots, parallel)
     }
 
     fn with_slots(
@@ -86,24 +107,46 @@ impl<const W: usize> VolatileTable<W> {
         spec: &TargetSpec,
         opts: &MapOptions,
         slots: usize,
+        parallel: usize,
     ) -> Result<VolatileTable<W>, TableError> {
         assert!(crate::kmer::encode::words_for(k) == W);
         let slot_words = slot_words(k);
         let merged = slot_words == W;
         debug_assert!(!merged || 2 * k - 64 * (W - 1) <= 8);
-        let bytes = (slots * slot_words * 8) as u64;
-        let mapping = pmscope_target::map(spec, bytes, opts)?;
+        let group = (8 / slot_words).max(1);
+        let total_bytes = (slots * slot_words * 8) as u64;
+        let mut chunk_bits = 0;
+        while (1u64 << (chunk_bits + 1)) <= parallel.max(1) as u64
+            && total_bytes >> (chunk_bits + 1) >= MIN_CHUNK_BYTES
+        {
+            chunk_bits += 1;
+        }
+        let chunk_slots = (slots >> chunk_bits).div_ceil(group) * group;
+        let bytes = (chunk_slots * slot_words * 8) as u64;
+        let mapped: Vec<Result<Mapping, pmscope_target::TargetError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..1usize << chunk_bits)
+                .map(|_| s.spawn(|| pmscope_target::map(spec, bytes, opts)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a mapping thread panicked"))
+                .collect()
+        });
+        let chunks = mapped.into_iter().collect::<Result<Vec<_>, _>>()?;
         Ok(VolatileTable {
             k,
             spec: spec.clone(),
             opts: opts.clone(),
-            mapping,
+            chunks,
+            chunk_bits,
+            chunk_slots,
             slot_words,
             full_words: if merged { W - 1 } else { W },
             merged,
-            slots,
+            group,
             distinct: AtomicU64::new(0),
             grown: 0,
+            parallel,
         })
     }
 
@@ -112,25 +155,43 @@ impl<const W: usize> VolatileTable<W> {
         self.slot_words * 8
     }
 
+    /// Chunks (separate mappings).
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
     /// How often the table grew.
     pub fn times_grown(&self) -> u32 {
         self.grown
     }
 
-    /// The target and the configuration the kernel gave it.
+    /// The target and the configuration the kernel gave it (the first chunk's; every
+    /// chunk is mapped and verified alike, and [`Self::warnings`] gathers all of theirs).
     pub fn target_record(&self) -> TargetRecord {
-        self.mapping.record()
+        self.chunks[0].record()
     }
 
-    /// Where the mapping differs from what was asked.
-    pub fn warnings(&self) -> &[Warning] {
-        self.mapping.warnings()
+    /// Where the mappings differ from what was asked.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out: Vec<Warning> = Vec::new();
+        for w in self.chunks.iter().flat_map(|c| c.warnings()) {
+            if !out.contains(w) {
+                out.push(w.clone());
+            }
+        }
+        out
     }
 
+    /// The chunk and the first slot to probe for `hash`.
     #[inline(always)]
-    fn index(&self, hash: u64) -> usize {
-        // Multiply-shift maps the hash onto any table size without a division.
-        ((hash as u128 * self.slots as u128) >> 64) as usize
+    fn locate(&self, hash: u64) -> (usize, usize) {
+        let chunk = hash.checked_shr(64 - self.chunk_bits).unwrap_or(0) as usize;
+        let rest = hash << self.chunk_bits;
+        // Multiply-shift maps the hash onto any size without a division; placement
+        // follows the hash's high bits (the trait's placement contract).
+        let groups = self.chunk_slots / self.group;
+        let slot = ((rest as u128 * groups as u128) >> 64) as usize * self.group;
+        (chunk, slot)
     }
 
     #[inline(always)]
@@ -146,40 +207,46 @@ impl<const W: usize> VolatileTable<W> {
         (0..self.full_words).all(|j| slot[j].load(Ordering::Relaxed) == kmer.0[j])
     }
 
-    /// Finds the slot of `kmer`: `Ok(slot index, meta)` if present, `Err(empty slot)`.
     #[inline(always)]
-    fn find(&self, words: &[AtomicU64], kmer: &Kmer<W>, hash: u64) -> Result<(usize, u64), usize> {
+    fn next_slot(&self, i: usize, probes: &mut usize) -> usize {
+        *probes += 1;
+        // A full chunk would probe forever; reserve() keeps the load below MAX_LOAD, so
+        // this is a bug, reported rather than hung on.
+        assert!(*probes <= self.chunk_slots, "k-mer table chunk is full");
+        if i + 1 == self.chunk_slots { 0 } else { i + 1 }
+    }
+
+    /// Finds the slot of `kmer`: `Ok((chunk, slot, meta))` if present, `Err(())` if not.
+    #[inline(always)]
+    fn find(&self, kmer: &Kmer<W>, hash: u64) -> Result<(usize, usize, u64), ()> {
         let s = self.slot_words;
-        let mut i = self.index(hash);
+        let (c, mut i) = self.locate(hash);
+        let words = self.chunks[c].atomics();
+        let mut probes = 0;
         loop {
             let slot = &words[i * s..i * s + s];
             let mut m = slot[s - 1].load(Ordering::Acquire);
             if m == 0 {
-                return Err(i);
+                return Err(());
             }
             if m & BUSY != 0 {
                 m = wait_ready(&slot[s - 1]);
             }
             if self.matches(slot, m, kmer) {
-                return Ok((i, m));
+                return Ok((c, i, m));
             }
-            i += 1;
-            if i == self.slots {
-                i = 0;
-            }
+            i = self.next_slot(i, &mut probes);
         }
     }
 
     /// Stores a whole slot without synchronisation (rehash, with `&mut self` exclusive).
     fn put_raw(&mut self, kmer: &Kmer<W>, meta: u64) {
-        let words = self.mapping.atomics();
         let s = self.slot_words;
-        let mut i = self.index(kmer.hash());
+        let (c, mut i) = self.locate(kmer.hash());
+        let words = self.chunks[c].atomics();
+        let mut probes = 0;
         while words[i * s + s - 1].load(Ordering::Relaxed) != 0 {
-            i += 1;
-            if i == self.slots {
-                i = 0;
-            }
+            i = self.next_slot(i, &mut probes);
         }
         for j in 0..self.full_words {
             words[i * s + j].store(kmer.0[j], Ordering::Relaxed);
@@ -197,6 +264,18 @@ impl<const W: usize> VolatileTable<W> {
     /// The k-mer length.
     pub fn k(&self) -> usize {
         self.k
+    }
+
+    fn key_at(&self, words: &[AtomicU64], slot: usize, meta: u64) -> Kmer<W> {
+        let base = slot * self.slot_words;
+        let mut kmer = Kmer::<W>::ZERO;
+        for j in 0..self.full_words {
+            kmer.0[j] = words[base + j].load(Ordering::Relaxed);
+        }
+        if self.merged {
+            kmer.0[W - 1] = meta & KEY_IN_META;
+        }
+        kmer
     }
 }
 
@@ -222,22 +301,27 @@ fn wait_ready(meta: &AtomicU64) -> u64 {
 impl<const W: usize> KmerTable<W> for VolatileTable<W> {
     #[inline(always)]
     fn prefetch(&self, hash: u64) {
-        let words = self.mapping.atomics();
+        let (c, i) = self.locate(hash);
+        let words = self.chunks[c].atomics();
         let s = self.slot_words;
-        let i = self.index(hash);
-        // Slots of 3 or 5 words may straddle two cache lines: fetch both ends.
+        // The probe starts at a line boundary; when that line is full it continues into
+        // the next one, and a miss there would stall with nothing else in flight, so both
+        // lines are fetched (a slot of 5 words also spans two lines).
         pmscope_sys::prefetch::prefetch(&words[i * s]);
-        pmscope_sys::prefetch::prefetch(&words[i * s + s - 1]);
+        if let Some(next) = words.get(i * s + 8) {
+            pmscope_sys::prefetch::prefetch(next);
+        }
     }
 
     #[inline(always)]
     fn insert(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted {
         debug_assert!(genome as u64 <= TAG_MASK && genome > 0);
-        let words = self.mapping.atomics();
         let s = self.slot_words;
+        let (c, mut i) = self.locate(hash);
+        let words = self.chunks[c].atomics();
         let tag = (genome as u64) << TAG_SHIFT;
         let fresh = tag | (1 << COUNT_SHIFT) | self.meta_key_bits(kmer);
-        let mut i = self.index(hash);
+        let mut probes = 0;
         loop {
             let slot = &words[i * s..i * s + s];
             let meta = &slot[s - 1];
@@ -274,27 +358,23 @@ impl<const W: usize> KmerTable<W> for VolatileTable<W> {
                     }
                 }
             }
-            i += 1;
-            if i == self.slots {
-                i = 0;
-            }
+            i = self.next_slot(i, &mut probes);
         }
     }
 
     fn get(&self, kmer: &Kmer<W>, hash: u64) -> Option<Entry> {
-        self.find(self.mapping.atomics(), kmer, hash)
+        self.find(kmer, hash)
             .ok()
-            .map(|(_, m)| Self::entry_of(m))
+            .map(|(_, _, m)| Self::entry_of(m))
     }
 
     fn mark(&self, kmer: &Kmer<W>, hash: u64) -> Option<Entry> {
-        let words = self.mapping.atomics();
-        let (i, m) = self.find(words, kmer, hash).ok()?;
+        let (c, i, m) = self.find(kmer, hash).ok()?;
         if m & MARK != 0 {
             return Some(Self::entry_of(m));
         }
-        let before =
-            words[i * self.slot_words + self.slot_words - 1].fetch_or(MARK, Ordering::Relaxed);
+        let s = self.slot_words;
+        let before = self.chunks[c].atomics()[i * s + s - 1].fetch_or(MARK, Ordering::Relaxed);
         Some(Self::entry_of(before))
     }
 
@@ -308,17 +388,22 @@ impl<const W: usize> KmerTable<W> for VolatileTable<W> {
 
     fn reserve(&mut self, additional: u64) -> Result<bool, TableError> {
         let need = self.distinct() + additional;
-        if need as f64 <= MAX_LOAD * self.slots as f64 {
+        let slots = self.slots();
+        if need as f64 <= MAX_LOAD * slots as f64 {
             return Ok(false);
         }
-        let slots = (2 * self.slots).max((need as f64 / TARGET_LOAD).ceil() as usize);
-        let mut bigger = Self::with_slots(self.k, &self.spec, &self.opts, slots)?;
-        for slot in 0..self.slots {
-            let base = slot * self.slot_words;
-            let meta = self.mapping.atomics()[base + self.slot_words - 1].load(Ordering::Relaxed);
-            if meta & READY != 0 {
-                let kmer = self.key_at(slot, meta);
-                bigger.put_raw(&kmer, meta);
+        let bigger_slots = (2 * slots).max((need as f64 / TARGET_LOAD).ceil() as usize);
+        let mut bigger =
+            Self::with_slots(self.k, &self.spec, &self.opts, bigger_slots, self.parallel)?;
+        let s = self.slot_words;
+        for chunk in &self.chunks {
+            let words = chunk.atomics();
+            for slot in 0..self.chunk_slots {
+                let meta = words[slot * s + s - 1].load(Ordering::Relaxed);
+                if meta & READY != 0 {
+                    let kmer = self.key_at(words, slot, meta);
+                    bigger.put_raw(&kmer, meta);
+                }
             }
         }
         bigger.distinct = AtomicU64::new(self.distinct());
@@ -328,35 +413,22 @@ impl<const W: usize> KmerTable<W> for VolatileTable<W> {
     }
 
     fn slots(&self) -> usize {
-        self.slots
+        self.chunks.len() * self.chunk_slots
     }
 
     fn entry_at(&self, slot: usize) -> Option<(Kmer<W>, Entry)> {
+        let (c, i) = (slot / self.chunk_slots, slot % self.chunk_slots);
+        let words = self.chunks[c].atomics();
         let s = self.slot_words;
-        let meta = self.mapping.atomics()[slot * s + s - 1].load(Ordering::Acquire);
+        let meta = words[i * s + s - 1].load(Ordering::Acquire);
         if meta & READY == 0 {
             return None;
         }
-        Some((self.key_at(slot, meta), Self::entry_of(meta)))
+        Some((self.key_at(words, i, meta), Self::entry_of(meta)))
     }
 
     fn footprint_bytes(&self) -> u64 {
-        self.mapping.len() as u64
-    }
-}
-
-impl<const W: usize> VolatileTable<W> {
-    fn key_at(&self, slot: usize, meta: u64) -> Kmer<W> {
-        let words = self.mapping.atomics();
-        let base = slot * self.slot_words;
-        let mut kmer = Kmer::<W>::ZERO;
-        for j in 0..self.full_words {
-            kmer.0[j] = words[base + j].load(Ordering::Relaxed);
-        }
-        if self.merged {
-            kmer.0[W - 1] = meta & KEY_IN_META;
-        }
-        kmer
+        self.chunks.iter().map(|c| c.len() as u64).sum()
     }
 }
 

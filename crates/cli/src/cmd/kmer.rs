@@ -1,0 +1,592 @@
+//! `pmscope kmer`: the k-mer set workload of seed 003 as a tool (primers, count, union,
+//! intersect, subtract), its end-to-end demo on Debian's example genomes, and the synthetic
+//! genome generator.
+//!
+//! Output contract: `-o FILE` receives the k-mers (TSV or FASTA; `-o -` is stdout). They
+//! are written to a hidden file beside FILE and linked into place only when the job has
+//! succeeded, so a malformed input writes nothing and FILE is never overwritten without
+//! `--force`. The record goes to stdout with `--json` and to `--record FILE`.
+
+use crate::args::{
+    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRunArgs, KmerSynthArgs, KmerTableKind,
+    OutputArgs,
+};
+use crate::context::Context;
+use crate::error::usage;
+use crate::output::Sink;
+use crate::output::table::Table;
+use anyhow::{Context as _, Result, anyhow};
+use pmscope_core::record::Record;
+use pmscope_core::units::Bytes;
+use pmscope_workload::kmer::encode::MAX_K;
+use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
+use pmscope_workload::kmer::output::Format;
+use pmscope_workload::kmer::read::Split;
+use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Runs a `pmscope kmer` command.
+pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerArgs) -> Result<()> {
+    match &a.command {
+        KmerCommand::Primers(p) => {
+            let op = Operation::Primers {
+                in_group: p.in_group.clone(),
+                out_group: p.out_group.clone(),
+            };
+            run_job(ctx, out, &p.run, op, 100, false).map(|_| ())
+        }
+        KmerCommand::Count(s) => {
+            let op = Operation::Count {
+                genomes: s.genomes.clone(),
+            };
+            run_job(ctx, out, &s.run, op, 31, false).map(|_| ())
+        }
+        KmerCommand::Union(s) => {
+            let op = Operation::Union {
+                genomes: s.genomes.clone(),
+            };
+            run_job(ctx, out, &s.run, op, 31, false).map(|_| ())
+        }
+        KmerCommand::Intersect(s) => {
+            let op = Operation::Intersect {
+                genomes: s.genomes.clone(),
+            };
+            run_job(ctx, out, &s.run, op, 31, false).map(|_| ())
+        }
+        KmerCommand::Subtract(s) => {
+            let op = Operation::Subtract {
+                genomes: s.genomes.clone(),
+                minus: s.minus.clone(),
+            };
+            run_job(ctx, out, &s.run, op, 31, false).map(|_| ())
+        }
+        KmerCommand::Demo(d) => demo(ctx, out, d),
+        KmerCommand::Synth(s) => synth(s),
+    }
+}
+
+/// Validates the run options, runs the job, writes the k-mers and the record, and prints
+/// the summary.
+fn run_job(
+    ctx: &mut Context,
+    out: &OutputArgs,
+    r: &KmerRunArgs,
+    operation: Operation,
+    default_k: usize,
+    demo: bool,
+) -> Result<Report> {
+    let k = r.k.unwrap_or(default_k);
+    if k == 0 || k > MAX_K {
+        return Err(usage(format!(
+            "-k {k} is out of range: k must be between 1 and {MAX_K}"
+        )));
+    }
+    let threads = match r.threads {
+        Some(0) => return Err(usage("--threads 0: at least one thread is needed")),
+        Some(n) => n,
+        None => pmscope_sys::affinity::allowed_cpus()
+            .map(|c| c.len())
+            .unwrap_or(1)
+            .max(1),
+    };
+    let KmerTableKind::Volatile = r.table;
+    let (specs, map_options) = ctx.targets(&r.targets, &["dram:thp"])?;
+    if specs.len() != 1 {
+        return Err(usage(
+            "pmscope kmer places its table on one --target; give it once",
+        ));
+    }
+    // Refuse a clobber and open the record file before any work.
+    let mut sink = Sink::open(&OutputArgs {
+        json: out.json,
+        output: r.record.clone(),
+        force: out.force,
+    })?;
+    let mut kmers_out = match &out.output {
+        Some(p) => Some(PendingOutput::prepare(p, out.force)?),
+        None => None,
+    };
+    let to_stdout = matches!(kmers_out, Some(PendingOutput::Stdout(_)));
+    let job = Job {
+        operation,
+        k,
+        threads,
+        split: if r.genome_per_record {
+            Split::PerRecord
+        } else {
+            Split::PerFile
+        },
+        target: specs[0].clone(),
+        map_options,
+        format: match r.format {
+            KmerFormat::Tsv => Format::Tsv,
+            KmerFormat::Fasta => Format::Fasta,
+        },
+        sorted: r.sorted,
+        preview: if demo { 5 } else { 3 },
+    };
+    let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
+    if let Some(o) = kmers_out {
+        o.commit()?;
+    }
+    let record = to_record(ctx, &report);
+    sink.warn(&report.table.warnings);
+    sink.emit(&record)?;
+    if !out.json {
+        let text = summary(&report, out.output.as_deref(), demo);
+        if to_stdout {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+        }
+    }
+    Ok(report)
+}
+
+/// Maps job errors to exit codes: malformed input and impossible requests are usage
+/// errors (2); the system failing us is a runtime error (1).
+fn job_error(e: JobError) -> anyhow::Error {
+    match e {
+        JobError::Read(r) if r.is_usage => usage(r.to_string()),
+        JobError::Usage(m) => usage(m),
+        JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) => {
+            anyhow::Error::new(t).context("mapping the k-mer table")
+        }
+        other => anyhow!("{other}"),
+    }
+}
+
+/// Where the k-mers go: stdout, or a hidden file linked to its name on success.
+enum PendingOutput {
+    Stdout(BufWriter<std::io::Stdout>),
+    File {
+        temp: PathBuf,
+        dest: PathBuf,
+        force: bool,
+        writer: Option<BufWriter<File>>,
+    },
+}
+
+impl PendingOutput {
+    fn prepare(dest: &Path, force: bool) -> Result<PendingOutput> {
+        if dest == Path::new("-") {
+            return Ok(PendingOutput::Stdout(BufWriter::with_capacity(
+                1 << 20,
+                std::io::stdout(),
+            )));
+        }
+        if dest.exists() && !force {
+            return Err(usage(format!(
+                "{} already exists; pass --force to overwrite it or choose another -o file",
+                dest.display()
+            )));
+        }
+        let name = dest
+            .file_name()
+            .ok_or_else(|| usage(format!("-o {}: not a file name", dest.display())))?;
+        let temp = dest.with_file_name(format!(
+            ".{}.pmscope-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| usage(format!("cannot create {}: {e}", dest.display())))?;
+        Ok(PendingOutput::File {
+            temp,
+            dest: dest.to_path_buf(),
+            force,
+            writer: Some(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            PendingOutput::Stdout(w) => w,
+            PendingOutput::File { writer, .. } => writer.as_mut().expect("open until commit"),
+        }
+    }
+
+    /// Puts the finished file in place: a hard link fails if the name exists (no clobber
+    /// even if it appeared meanwhile); --force renames over it.
+    fn commit(mut self) -> Result<()> {
+        match &mut self {
+            PendingOutput::Stdout(w) => w.flush().context("writing stdout"),
+            PendingOutput::File {
+                temp,
+                dest,
+                force,
+                writer,
+            } => {
+                let w = writer.take().expect("open until commit");
+                let file = w
+                    .into_inner()
+                    .map_err(|e| anyhow!("writing {}: {e}", dest.display()))?;
+                file.sync_all().ok();
+                if *force {
+                    std::fs::rename(&temp, &dest)
+                        .with_context(|| format!("writing {}", dest.display()))?;
+                } else {
+                    match std::fs::hard_link(&temp, &dest) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            return Err(usage(format!(
+                                "{} already exists; pass --force to overwrite it or choose another -o file",
+                                dest.display()
+                            )));
+                        }
+                        // File systems without hard links: the existence check above stands.
+                        Err(_) => std::fs::rename(&temp, &dest)
+                            .with_context(|| format!("writing {}", dest.display()))?,
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for PendingOutput {
+    fn drop(&mut self) {
+        if let PendingOutput::File { temp, .. } = self {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
+
+/// The common result record: parameters, set sizes, phase times, MIPS, the table's
+/// footprint and verified target, peak memory.
+fn to_record(ctx: &Context, r: &Report) -> Record {
+    let in_genomes = r.genomes.iter().filter(|g| g.role == "in").count();
+    let out_genomes = r.genomes.len() - in_genomes;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let mut rec = ctx
+        .record("kmer")
+        .param("operation", r.operation)
+        .param("k", r.k)
+        .param("threads", r.threads)
+        .param("table", r.table.kind)
+        .param("genomes_inserted", in_genomes)
+        .param("genomes_subtracted", out_genomes)
+        .param(
+            "genome_files",
+            r.genomes
+                .iter()
+                .map(|g| g.path.display().to_string())
+                .collect::<Vec<_>>(),
+        )
+        .value("inserts", r.inserts as f64)
+        .value("lookups", r.lookups as f64)
+        .value("lookup_hits", r.lookup_hits as f64)
+        .value(
+            "bases",
+            r.genomes.iter().map(|g| g.bases).sum::<u64>() as f64,
+        )
+        .value(
+            "skipped_kmers",
+            r.genomes.iter().map(|g| g.skipped_kmers).sum::<u64>() as f64,
+        )
+        .value("estimated_distinct_kmers", r.estimated_distinct as f64)
+        .value("result_kmers", r.result_kmers as f64)
+        .value("parse_ms", ms(r.phases.parse))
+        .value("estimate_ms", ms(r.phases.estimate))
+        .value("map_ms", ms(r.phases.map))
+        .value("insert_ms", ms(r.phases.insert))
+        .value("setops_ms", ms(r.phases.setops))
+        .value("output_ms", ms(r.phases.output))
+        .value("total_ms", ms(r.total()))
+        .value("parse_cpu_ms", ms(r.cpu.parse))
+        .value("estimate_cpu_ms", ms(r.cpu.estimate))
+        .value("map_cpu_ms", ms(r.cpu.map))
+        .value("insert_cpu_ms", ms(r.cpu.insert))
+        .value("setops_cpu_ms", ms(r.cpu.setops))
+        .value("output_cpu_ms", ms(r.cpu.output))
+        .value("insert_mips", r.mips())
+        .value("table_bytes", r.table.footprint_bytes as f64)
+        .value("table_slots", r.table.slots as f64)
+        .value("slot_bytes", r.table.slot_bytes as f64)
+        .value("table_load_factor", r.table.load_factor)
+        .value("table_grown", r.table.grown as f64);
+    for (name, n) in &r.sets {
+        rec = rec.value(&format!("{name}_kmers"), *n as f64);
+    }
+    if !r.histogram.is_empty() {
+        rec = rec.param("genome_count_histogram", r.histogram.clone());
+    }
+    if let Some(peak) = pmscope_sys::rusage::peak_rss_bytes() {
+        rec = rec.value("peak_rss_bytes", peak as f64);
+    }
+    rec.metric = Some("insert_mips".into());
+    rec.target = Some(r.table.target.clone());
+    rec.threads = r.placements.clone();
+    rec.warnings = r.table.warnings.clone();
+    rec
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The human summary.
+fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
+    let bases: u64 = r.genomes.iter().map(|g| g.bases).sum();
+    let skipped: u64 = r.genomes.iter().map(|g| g.skipped_kmers).sum();
+    let a = &r.table.target.achieved;
+    let pages = match a.page_size {
+        Some(s) if a.pages.smaps_sees_mapping => format!(
+            "{} {:.0}%",
+            pmscope_core::units::page_size_name(s),
+            100.0 * a.pages.fraction(s, a.bytes)
+        ),
+        Some(s) => pmscope_core::units::page_size_name(s),
+        None => "unclear".into(),
+    };
+    let mut s = String::new();
+    let in_n = r.genomes.iter().filter(|g| g.role == "in").count();
+    let group = if r.operation == "primers" {
+        format!(
+            "{in_n} in-group + {} out-group genomes",
+            r.genomes.len() - in_n
+        )
+    } else if r.operation == "subtract" {
+        format!("{in_n} genomes minus {}", r.genomes.len() - in_n)
+    } else {
+        format!("{in_n} genomes")
+    };
+    s += &format!(
+        "pmscope kmer {}: {group}, {:.1} Mbp, k = {}, {} threads, table {} on {} ({pages})\n\n",
+        r.operation,
+        bases as f64 / 1e6,
+        r.k,
+        r.threads,
+        r.table.kind,
+        r.table.target.spec
+    );
+    let mut t = Table::new(&["k-mers", "count"]);
+    t.row(vec!["inserted".into(), thousands(r.inserts)]);
+    if r.lookups > 0 {
+        t.row(vec!["looked up (subtracted)".into(), thousands(r.lookups)]);
+    }
+    t.row(vec!["skipped (N or IUPAC code)".into(), thousands(skipped)]);
+    for (name, n) in &r.sets {
+        let label = match (r.operation, *name) {
+            ("primers", "union") => "distinct in the in-group",
+            ("primers", "intersection") => "in every in-group genome",
+            ("primers", "candidates") => "primer candidates (also in no out-group genome)",
+            ("subtract", "union") => "distinct in the genomes",
+            ("subtract", "difference") => "in the genomes, not in --minus",
+            (_, "union") => "distinct",
+            (_, "intersection") => "in every genome",
+            (_, other) => other,
+        };
+        t.row(vec![label.into(), thousands(*n)]);
+    }
+    s += &t.render();
+    if !r.histogram.is_empty() {
+        s += "\n\n";
+        let mut h = Table::new(&["in genomes", "k-mers"]);
+        for (g, n) in r.histogram.iter().enumerate().skip(1) {
+            h.row(vec![g.to_string(), thousands(*n)]);
+        }
+        s += &h.render();
+    }
+    if r.operation == "primers" && !r.regions.is_empty() {
+        let mut regions = r.regions.clone();
+        regions.sort_by(|a, b| (b.1.end - b.1.start).cmp(&(a.1.end - a.1.start)));
+        s += &format!(
+            "\n\n{} candidate regions in {} (runs of overlapping candidates); the longest:\n",
+            regions.len(),
+            r.genomes[0].name
+        );
+        let mut t = Table::new(&["record", "from", "to", "bases", "candidates"]);
+        for (name, reg) in regions.iter().take(if demo { 5 } else { 3 }) {
+            t.row(vec![
+                name.clone(),
+                (reg.start + 1).to_string(),
+                reg.end.to_string(),
+                (reg.end - reg.start).to_string(),
+                reg.kmers.to_string(),
+            ]);
+        }
+        s += &t.render();
+    }
+    if !r.preview.is_empty() {
+        s += "\n\nfirst results:\n";
+        for line in &r.preview {
+            let shown = if line.len() > 100 {
+                format!("{}…", &line[..100])
+            } else {
+                line.clone()
+            };
+            s += &format!("  {shown}\n");
+        }
+    }
+    let p = &r.phases;
+    s += "\n";
+    let c = &r.cpu;
+    let cpu_total = c.parse + c.estimate + c.map + c.insert + c.setops + c.output;
+    let mut t = Table::new(&["phase", "wall", "cpu"]);
+    for (name, d, cpu) in [
+        ("parse", p.parse, c.parse),
+        ("estimate", p.estimate, c.estimate),
+        ("map table", p.map, c.map),
+        ("insert", p.insert, c.insert),
+        ("set operations", p.setops, c.setops),
+        ("output", p.output, c.output),
+        ("total", r.total(), cpu_total),
+    ] {
+        t.row(vec![
+            name.into(),
+            format!("{:.3} s", d.as_secs_f64()),
+            format!("{:.3} s", cpu.as_secs_f64()),
+        ]);
+    }
+    s += &t.render();
+    s += &format!(
+        "\n\n{:.1} million inserts per second; table {} slots × {} B = {} (load {:.2}, grew {} times); peak RSS {}",
+        r.mips(),
+        thousands(r.table.slots),
+        r.table.slot_bytes,
+        Bytes(r.table.footprint_bytes).human(),
+        r.table.load_factor,
+        r.table.grown,
+        pmscope_sys::rusage::peak_rss_bytes()
+            .map(|b| Bytes(b).human())
+            .unwrap_or_else(|| "unknown".into())
+    );
+    if let Some(o) = output.filter(|o| *o != Path::new("-")) {
+        s += &format!(
+            "\n{} k-mers written to {}",
+            thousands(r.result_kmers),
+            o.display()
+        );
+    }
+    s
+}
+
+/// `pmscope kmer demo`: in-group the S. aureus references, out-group every other genome
+/// the Debian example packages ship (including a draft assembly of S. aureus USA300).
+fn demo(ctx: &mut Context, out: &OutputArgs, d: &KmerDemoArgs) -> Result<()> {
+    let (in_group, out_group) = demo_genomes(&d.ragout, &d.kaptive)?;
+    if !out.json {
+        println!(
+            "in-group: the {} S. aureus reference genomes; out-group: the other {} genomes of ragout-examples and kaptive-example\n",
+            in_group.len(),
+            out_group.len()
+        );
+    }
+    let op = Operation::Primers {
+        in_group,
+        out_group,
+    };
+    run_job(ctx, out, &d.run, op, 100, true).map(|_| ())
+}
+
+/// The demo's genome files, sorted; an error naming the packages if they are missing.
+pub fn demo_genomes(ragout: &Path, kaptive: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let missing = || {
+        anyhow!(
+            "the Debian example genomes are not installed ({} or {} is missing); install them with `./dev setup` or `apt-get install ragout-examples kaptive-example`",
+            ragout.display(),
+            kaptive.display()
+        )
+    };
+    if !ragout.is_dir() || !kaptive.is_dir() {
+        return Err(missing());
+    }
+    let mut all = Vec::new();
+    collect_fasta(ragout, &mut all)?;
+    collect_fasta(kaptive, &mut all)?;
+    all.sort();
+    let (in_group, out_group): (Vec<PathBuf>, Vec<PathBuf>) = all.into_iter().partition(|p| {
+        p.parent().and_then(|d| d.file_name()) == Some("references".as_ref())
+            && p.components().any(|c| c.as_os_str() == "S.Aureus")
+    });
+    if in_group.is_empty() || out_group.is_empty() {
+        return Err(missing());
+    }
+    Ok((in_group, out_group))
+}
+
+fn collect_fasta(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        if p.is_dir() {
+            collect_fasta(&p, out)?;
+        } else if p.to_string_lossy().ends_with(".fasta.gz") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// `pmscope kmer synth`.
+fn synth(a: &KmerSynthArgs) -> Result<()> {
+    let length = parse_bases(&a.length)?;
+    for (name, rate) in [("--snp-rate", a.snp_rate), ("--indel-rate", a.indel_rate)] {
+        if !(0.0..=0.5).contains(&rate) {
+            return Err(usage(format!(
+                "{name} {rate} is not a rate per base between 0 and 0.5"
+            )));
+        }
+    }
+    std::fs::create_dir_all(&a.dir)
+        .map_err(|e| usage(format!("cannot create {}: {e}", a.dir.display())))?;
+    let spec = SynthSpec {
+        length,
+        strains: a.strains,
+        snp_rate: a.snp_rate,
+        indel_rate: a.indel_rate,
+        seed: a.seed,
+    };
+    let paths = write_dataset(&a.dir, &spec).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            usage(format!(
+                "{} already holds a synthetic data set; choose an empty directory",
+                a.dir.display()
+            ))
+        } else {
+            anyhow!("writing into {}: {e}", a.dir.display())
+        }
+    })?;
+    println!(
+        "wrote {} genomes of about {} bases into {}",
+        paths.len(),
+        thousands(length as u64),
+        a.dir.display()
+    );
+    Ok(())
+}
+
+/// `5M` = 5,000,000 bases (decimal, as genome sizes are given).
+fn parse_bases(s: &str) -> Result<usize> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000.0),
+        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000.0),
+        Some((i, 'g' | 'G')) => (&t[..i], 1_000_000_000.0),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| usage(format!("--length '{s}' is not a number of bases (e.g. 5M)")))?;
+    let n = (v * mult).round();
+    if !(1.0..=1e11).contains(&n) {
+        return Err(usage(format!(
+            "--length '{s}' must be between 1 and 100G bases"
+        )));
+    }
+    Ok(n as usize)
+}

@@ -1,0 +1,536 @@
+//! `pmscope kmer` end to end: malformed inputs give one sentence, the right exit code and
+//! no output file; results agree with a brute-force count; -o is never clobbered; the demo
+//! runs on the Debian genomes that `./dev setup` installs.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn pmscope(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run pmscope")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    child.wait_with_output().unwrap().stdout
+}
+
+/// A directory of small genome files, the malformed ones included.
+fn fixtures() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let w = |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
+    w(
+        "a.fa",
+        b">a1 first\nACGTACGTTTGACCAGT\nNACGGTCA\n>a2\nttgacCAGTAAC\n",
+    );
+    w("b.fa", b">b1\nACGTACGTTTGACGGTCAAAT\n");
+    w("c.fa", b">c1\nTTGACCAGTAACGTAC\n");
+    w("empty.fa", b"");
+    w("text.fa", b"hello world\n");
+    w("star.fa", b">s\nACGTACGTAC\nAC*TACGTAC\n");
+    w("short.fa", b">s\nACG\n");
+    let mut records = Vec::new();
+    for i in 0..300 {
+        records.extend_from_slice(format!(">r{i}\nACGTTGCAACGTTGCATTGACCAGGT\n").as_bytes());
+    }
+    let gz = gzip(&records);
+    w("cut.fa.gz", &gz[..gz.len() / 2]);
+    w("whole.fa.gz", &gz);
+    dir
+}
+
+/// (arguments, exit code, exact stderr). Each also passes `-o out.tsv`, which must not
+/// appear.
+const MALFORMED: &[(&[&str], i32, &str)] = &[
+    (
+        &["count", "-k", "5", "empty.fa"],
+        2,
+        "pmscope: empty.fa: the file is empty; a genome file holds FASTA records ('>name' then bases)\n",
+    ),
+    (
+        &["count", "-k", "5", "text.fa"],
+        2,
+        "pmscope: text.fa, line 1: not a FASTA file: it starts with 'h'; a FASTA file starts with '>' and a record name\n",
+    ),
+    (
+        &["count", "-k", "5", "a.fa", "star.fa"],
+        2,
+        "pmscope: star.fa, line 3: '*' in record 's' is not a nucleotide (A, C, G, T, N or another IUPAC code); is this a FASTA file of DNA?\n",
+    ),
+    (
+        &[
+            "primers",
+            "-k",
+            "5",
+            "--in-group",
+            "a.fa",
+            "--out-group",
+            "short.fa",
+        ],
+        2,
+        "pmscope: short.fa: genome 'short' is shorter than k = 5 (its longest record has 3 bases); choose a smaller -k or leave the file out\n",
+    ),
+    (
+        &["count", "-k", "0", "a.fa"],
+        2,
+        "pmscope: -k 0 is out of range: k must be between 1 and 128\n",
+    ),
+    (
+        &["count", "-k", "129", "a.fa"],
+        2,
+        "pmscope: -k 129 is out of range: k must be between 1 and 128\n",
+    ),
+    (
+        &["count", "-k", "5", "a.fa", "--threads", "0"],
+        2,
+        "pmscope: --threads 0: at least one thread is needed\n",
+    ),
+    (
+        &[
+            "count", "-k", "5", "a.fa", "-t", "dram:4k", "-t", "dram:thp",
+        ],
+        2,
+        "pmscope: pmscope kmer places its table on one --target; give it once\n",
+    ),
+    (
+        &["count", "-k", "5", "a.fa", "-t", "ram"],
+        2,
+        "pmscope: --target ram: unknown target kind 'ram': use one of dram, file, shm, devdax\n",
+    ),
+    (
+        &["count", "-k", "5", "missing.fa"],
+        2,
+        "pmscope: missing.fa: cannot open it (No such file or directory (os error 2))\n",
+    ),
+];
+
+#[test]
+fn malformed_inputs_give_one_sentence_and_write_nothing() {
+    let dir = fixtures();
+    for (args, code, message) in MALFORMED {
+        let mut a = vec!["kmer"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["-o", "out.tsv"]);
+        let o = pmscope(dir.path(), &a);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
+        assert_eq!(&stderr(&o), message, "{args:?}");
+        assert!(
+            !dir.path().join("out.tsv").exists(),
+            "{args:?} wrote out.tsv"
+        );
+    }
+    // A truncated gzip names the line where the stream broke, and writes nothing.
+    let o = pmscope(
+        dir.path(),
+        &["kmer", "count", "-k", "5", "cut.fa.gz", "-o", "out.tsv"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("pmscope: cut.fa.gz, line ")
+            && err.contains("the gzip data is truncated or corrupt")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let line: u64 = err["pmscope: cut.fa.gz, line ".len()..]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(line > 1 && line <= 600, "{err}");
+    assert!(!dir.path().join("out.tsv").exists());
+    // No hidden temporary file is left behind either.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("pmscope"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Canonical k-mers of the records of a FASTA text, the obvious way.
+fn brute_kmers(fasta: &str, k: usize) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for rec in fasta.split('>').skip(1) {
+        let seq: String = rec.lines().skip(1).collect::<String>().to_ascii_uppercase();
+        for w in seq.as_bytes().windows(k) {
+            if w.iter().all(|b| b"ACGT".contains(b)) {
+                let rc: Vec<u8> = w
+                    .iter()
+                    .rev()
+                    .map(|b| match b {
+                        b'A' => b'T',
+                        b'C' => b'G',
+                        b'G' => b'C',
+                        _ => b'A',
+                    })
+                    .collect();
+                out.insert(String::from_utf8(w.to_vec().min(rc)).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap()
+}
+
+#[test]
+fn count_agrees_with_brute_force_and_reports_a_record() {
+    let dir = fixtures();
+    let k = 5;
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for f in ["a.fa", "b.fa", "c.fa"] {
+        for x in brute_kmers(&read(dir.path(), f), k) {
+            *counts.entry(x).or_default() += 1;
+        }
+    }
+    let o = pmscope(
+        dir.path(),
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "5",
+            "a.fa",
+            "b.fa",
+            "c.fa",
+            "--sorted",
+            "-o",
+            "counts.tsv",
+            "--record",
+            "r.json",
+            "-t",
+            "dram:4k",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut want: Vec<String> = counts.iter().map(|(x, n)| format!("{x}\t{n}")).collect();
+    want.sort();
+    let got: Vec<String> = read(dir.path(), "counts.tsv")
+        .lines()
+        .skip(1)
+        .map(String::from)
+        .collect();
+    assert_eq!(got, want);
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("distinct  {}", counts.len()))
+            || text.contains(&counts.len().to_string()),
+        "{text}"
+    );
+    // The record: the common schema with the workload's figures and the table's target.
+    let r: serde_json::Value =
+        serde_json::from_str(read(dir.path(), "r.json").lines().next().unwrap()).unwrap();
+    assert_eq!(r["experiment"], "kmer");
+    assert_eq!(r["params"]["operation"], "count");
+    assert_eq!(r["params"]["k"], 5);
+    assert_eq!(
+        r["values"]["union_kmers"].as_f64(),
+        Some(counts.len() as f64)
+    );
+    let inserted: u64 = ["a.fa", "b.fa", "c.fa"]
+        .iter()
+        .map(|f| {
+            read(dir.path(), f)
+                .split('>')
+                .skip(1)
+                .map(|rec| {
+                    let seq: String = rec.lines().skip(1).collect::<String>().to_ascii_uppercase();
+                    seq.as_bytes()
+                        .windows(k)
+                        .filter(|w| w.iter().all(|b| b"ACGT".contains(b)))
+                        .count() as u64
+                })
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(r["values"]["inserts"].as_f64(), Some(inserted as f64));
+    assert_eq!(r["values"]["skipped_kmers"].as_f64(), Some(5.0)); // the 5 windows over N
+    for key in [
+        "parse_ms",
+        "insert_ms",
+        "setops_ms",
+        "output_ms",
+        "insert_mips",
+        "table_bytes",
+        "peak_rss_bytes",
+    ] {
+        assert!(r["values"][key].as_f64().is_some(), "{key} missing");
+    }
+    assert_eq!(r["target"]["spec"], "dram:4k");
+    assert!(r["target"]["achieved"]["bytes"].as_u64().unwrap() > 0);
+    let hist = r["params"]["genome_count_histogram"].as_array().unwrap();
+    assert_eq!(hist.len(), 4);
+    let in_all = counts.values().filter(|&&n| n == 3).count();
+    assert_eq!(hist[3].as_u64(), Some(in_all as u64));
+}
+
+#[test]
+fn primers_are_the_in_group_intersection_minus_the_out_group() {
+    let dir = fixtures();
+    let k = 4;
+    let a = brute_kmers(&read(dir.path(), "a.fa"), k);
+    let b = brute_kmers(&read(dir.path(), "b.fa"), k);
+    let c = brute_kmers(&read(dir.path(), "c.fa"), k);
+    let mut want: Vec<String> = a
+        .intersection(&b)
+        .filter(|x| !c.contains(*x))
+        .cloned()
+        .collect();
+    want.sort();
+    assert!(!want.is_empty(), "the fixture should leave candidates");
+    let o = pmscope(
+        dir.path(),
+        &[
+            "kmer",
+            "primers",
+            "-k",
+            "4",
+            "--in-group",
+            "a.fa",
+            "b.fa",
+            "--out-group",
+            "c.fa",
+            "-o",
+            "cand.tsv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = read(dir.path(), "cand.tsv");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("kmer\tgenome\trecord\tposition\tstrand"));
+    let a_text = read(dir.path(), "a.fa");
+    let records: Vec<(String, String)> = a_text
+        .split('>')
+        .skip(1)
+        .map(|r| {
+            let name = r.split_whitespace().next().unwrap().to_string();
+            (
+                name,
+                r.lines().skip(1).collect::<String>().to_ascii_uppercase(),
+            )
+        })
+        .collect();
+    let mut got = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f[1], "a");
+        let seq = &records.iter().find(|(n, _)| n == f[2]).unwrap().1;
+        let pos: usize = f[3].parse().unwrap();
+        let window = &seq[pos - 1..pos - 1 + k];
+        assert_eq!(
+            brute_kmers(&format!(">x\n{window}\n"), k)
+                .into_iter()
+                .next()
+                .unwrap(),
+            f[0]
+        );
+        assert_eq!(f[4] == "+", window == f[0], "{line}");
+        got.push(f[0].to_string());
+    }
+    got.sort();
+    assert_eq!(got, want);
+    // FASTA output carries the same candidates.
+    let o = pmscope(
+        dir.path(),
+        &[
+            "kmer",
+            "primers",
+            "-k",
+            "4",
+            "--in-group",
+            "a.fa",
+            "b.fa",
+            "--out-group",
+            "c.fa",
+            "--format",
+            "fasta",
+            "-o",
+            "cand.fa",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        read(dir.path(), "cand.fa")
+            .lines()
+            .filter(|l| l.starts_with('>'))
+            .count(),
+        want.len()
+    );
+}
+
+#[test]
+fn set_commands_match_brute_force() {
+    let dir = fixtures();
+    let k = 6;
+    let sets: Vec<HashSet<String>> = ["a.fa", "b.fa", "c.fa"]
+        .iter()
+        .map(|f| brute_kmers(&read(dir.path(), f), k))
+        .collect();
+    let run = |args: &[&str]| -> Vec<String> {
+        let _ = std::fs::remove_file(dir.path().join("s.tsv"));
+        let mut a = vec!["kmer"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["-k", "6", "--sorted", "-o", "s.tsv"]);
+        let o = pmscope(dir.path(), &a);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        read(dir.path(), "s.tsv")
+            .lines()
+            .skip(1)
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect()
+    };
+    let sorted = |s: HashSet<String>| {
+        let mut v: Vec<String> = s.into_iter().collect();
+        v.sort();
+        v
+    };
+    let union: HashSet<String> = sets.iter().flatten().cloned().collect();
+    assert_eq!(run(&["union", "a.fa", "b.fa", "c.fa"]), sorted(union));
+    let inter: HashSet<String> = sets[0].intersection(&sets[1]).cloned().collect();
+    assert_eq!(run(&["intersect", "a.fa", "b.fa"]), sorted(inter));
+    let diff: HashSet<String> = sets[0].difference(&sets[2]).cloned().collect();
+    assert_eq!(run(&["subtract", "a.fa", "--minus", "c.fa"]), sorted(diff));
+    // --genome-per-record: a.fa's two records are two genomes.
+    let recs: Vec<HashSet<String>> = read(dir.path(), "a.fa")
+        .split('>')
+        .skip(1)
+        .map(|r| brute_kmers(&format!(">{r}"), k))
+        .collect();
+    let both: HashSet<String> = recs[0].intersection(&recs[1]).cloned().collect();
+    assert_eq!(
+        run(&["intersect", "--genome-per-record", "a.fa"]),
+        sorted(both)
+    );
+}
+
+#[test]
+fn output_is_never_clobbered_without_force() {
+    let dir = fixtures();
+    std::fs::write(dir.path().join("out.tsv"), "precious\n").unwrap();
+    let o = pmscope(
+        dir.path(),
+        &["kmer", "count", "-k", "5", "a.fa", "-o", "out.tsv"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "pmscope: out.tsv already exists; pass --force to overwrite it or choose another -o file\n"
+    );
+    assert_eq!(read(dir.path(), "out.tsv"), "precious\n");
+    let o = pmscope(
+        dir.path(),
+        &[
+            "kmer", "count", "-k", "5", "a.fa", "-o", "out.tsv", "--force",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(read(dir.path(), "out.tsv").starts_with("kmer\tgenomes\n"));
+    // -o - writes the k-mers to stdout and the summary to stderr.
+    let o = pmscope(
+        dir.path(),
+        &["kmer", "union", "-k", "5", "whole.fa.gz", "-o", "-"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("kmer\tgenomes\n"));
+    assert!(stderr(&o).contains("pmscope kmer union"));
+}
+
+#[test]
+fn synthetic_strains_share_most_kmers() {
+    let dir = fixtures();
+    let o = pmscope(
+        dir.path(),
+        &[
+            "kmer",
+            "synth",
+            "syn",
+            "--length",
+            "20k",
+            "--strains",
+            "3",
+            "--snp-rate",
+            "0.001",
+            "--indel-rate",
+            "0",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files: Vec<PathBuf> = ["reference", "strain_1", "strain_2", "strain_3"]
+        .iter()
+        .map(|n| dir.path().join("syn").join(format!("{n}.fasta")))
+        .collect();
+    let mut args = vec![
+        "kmer".to_string(),
+        "count".into(),
+        "-k".into(),
+        "21".into(),
+        "--json".into(),
+    ];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let o = pmscope(dir.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    let distinct = r["values"]["union_kmers"].as_f64().unwrap();
+    let in_all = r["values"]["intersection_kmers"].as_f64().unwrap();
+    // 20 kbp, ~20 SNPs per strain, each removing at most 21 k-mers from the common set.
+    assert!(in_all > 17_000.0 && in_all < 20_000.0, "{in_all}");
+    assert!(distinct > in_all && distinct < 22_500.0, "{distinct}");
+    // A second synth into the same directory refuses to overwrite.
+    let o = pmscope(dir.path(), &["kmer", "synth", "syn", "--length", "1k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("already holds a synthetic data set"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn demo_finds_candidates_in_the_debian_genomes() {
+    let ragout = Path::new("/usr/share/doc/ragout/examples");
+    let kaptive = Path::new("/usr/share/doc/kaptive/examples");
+    assert!(
+        ragout.is_dir() && kaptive.is_dir(),
+        "the Debian example genomes are missing: run ./dev setup (it installs ragout-examples and kaptive-example)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = pmscope(dir.path(), &["kmer", "demo", "-k", "31", "-o", "cand.tsv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            "in-group: the 5 S. aureus reference genomes; out-group: the other 19 genomes"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("primer candidates"), "{text}");
+    let lines = read(dir.path(), "cand.tsv").lines().count();
+    assert!(lines > 1, "no candidates written");
+    // The out-group holds a draft assembly of one of the in-group strains (USA300), so
+    // the candidates are few: far fewer than the in-group's shared k-mers.
+    assert!(lines < 200_000, "{lines}");
+}
