@@ -404,7 +404,7 @@ fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
     }
     if r.operation == "primers" && !r.regions.is_empty() {
         let mut regions = r.regions.clone();
-        regions.sort_by(|a, b| (b.1.end - b.1.start).cmp(&(a.1.end - a.1.start)));
+        regions.sort_by_key(|r| std::cmp::Reverse(r.1.end - r.1.start));
         s += &format!(
             "\n\n{} candidate regions in {} (runs of overlapping candidates); the longest:\n",
             regions.len(),

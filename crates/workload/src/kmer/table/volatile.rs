@@ -329,8 +329,8 @@ impl<const W: usize> KmerTable<W> for VolatileTable<W> {
             if m == 0 {
                 match meta.compare_exchange(0, BUSY | fresh, Ordering::Acquire, Ordering::Acquire) {
                     Ok(_) => {
-                        for j in 0..self.full_words {
-                            slot[j].store(kmer.0[j], Ordering::Relaxed);
+                        for (word, &x) in slot[..self.full_words].iter().zip(&kmer.0) {
+                            word.store(x, Ordering::Relaxed);
                         }
                         meta.store(READY | fresh, Ordering::Release);
                         return Inserted::New;
@@ -443,6 +443,7 @@ mod tests {
             &"dram:4k".parse().unwrap(),
             &MapOptions::host(),
             expected,
+            2,
         )
         .unwrap()
     }
@@ -483,7 +484,7 @@ mod tests {
                 marked: false
             })
         );
-        assert_eq!(t.get(&x, x.hash()).unwrap().marked, true);
+        assert!(t.get(&x, x.hash()).unwrap().marked);
         let y = kmers[5];
         assert_eq!(t.get(&y, y.hash()), None);
         assert_eq!(t.mark(&y, y.hash()), None);
@@ -508,10 +509,8 @@ mod tests {
             .map(|i| b"ACGT"[((i.wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 62) as usize])
             .collect();
         let mut all = std::collections::HashSet::new();
-        let mut chunks = seq.chunks(500);
-        let mut genome = 0;
-        for chunk in &mut chunks {
-            genome += 1;
+        for (i, chunk) in seq.chunks(500).enumerate() {
+            let genome = i as u32 + 1;
             t.reserve(chunk.len() as u64).unwrap();
             let mut new = 0;
             for_each_kmer::<1>(chunk, 21, |_, x, _| {
