@@ -41,6 +41,8 @@ pub enum Command {
     Quick(QuickArgs),
     /// Map targets, pre-fault them and print what the kernel actually gave.
     Verify(VerifyArgs),
+    /// Idle load latency by dependent-load chains over a working-set sweep.
+    Latency(LatencyArgs),
     /// List target kinds or persist strategies.
     List {
         /// What to list.
@@ -100,4 +102,44 @@ pub struct QuickArgs {
     /// Bytes to map per target.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
     pub size: String,
+}
+
+/// `pmscope latency`.
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Chain order: random (one random cycle), sequential (fixed stride), random-in-page.
+    #[arg(long, default_value = "random")]
+    pub pattern: String,
+    /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
+    #[arg(long, default_value = "64B", value_name = "SIZE")]
+    pub element: String,
+    /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB). Default: 4 KiB to
+    /// max(1 GiB, 4x the last-level cache), every power of two and the midpoint after it.
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Randomise only within groups of this many 4 KiB pages (separates TLB misses from
+    /// memory latency).
+    #[arg(long, value_name = "PAGES")]
+    pub tlb_window: Option<usize>,
+    /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
+    #[arg(long)]
+    pub no_mix: bool,
+    /// Repetitions per point (one more is run first and dropped).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Individually timed loads for the distribution at the largest point (0: none).
+    #[arg(long, default_value_t = 200_000)]
+    pub samples: usize,
+    /// CPU to pin the measuring thread to.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Seed of the random orders.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 15 repetitions of 200 ms, 1 000 000 timed loads.
+    #[arg(long)]
+    pub full: bool,
 }

@@ -1,0 +1,3 @@
+//! x86-64 inline-assembly loops.
+
+pub mod chase;
