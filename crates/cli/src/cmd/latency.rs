@@ -37,6 +37,13 @@ pub fn default_sizes(max: u64) -> Vec<u64> {
     v
 }
 
+/// A target's curve and, at its largest point, its per-load distribution.
+struct Curve {
+    target: String,
+    points: Vec<Point>,
+    distribution: Option<(Summary, LogHistogram)>,
+}
+
 /// One measured point.
 pub struct Point {
     /// Working set in bytes.
@@ -87,7 +94,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
         },
     );
     let mut progress = Progress::new((sizes.len() * specs.len()) as u64, "latency", !sink.json());
-    let mut results: Vec<(String, Vec<Point>, Option<(Summary, LogHistogram)>)> = Vec::new();
+    let mut results: Vec<Curve> = Vec::new();
     let mut achieved = Vec::new();
     for spec_t in &specs {
         let mut mapping = pmscope_target::map(spec_t, max_ws, &opts)?;
@@ -144,7 +151,11 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
             sink.emit(&r)?;
         }
         achieved.push((target.spec.clone(), target.achieved.clone()));
-        results.push((target.spec.clone(), points, dist));
+        results.push(Curve {
+            target: target.spec.clone(),
+            points,
+            distribution: dist,
+        });
     }
     progress.finish();
     let pairs: Vec<(String, &pmscope_core::achieved::Achieved)> =
@@ -200,13 +211,14 @@ pub fn plateau_ends(points: &[Point]) -> Vec<(u64, f64)> {
     ends
 }
 
-fn print_human(
-    ctx: &Context,
-    spec: &ChainSpec,
-    results: &[(String, Vec<Point>, Option<(Summary, LogHistogram)>)],
-) {
+fn print_human(ctx: &Context, spec: &ChainSpec, results: &[Curve]) {
     let caches = cpu::caches(&ctx.root, 0);
-    for (target, points, dist) in results {
+    for Curve {
+        target,
+        points,
+        distribution: dist,
+    } in results
+    {
         println!(
             "{target}: {} chain, {}-byte elements{}",
             spec.order,
@@ -259,16 +271,16 @@ fn print_human(
     }
     if results.len() > 1 {
         let first = &results[0];
-        if let Some(fp) = first.1.last() {
+        if let Some(fp) = first.points.last() {
             println!("at {} ({}):", Bytes(fp.ws), spec.order);
-            for (target, points, _) in results {
+            for Curve { target, points, .. } in results {
                 if let Some(p) = points.last() {
                     println!(
                         "  {target:<24} {:>8.2} ns/load   {:+.2} ns ({:+.1}%) vs {}",
                         p.summary.p50,
                         p.summary.p50 - fp.summary.p50,
                         100.0 * (p.summary.p50 / fp.summary.p50 - 1.0),
-                        first.0
+                        first.target
                     );
                 }
             }
