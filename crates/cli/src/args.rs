@@ -43,6 +43,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Idle load latency by dependent-load chains over a working-set sweep.
     Latency(LatencyArgs),
+    /// Latency of single instruction sequences: op, flush, fence (LATTester).
+    Inst(InstArgs),
     /// List target kinds or persist strategies.
     List {
         /// What to list.
@@ -140,6 +142,49 @@ pub struct LatencyArgs {
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
     /// The thorough version: 15 repetitions of 200 ms, 1 000 000 timed loads.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope inst`.
+#[derive(Debug, Args)]
+pub struct InstArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Ops (comma list): load, ntload, store, store+clflush, store+clflushopt, store+clwb,
+    /// ntstore. Default: all.
+    #[arg(long)]
+    pub ops: Option<String>,
+    /// Fences after each access (comma list): none, sfence, mfence. Default: all.
+    #[arg(long)]
+    pub fences: Option<String>,
+    /// Access sizes in bytes (8 or multiples of 64). Default 8,64,128,256,512,1024,4096.
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Address pattern: seq, rand or both.
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    /// Region the addresses fall in.
+    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    pub region: String,
+    /// Accesses timed per cell.
+    #[arg(long, default_value_t = 100_000)]
+    pub count: usize,
+    /// Do not flush lines before timed loads (measure cache hits instead of memory).
+    #[arg(long)]
+    pub no_flush: bool,
+    /// Instruction width in bytes for accesses of 64 bytes and more (default: the widest
+    /// the CPU has: 64 with AVX-512, 32 with AVX2).
+    #[arg(long)]
+    pub width: Option<usize>,
+    /// CPU to pin the measuring thread to.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Seed of the random addresses.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 1 000 000 accesses per cell.
     #[arg(long)]
     pub full: bool,
 }

@@ -79,6 +79,9 @@ pub struct TimerInfo {
     /// Median cost of one start/stop pair, in nanoseconds; subtracted where single
     /// accesses are timed.
     pub overhead_ns: f64,
+    /// The smallest step the timer advances by, in nanoseconds (1/hz on bare metal; a
+    /// virtualised TSC may advance in coarser steps, which quantises single timings).
+    pub resolution_ns: f64,
 }
 
 /// Which clock a timer reads.

@@ -1,5 +1,6 @@
 //! The instruction-level kernels pmscope times: dependent-load chains ([`chain`],
-//! [`chase`]), single timed accesses made of load/store/flush/fence sequences,
+//! [`chase`]), single timed accesses and throughput streams made of load/store/flush/fence
+//! sequences ([`access`]),
 //! and pmmeter's synchronisation loops.
 //!
 //! Kernels operate on raw memory that a `pmscope_target::Mapping` owns; every entry point
@@ -9,6 +10,7 @@
 //! runs, never by SIGILL.
 #![deny(missing_docs)]
 
+pub mod access;
 mod arch;
 pub mod chain;
 pub mod chase;
@@ -17,12 +19,12 @@ pub mod rng;
 
 pub use region::Region;
 
-/// An operation this CPU cannot execute.
+/// An operation this CPU cannot execute (or that has no such form).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} needs {feature}, which this CPU does not have")]
+#[error("{what}: {reason}")]
 pub struct Unsupported {
     /// The operation.
     pub what: String,
-    /// The missing CPUID feature.
-    pub feature: &'static str,
+    /// Why, in a few words (`this CPU lacks clwb`).
+    pub reason: String,
 }

@@ -60,6 +60,8 @@ pub struct Context {
     pub timer: Option<TimerInfo>,
     /// Its working set, if it claims to measure memory (not the caches).
     pub memory_working_set: Option<u64>,
+    /// Whether it times single accesses (then a coarse timer matters).
+    pub times_single_accesses: bool,
 }
 
 /// Judges the facts; every warning carries its remedy.
@@ -148,6 +150,19 @@ pub fn check(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
         }
         None => {}
     }
+    if let Some(t) = ctx.timer
+        && ctx.times_single_accesses
+        && t.resolution_ns > 2.0
+    {
+        w.push(Warning::new(
+            "timer-resolution",
+            format!(
+                "the timer advances in steps of {:.1} ns here (a virtualised TSC), so single-access timings are multiples of that step",
+                t.resolution_ns
+            ),
+            "read medians and percentiles to that resolution; run on bare metal for finer single-access timings",
+        ));
+    }
     if f.prefetchers.state != "off" {
         w.push(Warning::new(
             "prefetchers",
@@ -213,6 +228,7 @@ mod tests {
             hz,
             invariant_tsc: true,
             overhead_ns: 10.0,
+            resolution_ns: 0.4,
         })
     }
 
@@ -225,6 +241,7 @@ mod tests {
         let ctx = Context {
             timer: tsc(2.6e9),
             memory_working_set: Some(1 << 30),
+            times_single_accesses: true,
         };
         assert!(check(&quiet(), &ctx).is_empty());
     }
@@ -241,6 +258,7 @@ mod tests {
         let ctx = Context {
             timer: tsc(2.9e9),
             memory_working_set: Some(16 << 20),
+            times_single_accesses: false,
         };
         let w = check(&f, &ctx);
         let codes: Vec<&str> = w.iter().map(|w| w.code.as_str()).collect();
@@ -261,6 +279,20 @@ mod tests {
     }
 
     #[test]
+    fn coarse_timer_matters_only_for_single_accesses() {
+        let mut t = tsc(2.6e9).unwrap();
+        t.resolution_ns = 10.0;
+        let mut ctx = Context {
+            timer: Some(t),
+            memory_working_set: None,
+            times_single_accesses: true,
+        };
+        assert_eq!(codes(&quiet(), &ctx), ["timer-resolution"]);
+        ctx.times_single_accesses = false;
+        assert!(codes(&quiet(), &ctx).is_empty());
+    }
+
+    #[test]
     fn vm_like_facts() {
         let mut f = quiet();
         f.governors.clear();
@@ -269,6 +301,7 @@ mod tests {
         let ctx = Context {
             timer: tsc(2.6e9),
             memory_working_set: None,
+            times_single_accesses: false,
         };
         assert_eq!(
             codes(&f, &ctx),
@@ -284,8 +317,10 @@ mod tests {
                 hz: 1e9,
                 invariant_tsc: false,
                 overhead_ns: 30.0,
+                resolution_ns: 1.0,
             }),
             memory_working_set: None,
+            times_single_accesses: false,
         };
         assert!(codes(&quiet(), &ctx).contains(&"tsc-unusable".to_string()));
     }

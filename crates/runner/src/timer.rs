@@ -31,10 +31,12 @@ impl Timer {
                 hz,
                 invariant_tsc: features.invariant_tsc,
                 overhead_ns: 0.0,
+                resolution_ns: 0.0,
             },
             ns_per_tick: 1e9 / hz,
         };
         t.info.overhead_ns = t.ticks_to_ns(t.overhead_ticks());
+        t.info.resolution_ns = t.ticks_to_ns(t.resolution_ticks());
         t
     }
 
@@ -46,10 +48,12 @@ impl Timer {
                 hz: 1e9,
                 invariant_tsc: false,
                 overhead_ns: 0.0,
+                resolution_ns: 0.0,
             },
             ns_per_tick: 1.0,
         };
         t.info.overhead_ns = t.ticks_to_ns(t.overhead_ticks());
+        t.info.resolution_ns = t.ticks_to_ns(t.resolution_ticks());
         t
     }
 
@@ -93,6 +97,34 @@ impl Timer {
             .collect();
         v.sort_unstable();
         v[v.len() / 2]
+    }
+
+    /// The step the clock advances by: the greatest common divisor of the differences
+    /// between back-to-back reads that occur in at least 1 % of 100 000 pairs (rare
+    /// outliers, e.g. a delta of 1 at a hypervisor's rescaling, do not count).
+    pub fn resolution_ticks(&self) -> u64 {
+        let mut counts = std::collections::HashMap::<u64, u32>::new();
+        let mut prev = self.start();
+        for _ in 0..100_000 {
+            let t = self.start();
+            let d = t.wrapping_sub(prev);
+            if d > 0 && d < 1 << 20 {
+                *counts.entry(d).or_default() += 1;
+            }
+            prev = t;
+        }
+        let frequent: Vec<u64> = counts
+            .iter()
+            .filter(|(_, c)| **c >= 1000)
+            .map(|(d, _)| *d)
+            .collect();
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        frequent.into_iter().reduce(gcd).unwrap_or(1).max(1)
     }
 
     /// The overhead in nanoseconds, as measured at calibration.

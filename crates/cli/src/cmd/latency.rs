@@ -91,6 +91,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
         &sanity::Context {
             timer: Some(timer.info()),
             memory_working_set: Some(max_ws),
+            times_single_accesses: samples > 0,
         },
     );
     let mut progress = Progress::new((sizes.len() * specs.len()) as u64, "latency", !sink.json());

@@ -2,6 +2,7 @@
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
 mod info;
+mod inst;
 mod latency;
 mod list;
 mod quick;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Quick(a) => quick::run(&mut ctx, &mut sink, &a),
         Command::Verify(a) => verify::run(&mut ctx, &mut sink, &a),
         Command::Latency(a) => latency::run(&mut ctx, &mut sink, &a),
+        Command::Inst(a) => inst::run(&mut ctx, &mut sink, &a),
         Command::List { what } => list::run(&ctx, &mut sink, what),
     }
 }

@@ -32,6 +32,7 @@ pub fn verify_targets(
         &sanity::Context {
             timer: None,
             memory_working_set: None,
+            times_single_accesses: false,
         },
     );
     let mut records = Vec::new();

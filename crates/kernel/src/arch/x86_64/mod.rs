@@ -1,3 +1,4 @@
 //! x86-64 inline-assembly loops.
 
 pub mod chase;
+pub mod ops;
