@@ -45,6 +45,10 @@ pub enum Command {
     Latency(LatencyArgs),
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
     Inst(InstArgs),
+    /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
+    Sync(SyncArgs),
+    /// Read-after-persist: latency of loading a line persisted d lines earlier.
+    Rap(RapArgs),
     /// List target kinds or persist strategies.
     List {
         /// What to list.
@@ -185,6 +189,71 @@ pub struct InstArgs {
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
     /// The thorough version: 1 000 000 accesses per cell.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope sync`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Instruction unit in bytes: 8, 16, 32 or 64 (each 64-byte block is 64/unit
+    /// instructions).
+    #[arg(long, default_value_t = 32)]
+    pub unit: usize,
+    /// Pattern: seq, rand (lines in a precomputed random order) or both.
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    /// Region streamed over (split between threads).
+    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    pub region: String,
+    /// Threads, each on its own part of the region.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// CPUs to pin the threads to (default: the allowed CPUs in order).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// The fence of the +F options: mfence (pmmeter's default) or sfence.
+    #[arg(long, default_value = "mfence")]
+    pub fence: String,
+    /// Seed of the random line order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 7 repetitions of 1 s per option.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope rap`.
+#[derive(Debug, Args)]
+pub struct RapArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Persist strategy: clflush, clflushopt, clwb, ntstore, none or msync.
+    #[arg(long, default_value = "clwb")]
+    pub persist: String,
+    /// Distances d in lines (sweep axis).
+    #[arg(
+        long,
+        default_value = "0,1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192"
+    )]
+    pub distances: String,
+    /// Region the lines are taken from.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub region: String,
+    /// Timed loads per distance.
+    #[arg(long, default_value_t = 20_000)]
+    pub samples: usize,
+    /// CPU to pin the thread to.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Seed of the random line order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 200 000 loads per distance.
     #[arg(long)]
     pub full: bool,
 }

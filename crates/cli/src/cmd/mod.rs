@@ -6,6 +6,8 @@ mod inst;
 mod latency;
 mod list;
 mod quick;
+mod rap;
+mod sync;
 mod verify;
 
 use crate::args::{Cli, Command};
@@ -23,6 +25,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Verify(a) => verify::run(&mut ctx, &mut sink, &a),
         Command::Latency(a) => latency::run(&mut ctx, &mut sink, &a),
         Command::Inst(a) => inst::run(&mut ctx, &mut sink, &a),
+        Command::Sync(a) => sync::run(&mut ctx, &mut sink, &a),
+        Command::Rap(a) => rap::run(&mut ctx, &mut sink, &a),
         Command::List { what } => list::run(&ctx, &mut sink, what),
     }
 }
