@@ -258,6 +258,21 @@ fn print_table(
     fences: &[FenceKind],
     width: Width,
 ) {
+    println!(
+        "single-access latency ({}-byte instructions; loads flushed first; timer overhead subtracted)",
+        width.bytes()
+    );
+    println!("{}", render_table(columns, cells, ops, fences));
+}
+
+/// The seed 003 Table 5 layout: a row per op x fence x size x pattern, a column pair per
+/// target, and the slowdown against the first target.
+fn render_table(
+    columns: &[(String, BTreeMap<Cell, Outcome>)],
+    cells: &[Cell],
+    ops: &[Op],
+    fences: &[FenceKind],
+) -> String {
     let mut header: Vec<String> = vec![
         "op".into(),
         "fence".into(),
@@ -308,16 +323,70 @@ fn print_table(
         }
         t.row(row);
     }
-    println!(
-        "single-access latency ({}-byte instructions; loads flushed first; timer overhead subtracted)",
-        width.bytes()
-    );
-    println!("{}", t.render());
+    t.render()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_has_every_cell_for_every_target() {
+        let ops = [Op::Load, Op::NtLoad];
+        let fences = [FenceKind::None, FenceKind::Mfence];
+        let mut cells = Vec::new();
+        for op_index in 0..2 {
+            for fence_index in 0..2 {
+                for size in [8, 64] {
+                    for random in [false, true] {
+                        cells.push(Cell {
+                            op_index,
+                            fence_index,
+                            size,
+                            random,
+                        });
+                    }
+                }
+            }
+        }
+        let column = |scale: f64| -> BTreeMap<Cell, Outcome> {
+            cells
+                .iter()
+                .map(|&c| {
+                    let o = if c.op_index == 1 && c.size == 8 {
+                        Outcome::Unsupported("full".into(), "movntdqa has no 8-byte form".into())
+                    } else {
+                        Outcome::Measured(Summary::of(&[100.0 * scale, 200.0 * scale]).unwrap())
+                    };
+                    (c, o)
+                })
+                .collect()
+        };
+        let cols = vec![
+            ("dram:4k".to_string(), column(1.0)),
+            ("shm:4k".to_string(), column(2.0)),
+        ];
+        let text = render_table(&cols, &cells, &ops, &fences);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + cells.len(), "a header and a row per cell");
+        assert!(
+            lines[0].contains("dram:4k p50 ns")
+                && lines[0].contains("shm:4k p50 ns")
+                && lines[0].contains("slowdown")
+        );
+        for l in &lines[1..] {
+            assert!(
+                l.contains("2.00x") || l.contains("n/a: movntdqa has no 8-byte form"),
+                "{l}"
+            );
+            assert_eq!(l.split_whitespace().filter(|w| w.is_empty()).count(), 0);
+        }
+        assert_eq!(
+            text.matches("n/a:").count(),
+            2 * 2 * 2,
+            "ntload at 8 B, both fences, both patterns, both targets"
+        );
+    }
 
     #[test]
     fn offsets_are_aligned_inside_and_sequential_or_random() {
