@@ -278,7 +278,7 @@ impl Sequence {
         out: &mut [u64],
     ) {
         assert!(
-            size == 8 || (size % 64 == 0 && size > 0),
+            size == 8 || (size.is_multiple_of(64) && size > 0),
             "access sizes are 8 or multiples of 64"
         );
         assert_eq!(offsets.len(), out.len());

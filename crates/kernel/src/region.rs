@@ -38,7 +38,7 @@ impl<'a> Region<'a> {
     /// and nothing else may access that memory while the region is in use (a mapping
     /// owned by the caller, partitioned between workers so their regions do not overlap).
     pub unsafe fn from_raw(ptr: *mut u8, len: usize) -> Region<'a> {
-        debug_assert!(!ptr.is_null() && ptr as usize % 64 == 0);
+        debug_assert!(!ptr.is_null() && (ptr as usize).is_multiple_of(64));
         Region {
             ptr,
             len,
