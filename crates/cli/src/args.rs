@@ -49,6 +49,10 @@ pub enum Command {
     Sync(SyncArgs),
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
     Rap(RapArgs),
+    /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
+    Bandwidth(BandwidthArgs),
+    /// Loaded latency: a probe's latency while other threads generate delayed traffic.
+    Loaded(LoadedArgs),
     /// List target kinds or persist strategies.
     List {
         /// What to list.
@@ -254,6 +258,99 @@ pub struct RapArgs {
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
     /// The thorough version: 200 000 loads per distance.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope bandwidth`.
+#[derive(Debug, Args)]
+pub struct BandwidthArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Ops (comma list): read, write, ntstore, store+clwb, copy. Default: all (with --mix:
+    /// write, the op of the writers).
+    #[arg(long)]
+    pub ops: Option<String>,
+    /// Pattern: seq, rand (random aligned blocks of the access size) or both.
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    /// Access sizes (sweep axis, multiples of 64 B). Default 64,256,4KiB,64KiB; --full:
+    /// every power of two from 64 B to 128 KiB.
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Thread counts (sweep axis, e.g. 1,2 or 1..4). Default: 1 to the number of CPUs.
+    #[arg(long, value_name = "AXIS")]
+    pub threads: Option<String>,
+    /// CPUs to pin threads to, in order (default: all allowed CPUs).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// All threads stream over one shared region instead of one region each.
+    #[arg(long)]
+    pub shared: bool,
+    /// Memory per thread (the whole region with --shared).
+    #[arg(long, default_value = "512MiB", value_name = "SIZE")]
+    pub region: String,
+    /// Seconds each thread streams per repetition (default 0.15; --full 1).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Repetitions per point (one more is run first and dropped).
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Vector width in bytes: 64 (AVX-512) or 32 (AVX2). Default: the widest the CPU has.
+    #[arg(long)]
+    pub width: Option<usize>,
+    /// Mixed reads and writes: `split` (k readers and n-k writers, every k) or a ratio R:W
+    /// such as 2:1 (every thread interleaves reads and writes).
+    #[arg(long)]
+    pub mix: Option<String>,
+    /// Seed of the random block order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: every access size 64 B..128 KiB, 5 repetitions of 1 s.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope loaded`.
+#[derive(Debug, Args)]
+pub struct LoadedArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// What the measuring thread times: chase (dependent loads), a persist strategy
+    /// (clflush, clflushopt, clwb, ntstore) or a sequence such as store+clwb+sfence.
+    #[arg(long, default_value = "chase")]
+    pub probe: String,
+    /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
+    /// traffic is always measured first).
+    #[arg(
+        long,
+        default_value = "0,25,50,100,200,400,800,1600,3200,6400,12800,25600"
+    )]
+    pub delays: String,
+    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only).
+    #[arg(long, default_value = "1:0")]
+    pub rw: String,
+    /// Bytes per traffic access.
+    #[arg(long, default_value = "1KiB", value_name = "SIZE")]
+    pub traffic_access: String,
+    /// Region each traffic thread streams over.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub traffic_region: String,
+    /// Region of the probe (the chain's working set).
+    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    pub probe_region: String,
+    /// Individually timed probe operations per point.
+    #[arg(long, default_value_t = 50_000)]
+    pub samples: usize,
+    /// CPUs: the first measures, the others generate traffic (default: all allowed).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Seed of the chain and random lines.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 200 000 samples and longer chain repetitions per point.
     #[arg(long)]
     pub full: bool,
 }

@@ -16,6 +16,7 @@ pub mod chain;
 pub mod chase;
 mod region;
 pub mod rng;
+pub mod stream;
 
 pub use region::Region;
 

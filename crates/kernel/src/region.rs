@@ -73,6 +73,24 @@ impl<'a> Region<'a> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut usize, self.len / 8) }
     }
 
+    /// Splits at byte `at` (rounded down to 64) into two regions.
+    pub fn split_at(self, at: usize) -> (Region<'a>, Region<'a>) {
+        let at = at.min(self.len) / 64 * 64;
+        (
+            Region {
+                ptr: self.ptr,
+                len: at,
+                _life: std::marker::PhantomData,
+            },
+            Region {
+                // SAFETY: at <= len, inside the region; the two parts do not overlap.
+                ptr: unsafe { self.ptr.add(at) },
+                len: self.len - at,
+                _life: std::marker::PhantomData,
+            },
+        )
+    }
+
     /// Splits into `n` regions of equal length (multiples of `align` bytes), one per worker.
     pub fn split(self, n: usize, align: usize) -> Vec<Region<'a>> {
         let each = (self.len / n.max(1)) / align * align;

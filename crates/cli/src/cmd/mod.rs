@@ -1,10 +1,12 @@
 //! One file per command. Each turns its arguments into a plan (targets parsed, sizes
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
+mod bandwidth;
 mod info;
-mod inst;
+pub(crate) mod inst;
 mod latency;
 mod list;
+mod loaded;
 mod quick;
 mod rap;
 mod sync;
@@ -27,6 +29,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Inst(a) => inst::run(&mut ctx, &mut sink, &a),
         Command::Sync(a) => sync::run(&mut ctx, &mut sink, &a),
         Command::Rap(a) => rap::run(&mut ctx, &mut sink, &a),
+        Command::Bandwidth(a) => bandwidth::run(&mut ctx, &mut sink, &a),
+        Command::Loaded(a) => loaded::run(&mut ctx, &mut sink, &a),
         Command::List { what } => list::run(&ctx, &mut sink, what),
     }
 }

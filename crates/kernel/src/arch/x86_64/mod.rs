@@ -2,3 +2,4 @@
 
 pub mod chase;
 pub mod ops;
+pub mod stream;
