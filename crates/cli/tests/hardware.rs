@@ -54,6 +54,16 @@ fn info_node(id: u64) -> Value {
         .clone()
 }
 
+/// `pmscope info` (the human form): the line of node `id`.
+fn info_node_line(id: u64) -> String {
+    let human = success(&pmscope(&["info"]));
+    human
+        .lines()
+        .find(|l| l.starts_with(&format!("numa node {id} ")))
+        .unwrap_or_else(|| panic!("pmscope info lists no node {id}: {human}"))
+        .to_string()
+}
+
 /// An HMAT figure as sysfs holds it (0 when HMAT gave none), as pmscope reports it.
 fn sysfs_hmat(node: u64, file: &str) -> Value {
     let path = format!("/sys/devices/system/node/node{node}/access0/initiators/{file}");
@@ -204,11 +214,7 @@ mod needs_memonly_node {
             );
             assert_eq!(n["hmat"][field], sys, "{field}");
         }
-        let human = success(&pmscope(&["info"]));
-        let line = human
-            .lines()
-            .find(|l| l.starts_with(&format!("numa node {id} ")))
-            .unwrap_or_else(|| panic!("{human}"));
+        let line = info_node_line(id);
         let want = format!(
             "HMAT read {} ns / {} MB/s",
             sysfs_hmat(id, "read_latency"),
@@ -253,11 +259,7 @@ mod needs_kmem_node {
             };
             assert_eq!(got, sysfs_hmat(id, file), "{field}");
         }
-        let human = success(&pmscope(&["info"]));
-        let line = human
-            .lines()
-            .find(|l| l.starts_with(&format!("numa node {id} ")))
-            .unwrap_or_else(|| panic!("{human}"));
+        let line = info_node_line(id);
         assert!(line.contains("memory-only"), "{line}");
         assert!(!line.contains("HMAT read 0 ns"), "{line}");
     }
