@@ -51,7 +51,12 @@ targets="file:$LABVM_FSDAX_MNT dram,node=$LABVM_MEMONLY_NODE"
 #   latency --size 16MiB
 #   bandwidth --size 64MiB
 # and keep each run short: the stage has a 5-minute budget for both guests.
-PER_TARGET='verify --size 64MiB'
+PER_TARGET='verify --size 64MiB
+latency --sizes 4KiB,256KiB,16MiB --reps 2 --samples 2000
+inst --ops load,store+clwb,ntstore --sizes 64,256 --count 2000 --region 16MiB
+bandwidth --pattern seq --sizes 4KiB --threads 1 --region 16MiB --duration 0.05 --reps 1
+rap --distances 0,1,64 --samples 500 --region 16MiB
+loaded --delays 0,1000 --samples 1000 --probe-region 16MiB --traffic-region 8MiB --traffic-access 4KiB'
 
 for t in $targets; do
 	extra=

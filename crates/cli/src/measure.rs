@@ -53,7 +53,7 @@ pub fn chase_distribution(
     chaser.time_each(&mut ticks);
     let ns: Vec<f64> = ticks
         .iter()
-        .map(|&t| timer.ticks_to_ns(t.saturating_sub(overhead)))
+        .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
         .collect();
     let summary = Summary::of(&ns).expect("samples are finite");
     (summary, LogHistogram::of(&ns, 4))

@@ -13,6 +13,9 @@ use std::time::Duration;
 pub struct Timer {
     info: TimerInfo,
     ns_per_tick: f64,
+    /// Nanoseconds per TSC tick, calibrated even when the TSC is not the interval timer:
+    /// single accesses are always timed with rdtsc/rdtscp (nothing else is fine enough).
+    tsc_ns_per_tick: f64,
 }
 
 impl Timer {
@@ -20,8 +23,13 @@ impl Timer {
     /// over `window`; otherwise `clock_gettime`. Then measures the overhead.
     pub fn calibrate(features: &CpuFeatures, window: Duration) -> Timer {
         let use_tsc = features.invariant_tsc && features.rdtscp;
+        let tsc_hz = if features.rdtscp {
+            measure_tsc_hz(window)
+        } else {
+            1e9
+        };
         let (source, hz) = if use_tsc {
-            (TimerSource::Tsc, measure_tsc_hz(window))
+            (TimerSource::Tsc, tsc_hz)
         } else {
             (TimerSource::ClockGettime, 1e9)
         };
@@ -34,6 +42,7 @@ impl Timer {
                 resolution_ns: 0.0,
             },
             ns_per_tick: 1e9 / hz,
+            tsc_ns_per_tick: 1e9 / tsc_hz,
         };
         t.info.overhead_ns = t.ticks_to_ns(t.overhead_ticks());
         t.info.resolution_ns = t.ticks_to_ns(t.resolution_ticks());
@@ -51,6 +60,7 @@ impl Timer {
                 resolution_ns: 0.0,
             },
             ns_per_tick: 1.0,
+            tsc_ns_per_tick: 1.0,
         };
         t.info.overhead_ns = t.ticks_to_ns(t.overhead_ticks());
         t.info.resolution_ns = t.ticks_to_ns(t.resolution_ticks());
@@ -84,6 +94,12 @@ impl Timer {
     #[inline]
     pub fn ticks_to_ns(&self, ticks: u64) -> f64 {
         ticks as f64 * self.ns_per_tick
+    }
+
+    /// Converts TSC ticks from single-access timing (rdtsc/rdtscp in the kernels) to ns.
+    #[inline]
+    pub fn tsc_ticks_to_ns(&self, ticks: u64) -> f64 {
+        ticks as f64 * self.tsc_ns_per_tick
     }
 
     /// The overhead of one start/stop pair in ticks (median of 10 001 empty intervals).

@@ -203,14 +203,14 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
                         );
                         let ns: Vec<f64> = ticks
                             .iter()
-                            .map(|&t| timer.ticks_to_ns(t.saturating_sub(overhead)))
+                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
                             .collect();
                         Outcome::Measured(Summary::of(&ns).expect("finite"))
                     }
                 };
                 results.insert(c, outcome);
             }
-            (results, timer.ticks_to_ns(overhead))
+            (results, timer.tsc_ticks_to_ns(overhead))
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         let ((results, overhead_ns), placement) = out.remove(0);

@@ -11,7 +11,7 @@ use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::{Context as _, Result};
 use pmscope_core::range::{AxisKind, parse_axis};
-use pmscope_core::record::{Record, TimerSource};
+use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
 use pmscope_kernel::Region;
@@ -112,7 +112,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
                 let mut chaser = Chaser::build(&mut region, ws as usize, &spec)
                     .with_context(|| format!("building a chain over {}", Bytes(ws)))?;
                 let ns = chase_latency(&mut chaser, &timer, plan);
-                if ws == max_ws && timer.info().source == TimerSource::Tsc && samples > 0 {
+                if ws == max_ws && samples > 0 {
                     dist = Some(chase_distribution(&mut chaser, &timer, samples));
                 }
                 points.push(Point {

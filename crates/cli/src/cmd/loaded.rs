@@ -211,7 +211,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
                         chaser.time_each(&mut ticks);
                         let ns: Vec<f64> = ticks
                             .iter()
-                            .map(|&t| timer.ticks_to_ns(t.saturating_sub(overhead)))
+                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
                             .collect();
                         Point {
                             delay_ns,
@@ -231,7 +231,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
                         seq.time_each(&mut region, 64, &offs, false, &mut ticks);
                         let ns: Vec<f64> = ticks
                             .iter()
-                            .map(|&t| timer.ticks_to_ns(t.saturating_sub(overhead)))
+                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
                             .collect();
                         let s = Summary::of(&ns).expect("finite");
                         Point {

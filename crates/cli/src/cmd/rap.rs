@@ -121,7 +121,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             let to_ns = |t: &[u64]| -> Summary {
                 let ns: Vec<f64> = t
                     .iter()
-                    .map(|&x| timer.ticks_to_ns(x.saturating_sub(overhead)))
+                    .map(|&x| timer.tsc_ticks_to_ns(x.saturating_sub(overhead)))
                     .collect();
                 Summary::of(&ns).expect("finite")
             };
