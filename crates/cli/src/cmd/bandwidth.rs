@@ -203,7 +203,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
         },
     );
     let points = ops.len() * patterns.len() * sizes.len() * threads.len();
-    let mut progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
+    let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
     let mut results: Vec<Point> = Vec::new();
     for spec in &specs {
         let mut m = pmscope_target::map(spec, map_bytes, &opts)?;

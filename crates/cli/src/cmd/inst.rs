@@ -158,7 +158,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
     }
     let features = ctx.features;
     let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
-    let mut progress = Progress::new(specs.len() as u64, "inst", !sink.json());
+    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", !sink.json());
     for spec in &specs {
         let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
         sink.warn(m.warnings());
@@ -209,12 +209,12 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
                     }
                 };
                 results.insert(c, outcome);
+                progress.inc();
             }
             (results, timer.tsc_ticks_to_ns(overhead))
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         let ((results, overhead_ns), placement) = out.remove(0);
-        progress.inc();
         for (c, outcome) in &results {
             let mut r: Record = ctx
                 .record("inst")

@@ -94,7 +94,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
             times_single_accesses: samples > 0,
         },
     );
-    let mut progress = Progress::new((sizes.len() * specs.len()) as u64, "latency", !sink.json());
+    let progress = Progress::new((sizes.len() * specs.len()) as u64, "latency", !sink.json());
     let mut results: Vec<Curve> = Vec::new();
     let mut achieved = Vec::new();
     for spec_t in &specs {
@@ -119,6 +119,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
                     ws,
                     summary: Summary::of(&ns).expect("finite"),
                 });
+                progress.inc();
             }
             Ok((points, dist))
         });
@@ -127,9 +128,6 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
             let (r, p) = out.remove(0);
             (r?, p)
         };
-        for _ in 0..points.len() {
-            progress.inc();
-        }
         for p in &points {
             let mut r = point_record(ctx, "latency", &spec, p, &target, &mapping_warnings, &env);
             r.threads = vec![placement];

@@ -144,7 +144,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
         reps: if a.full { 9 } else { 5 },
         rep_ns: if a.full { 100e6 } else { 40e6 },
     };
-    let mut progress = Progress::new(
+    let progress = Progress::new(
         (specs.len() * schedule.len()) as u64,
         "loaded",
         !sink.json(),
@@ -191,6 +191,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
                     // Let the traffic reach steady state before measuring.
                     std::thread::sleep(Duration::from_millis(20));
                     let point = measure(delay_ns);
+                    progress.inc();
                     stop.store(true, Ordering::SeqCst);
                     team.wait();
                     points.push(point);
@@ -279,7 +280,6 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             r.warnings = warnings.clone();
             r.warnings.extend(env.iter().cloned());
             sink.emit(&r)?;
-            progress.inc();
         }
         curves.push((target.spec.clone(), points));
     }

@@ -40,10 +40,15 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
     ctx.set_timer(timer.info());
     let cpus = pmscope_sys::affinity::allowed_cpus()?;
     let width = if ctx.features.avx512f { 64 } else { 32 };
-    let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     sink.text(&format!(
         "pmscope quick: {} on {} ({} CPUs, {} NUMA node{})\n",
-        specs.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+        specs
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
         ctx.system.cpu_model,
         ctx.system.cpus_online,
         ctx.system.numa_nodes,
@@ -60,7 +65,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
             let mut out = pmscope_runner::pin::run_pinned(&cpus[..1], |_| -> Result<Summary> {
                 let mut r = shared.lock().expect("one worker");
                 let mut chaser = Chaser::build(&mut r, size as usize, &ChainSpec::default())?;
-                let plan = LatencyPlan { reps: 3, rep_ns: 40e6 };
+                let plan = LatencyPlan {
+                    reps: 3,
+                    rep_ns: 40e6,
+                };
                 Ok(Summary::of(&chase_latency(&mut chaser, &timer, plan)).expect("finite"))
             })
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -71,7 +79,13 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         let mut gbs = Vec::new();
         for rep in 0..4 {
             let out = pmscope_runner::pin::run_pinned(&cpus, |w| {
-                stream_for(Role::Stream(read), views[w], false, Duration::from_millis(150), rep)
+                stream_for(
+                    Role::Stream(read),
+                    views[w],
+                    false,
+                    Duration::from_millis(150),
+                    rep,
+                )
             })
             .map_err(|e| anyhow::anyhow!("{e}"))?;
             if rep > 0 {
@@ -84,12 +98,18 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
             (
                 "latency_ns",
                 latency.clone(),
-                [("pattern", serde_json::Value::from("random")), ("working_set_bytes", size.into())],
+                [
+                    ("pattern", serde_json::Value::from("random")),
+                    ("working_set_bytes", size.into()),
+                ],
             ),
             (
                 "bandwidth_gb_s",
                 bandwidth.clone(),
-                [("op", serde_json::Value::from("read")), ("threads", cpus.len().into())],
+                [
+                    ("op", serde_json::Value::from("read")),
+                    ("threads", cpus.len().into()),
+                ],
             ),
         ] {
             let mut r: Record = base.clone();
@@ -105,7 +125,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         let ach = &target.achieved;
         figures.push(Figures {
             target: target.spec.clone(),
-            page: ach.page_size.map(page_size_name).unwrap_or_else(|| "unclear".into()),
+            page: ach
+                .page_size
+                .map(page_size_name)
+                .unwrap_or_else(|| "unclear".into()),
             persistence: ach.persistence.describe().into(),
             latency_ns: latency.p50,
             read_gb_s: bandwidth.p50,
@@ -114,7 +137,13 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
     })?;
     sink.text("configuration achieved:");
     crate::cmd::verify::print_table(sink, &records);
-    let mut t = Table::new(&["target", "page size", "persistence", "latency ns", "read GB/s"]);
+    let mut t = Table::new(&[
+        "target",
+        "page size",
+        "persistence",
+        "latency ns",
+        "read GB/s",
+    ]);
     for f in &figures {
         t.row(vec![
             f.target.clone(),

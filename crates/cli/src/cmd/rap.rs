@@ -89,7 +89,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             times_single_accesses: true,
         },
     );
-    let mut progress = Progress::new(
+    let progress = Progress::new(
         (specs.len() * (distances.len() + 1)) as u64,
         "rap",
         !sink.json(),
@@ -134,19 +134,18 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             let mut idle = vec![0u64; idle_offsets.len()];
             load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
             let idle = to_ns(&idle);
+            progress.inc();
             let mut curve = Vec::new();
             for &d in &distances {
                 let t = read_after_persist(&mut region, &persister, &load, &order, d, samples)?;
                 curve.push((d, to_ns(&t)));
+                progress.inc();
             }
             Ok((idle, curve))
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         let (result, placement) = out.remove(0);
         let (idle, curve) = result?;
-        for _ in 0..=distances.len() {
-            progress.inc();
-        }
         let mut base = ctx
             .record("rap-idle")
             .param("persist", strategy.name())

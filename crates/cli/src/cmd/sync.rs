@@ -126,7 +126,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         },
     );
     let features = ctx.features;
-    let mut progress = Progress::new(
+    let progress = Progress::new(
         (specs.len() * OPTIONS.len() * patterns.len()) as u64,
         "sync",
         !sink.json(),

@@ -1,14 +1,16 @@
 //! Progress for runs longer than two seconds: a bar on stderr that appears only after two
-//! seconds, only on a terminal, and never in `--json` mode.
+//! seconds, only on a terminal, and never in `--json` mode. It is `Sync`, so the pinned
+//! worker threads that do the measuring advance it themselves.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A progress sink; hidden until the run has lasted two seconds.
 pub struct Progress {
     bar: ProgressBar,
     started: Instant,
-    shown: bool,
+    shown: AtomicBool,
     allowed: bool,
 }
 
@@ -27,16 +29,18 @@ impl Progress {
         Progress {
             bar,
             started: Instant::now(),
-            shown: false,
+            shown: AtomicBool::new(false),
             allowed,
         }
     }
 
-    /// One step done.
-    pub fn inc(&mut self) {
-        if self.allowed && !self.shown && self.started.elapsed() > Duration::from_secs(2) {
+    /// One step done (from any thread).
+    pub fn inc(&self) {
+        if self.allowed
+            && self.started.elapsed() > Duration::from_secs(2)
+            && !self.shown.swap(true, Ordering::Relaxed)
+        {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
-            self.shown = true;
         }
         self.bar.inc(1);
     }
