@@ -32,6 +32,8 @@ pub struct EnvFacts {
     pub declared_tsc_hz: Option<f64>,
     /// Last-level cache size.
     pub llc_bytes: Option<u64>,
+    /// DAMON workers that are on.
+    pub kdamonds: Vec<environment::Kdamond>,
 }
 
 impl EnvFacts {
@@ -49,6 +51,7 @@ impl EnvFacts {
             cpus_online: environment::online_cpus(root).len(),
             declared_tsc_hz: pmscope_sys::cpu::declared_tsc_hz().map(|(hz, _)| hz),
             llc_bytes: pmscope_sys::cpu::last_level_cache_bytes(&pmscope_sys::cpu::caches(root, 0)),
+            kdamonds: environment::running_kdamonds(root),
         }
     }
 }
@@ -74,6 +77,23 @@ pub fn check(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
             "numa-balancing",
             format!("automatic NUMA balancing is on (kernel.numa_balancing = {n}): the kernel migrates pages during the run"),
             "echo 0 > /proc/sys/kernel/numa_balancing (as root) for the duration of the measurements",
+        ));
+    }
+    for k in &f.kdamonds {
+        w.push(Warning::new(
+            "damon",
+            format!(
+                "DAMON worker {} is on ({} monitoring{}): it samples and clears accessed bits during the run{}",
+                k.index,
+                if k.operations.is_empty() { "unknown".to_string() } else { k.operations.join(",") },
+                if k.actions.is_empty() { String::new() } else { format!(", schemes: {}", k.actions.join(",")) },
+                if k.actions.iter().any(|a| a == "pageout" || a.contains("hugepage") || a == "migrate_cold" || a == "migrate_hot") {
+                    ", and its schemes may reclaim or move the memory being measured"
+                } else {
+                    ""
+                }
+            ),
+            format!("echo off > /sys/kernel/mm/damon/admin/kdamonds/{}/state (as root) for the measurements", k.index),
         ));
     }
     match f.thp_enabled.as_deref() {
@@ -219,6 +239,7 @@ mod tests {
             cpus_online: 2,
             declared_tsc_hz: Some(2.6e9),
             llc_bytes: Some(32 << 20),
+            kdamonds: Vec::new(),
         }
     }
 
@@ -255,6 +276,11 @@ mod tests {
         f.governors = vec![(1, "powersave".into())];
         f.prefetchers.state = "unknown".into();
         f.load_average = Some(1.7);
+        f.kdamonds = vec![environment::Kdamond {
+            index: 0,
+            operations: vec!["paddr".into()],
+            actions: vec!["pageout".into()],
+        }];
         let ctx = Context {
             timer: tsc(2.9e9),
             memory_working_set: Some(16 << 20),
@@ -266,6 +292,7 @@ mod tests {
             codes,
             [
                 "numa-balancing",
+                "damon",
                 "thp-always",
                 "thp-defrag",
                 "governor",
