@@ -41,6 +41,18 @@ pub enum Command {
     Quick(QuickArgs),
     /// Map targets, pre-fault them and print what the kernel actually gave.
     Verify(VerifyArgs),
+    /// Idle load latency by dependent-load chains over a working-set sweep.
+    Latency(LatencyArgs),
+    /// Latency of single instruction sequences: op, flush, fence (LATTester).
+    Inst(InstArgs),
+    /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
+    Sync(SyncArgs),
+    /// Read-after-persist: latency of loading a line persisted d lines earlier.
+    Rap(RapArgs),
+    /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
+    Bandwidth(BandwidthArgs),
+    /// Loaded latency: a probe's latency while other threads generate delayed traffic.
+    Loaded(LoadedArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
@@ -103,6 +115,247 @@ pub struct QuickArgs {
     /// Bytes to map per target.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
     pub size: String,
+}
+
+/// `pmscope latency`.
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Chain order: random (one random cycle), sequential (fixed stride), random-in-page.
+    #[arg(long, default_value = "random")]
+    pub pattern: String,
+    /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
+    #[arg(long, default_value = "64B", value_name = "SIZE")]
+    pub element: String,
+    /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB). Default: 4 KiB to
+    /// max(1 GiB, 4x the last-level cache), every power of two and the midpoint after it.
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Randomise only within groups of this many 4 KiB pages (separates TLB misses from
+    /// memory latency).
+    #[arg(long, value_name = "PAGES")]
+    pub tlb_window: Option<usize>,
+    /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
+    #[arg(long)]
+    pub no_mix: bool,
+    /// Repetitions per point (one more is run first and dropped).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Individually timed loads for the distribution at the largest point (0: none).
+    #[arg(long, default_value_t = 200_000)]
+    pub samples: usize,
+    /// CPU to pin the measuring thread to.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Seed of the random orders.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 15 repetitions of 200 ms, 1 000 000 timed loads.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope inst`.
+#[derive(Debug, Args)]
+pub struct InstArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Ops (comma list): load, ntload, store, store+clflush, store+clflushopt, store+clwb,
+    /// ntstore. Default: all.
+    #[arg(long)]
+    pub ops: Option<String>,
+    /// Fences after each access (comma list): none, sfence, mfence. Default: all.
+    #[arg(long)]
+    pub fences: Option<String>,
+    /// Access sizes in bytes (8 or multiples of 64). Default 8,64,128,256,512,1024,4096.
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Address pattern: seq, rand or both.
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    /// Region the addresses fall in.
+    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    pub region: String,
+    /// Accesses timed per cell.
+    #[arg(long, default_value_t = 100_000)]
+    pub count: usize,
+    /// Do not flush lines before timed loads (measure cache hits instead of memory).
+    #[arg(long)]
+    pub no_flush: bool,
+    /// Instruction width in bytes for accesses of 64 bytes and more (default: the widest
+    /// the CPU has: 64 with AVX-512, 32 with AVX2).
+    #[arg(long)]
+    pub width: Option<usize>,
+    /// CPU to pin the measuring thread to.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Seed of the random addresses.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 1 000 000 accesses per cell.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope sync`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Instruction unit in bytes: 8, 16, 32 or 64 (each 64-byte block is 64/unit
+    /// instructions).
+    #[arg(long, default_value_t = 32)]
+    pub unit: usize,
+    /// Pattern: seq, rand (lines in a precomputed random order) or both.
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    /// Region streamed over (split between threads).
+    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    pub region: String,
+    /// Threads, each on its own part of the region.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// CPUs to pin the threads to (default: the allowed CPUs in order).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// The fence of the +F options: mfence (pmmeter's default) or sfence.
+    #[arg(long, default_value = "mfence")]
+    pub fence: String,
+    /// Seed of the random line order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 7 repetitions of 1 s per option.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope rap`.
+#[derive(Debug, Args)]
+pub struct RapArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Persist strategy: clflush, clflushopt, clwb, ntstore, none or msync.
+    #[arg(long, default_value = "clwb")]
+    pub persist: String,
+    /// Distances d in lines (sweep axis).
+    #[arg(
+        long,
+        default_value = "0,1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192"
+    )]
+    pub distances: String,
+    /// Region the lines are taken from.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub region: String,
+    /// Timed loads per distance.
+    #[arg(long, default_value_t = 20_000)]
+    pub samples: usize,
+    /// CPU to pin the thread to.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Seed of the random line order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 200 000 loads per distance.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope bandwidth`.
+#[derive(Debug, Args)]
+pub struct BandwidthArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Ops (comma list): read, write, ntstore, store+clwb, copy. Default: all (with --mix:
+    /// write, the op of the writers).
+    #[arg(long)]
+    pub ops: Option<String>,
+    /// Pattern: seq, rand (random aligned blocks of the access size) or both.
+    #[arg(long, default_value = "both")]
+    pub pattern: String,
+    /// Access sizes (sweep axis, multiples of 64 B). Default 64,256,4KiB,64KiB; --full:
+    /// every power of two from 64 B to 128 KiB.
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Thread counts (sweep axis, e.g. 1,2 or 1..4). Default: 1 to the number of CPUs.
+    #[arg(long, value_name = "AXIS")]
+    pub threads: Option<String>,
+    /// CPUs to pin threads to, in order (default: all allowed CPUs).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// All threads stream over one shared region instead of one region each.
+    #[arg(long)]
+    pub shared: bool,
+    /// Memory per thread (the whole region with --shared).
+    #[arg(long, default_value = "512MiB", value_name = "SIZE")]
+    pub region: String,
+    /// Seconds each thread streams per repetition (default 0.15; --full 1).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Repetitions per point (one more is run first and dropped).
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Vector width in bytes: 64 (AVX-512) or 32 (AVX2). Default: the widest the CPU has.
+    #[arg(long)]
+    pub width: Option<usize>,
+    /// Mixed reads and writes: `split` (k readers and n-k writers, every k) or a ratio R:W
+    /// such as 2:1 (every thread interleaves reads and writes).
+    #[arg(long)]
+    pub mix: Option<String>,
+    /// Seed of the random block order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: every access size 64 B..128 KiB, 5 repetitions of 1 s.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope loaded`.
+#[derive(Debug, Args)]
+pub struct LoadedArgs {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// What the measuring thread times: chase (dependent loads), a persist strategy
+    /// (clflush, clflushopt, clwb, ntstore) or a sequence such as store+clwb+sfence.
+    #[arg(long, default_value = "chase")]
+    pub probe: String,
+    /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
+    /// traffic is always measured first).
+    #[arg(
+        long,
+        default_value = "0,25,50,100,200,400,800,1600,3200,6400,12800,25600"
+    )]
+    pub delays: String,
+    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only).
+    #[arg(long, default_value = "1:0")]
+    pub rw: String,
+    /// Bytes per traffic access.
+    #[arg(long, default_value = "1KiB", value_name = "SIZE")]
+    pub traffic_access: String,
+    /// Region each traffic thread streams over.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub traffic_region: String,
+    /// Region of the probe (the chain's working set).
+    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
+    pub probe_region: String,
+    /// Individually timed probe operations per point.
+    #[arg(long, default_value_t = 50_000)]
+    pub samples: usize,
+    /// CPUs: the first measures, the others generate traffic (default: all allowed).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Seed of the chain and random lines.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 200 000 samples and longer chain repetitions per point.
+    #[arg(long)]
+    pub full: bool,
 }
 
 /// `pmscope kmer`.

@@ -48,7 +48,6 @@ impl Context {
     }
 
     /// Records the timer in the system summary every later record carries.
-    #[allow(dead_code)]
     pub fn set_timer(&mut self, t: TimerInfo) {
         self.system.timer = Some(t);
     }

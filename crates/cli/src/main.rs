@@ -10,6 +10,7 @@ mod args;
 mod cmd;
 mod context;
 mod error;
+mod measure;
 mod output;
 
 use clap::Parser;

@@ -4,7 +4,7 @@
 //! each field and must change together with [`SCHEMA_VERSION`].
 
 use crate::achieved::Achieved;
-use crate::summary::Summary;
+use crate::summary::{LogHistogram, Summary};
 use crate::warning::Warning;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -35,6 +35,9 @@ pub struct Record {
     pub metric: Option<String>,
     /// Summary of the samples of `metric`.
     pub summary: Option<Summary>,
+    /// Distribution of individual samples of `metric` on a log scale, where one was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<LogHistogram>,
     /// Further named figures of this point, each with its unit in the name.
     pub values: BTreeMap<String, f64>,
     /// Where each worker thread asked to run and where it ran.
@@ -76,6 +79,9 @@ pub struct TimerInfo {
     /// Median cost of one start/stop pair, in nanoseconds; subtracted where single
     /// accesses are timed.
     pub overhead_ns: f64,
+    /// The smallest step the timer advances by, in nanoseconds (1/hz on bare metal; a
+    /// virtualised TSC may advance in coarser steps, which quantises single timings).
+    pub resolution_ns: f64,
 }
 
 /// Which clock a timer reads.
@@ -129,6 +135,7 @@ impl Record {
             params: BTreeMap::new(),
             metric: None,
             summary: None,
+            histogram: None,
             values: BTreeMap::new(),
             threads: Vec::new(),
             warnings: Vec::new(),

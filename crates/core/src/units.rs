@@ -80,7 +80,7 @@ impl fmt::Display for Bytes {
         const UNITS: [(u32, &str); 4] = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
         for (shift, name) in UNITS {
             let unit = 1u64 << shift;
-            if self.0 >= unit && self.0 % unit == 0 {
+            if self.0 >= unit && self.0.is_multiple_of(unit) {
                 return write!(f, "{}{}", self.0 / unit, name);
             }
         }

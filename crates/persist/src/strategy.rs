@@ -132,6 +132,12 @@ impl Persister {
         self.strategy
     }
 
+    /// The width in bytes of the non-temporal stores `ntstore` uses, chosen from CPUID:
+    /// 64 (AVX-512F), 32 (AVX) or 16 (SSE2 `movnti` pairs).
+    pub fn nt_width(&self) -> usize {
+        self.nt_width
+    }
+
     /// Flushes every cache line overlapping `range` (no drain). For `ntstore`, whose data
     /// is written around the cache by [`copy_persist`](Self::copy_persist), data written
     /// by ordinary stores is flushed with the best available write-back, as PMDK does.
@@ -272,6 +278,62 @@ mod tests {
             "clwbx".parse::<PersistStrategy>(),
             Err(Unsupported::Unknown(_))
         ));
+    }
+
+    /// The CPUID dispatch on a CPU with AVX2 but no AVX-512, which is what the TCG lab
+    /// guest offers (labvm README: clwb and clflushopt present, avx512* absent): ntstore must
+    /// pick 32-byte streaming stores, and every flush instruction must really execute.
+    mod needs_avx2_without_avx512 {
+        use super::*;
+
+        fn cpuinfo_flags() -> Vec<String> {
+            let text = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+            let line = text.lines().find(|l| l.starts_with("flags")).unwrap();
+            line.split_whitespace().map(str::to_string).collect()
+        }
+
+        #[test]
+        #[ignore = "needs a CPU with AVX2 and without AVX-512 (the TCG lab guest): runs in the lab guest via .ci/labvm-stage"]
+        fn ntstore_picks_32_byte_stores_and_every_strategy_executes() {
+            let flags = cpuinfo_flags();
+            let has = |f: &str| flags.iter().any(|x| x == f);
+            assert!(
+                has("avx2") && !has("avx512f"),
+                "this test needs a CPU with AVX2 and without AVX-512F; /proc/cpuinfo says avx2={} avx512f={}",
+                has("avx2"),
+                has("avx512f")
+            );
+            // pmscope's CPUID decoding agrees with the kernel's flag list.
+            let f = CpuFeatures::detect();
+            for (name, ours) in [
+                ("avx", f.avx),
+                ("avx2", f.avx2),
+                ("avx512f", f.avx512f),
+                ("clwb", f.clwb),
+                ("clflushopt", f.clflushopt),
+                ("clflush", f.clflush),
+            ] {
+                assert_eq!(
+                    ours,
+                    has(name),
+                    "CPUID and /proc/cpuinfo disagree on {name}"
+                );
+            }
+            assert_eq!(f.widest_ntstore(), 32);
+            let nt = Persister::new(PersistStrategy::Ntstore, &f).unwrap();
+            assert_eq!(nt.nt_width(), 32, "AVX2 without AVX-512: 32-byte vmovntdq");
+            // clwb and clflushopt exist here, so every strategy is accepted and executes
+            // (an unsupported instruction would be SIGILL, not a failed assertion).
+            for s in STRATEGIES {
+                let p = Persister::new(s, &f).unwrap_or_else(|e| panic!("{s}: {e}"));
+                let mut buf = vec![0u8; 8192 + 64];
+                let src = pattern(8000, s as u8);
+                p.copy_persist(&mut buf[7..8007], &src).unwrap();
+                assert_eq!(&buf[7..8007], &src[..], "{s}");
+                buf[4000] ^= 0xFF;
+                p.persist(&buf[3000..5000]).unwrap();
+            }
+        }
     }
 
     #[test]

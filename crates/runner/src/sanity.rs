@@ -32,6 +32,8 @@ pub struct EnvFacts {
     pub declared_tsc_hz: Option<f64>,
     /// Last-level cache size.
     pub llc_bytes: Option<u64>,
+    /// DAMON workers that are on.
+    pub kdamonds: Vec<environment::Kdamond>,
 }
 
 impl EnvFacts {
@@ -49,6 +51,7 @@ impl EnvFacts {
             cpus_online: environment::online_cpus(root).len(),
             declared_tsc_hz: pmscope_sys::cpu::declared_tsc_hz().map(|(hz, _)| hz),
             llc_bytes: pmscope_sys::cpu::last_level_cache_bytes(&pmscope_sys::cpu::caches(root, 0)),
+            kdamonds: environment::running_kdamonds(root),
         }
     }
 }
@@ -60,6 +63,8 @@ pub struct Context {
     pub timer: Option<TimerInfo>,
     /// Its working set, if it claims to measure memory (not the caches).
     pub memory_working_set: Option<u64>,
+    /// Whether it times single accesses (then a coarse timer matters).
+    pub times_single_accesses: bool,
 }
 
 /// Judges the facts; every warning carries its remedy.
@@ -72,6 +77,23 @@ pub fn check(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
             "numa-balancing",
             format!("automatic NUMA balancing is on (kernel.numa_balancing = {n}): the kernel migrates pages during the run"),
             "echo 0 > /proc/sys/kernel/numa_balancing (as root) for the duration of the measurements",
+        ));
+    }
+    for k in &f.kdamonds {
+        w.push(Warning::new(
+            "damon",
+            format!(
+                "DAMON worker {} is on ({} monitoring{}): it samples and clears accessed bits during the run{}",
+                k.index,
+                if k.operations.is_empty() { "unknown".to_string() } else { k.operations.join(",") },
+                if k.actions.is_empty() { String::new() } else { format!(", schemes: {}", k.actions.join(",")) },
+                if k.actions.iter().any(|a| a == "pageout" || a.contains("hugepage") || a == "migrate_cold" || a == "migrate_hot") {
+                    ", and its schemes may reclaim or move the memory being measured"
+                } else {
+                    ""
+                }
+            ),
+            format!("echo off > /sys/kernel/mm/damon/admin/kdamonds/{}/state (as root) for the measurements", k.index),
         ));
     }
     match f.thp_enabled.as_deref() {
@@ -148,6 +170,19 @@ pub fn check(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
         }
         None => {}
     }
+    if let Some(t) = ctx.timer
+        && ctx.times_single_accesses
+        && t.resolution_ns > 2.0
+    {
+        w.push(Warning::new(
+            "timer-resolution",
+            format!(
+                "the timer advances in steps of {:.1} ns here (a virtualised TSC), so single-access timings are multiples of that step",
+                t.resolution_ns
+            ),
+            "read medians and percentiles to that resolution; run on bare metal for finer single-access timings",
+        ));
+    }
     if f.prefetchers.state != "off" {
         w.push(Warning::new(
             "prefetchers",
@@ -204,6 +239,7 @@ mod tests {
             cpus_online: 2,
             declared_tsc_hz: Some(2.6e9),
             llc_bytes: Some(32 << 20),
+            kdamonds: Vec::new(),
         }
     }
 
@@ -213,6 +249,7 @@ mod tests {
             hz,
             invariant_tsc: true,
             overhead_ns: 10.0,
+            resolution_ns: 0.4,
         })
     }
 
@@ -225,6 +262,7 @@ mod tests {
         let ctx = Context {
             timer: tsc(2.6e9),
             memory_working_set: Some(1 << 30),
+            times_single_accesses: true,
         };
         assert!(check(&quiet(), &ctx).is_empty());
     }
@@ -238,9 +276,15 @@ mod tests {
         f.governors = vec![(1, "powersave".into())];
         f.prefetchers.state = "unknown".into();
         f.load_average = Some(1.7);
+        f.kdamonds = vec![environment::Kdamond {
+            index: 0,
+            operations: vec!["paddr".into()],
+            actions: vec!["pageout".into()],
+        }];
         let ctx = Context {
             timer: tsc(2.9e9),
             memory_working_set: Some(16 << 20),
+            times_single_accesses: false,
         };
         let w = check(&f, &ctx);
         let codes: Vec<&str> = w.iter().map(|w| w.code.as_str()).collect();
@@ -248,6 +292,7 @@ mod tests {
             codes,
             [
                 "numa-balancing",
+                "damon",
                 "thp-always",
                 "thp-defrag",
                 "governor",
@@ -261,6 +306,20 @@ mod tests {
     }
 
     #[test]
+    fn coarse_timer_matters_only_for_single_accesses() {
+        let mut t = tsc(2.6e9).unwrap();
+        t.resolution_ns = 10.0;
+        let mut ctx = Context {
+            timer: Some(t),
+            memory_working_set: None,
+            times_single_accesses: true,
+        };
+        assert_eq!(codes(&quiet(), &ctx), ["timer-resolution"]);
+        ctx.times_single_accesses = false;
+        assert!(codes(&quiet(), &ctx).is_empty());
+    }
+
+    #[test]
     fn vm_like_facts() {
         let mut f = quiet();
         f.governors.clear();
@@ -269,6 +328,7 @@ mod tests {
         let ctx = Context {
             timer: tsc(2.6e9),
             memory_working_set: None,
+            times_single_accesses: false,
         };
         assert_eq!(
             codes(&f, &ctx),
@@ -284,8 +344,10 @@ mod tests {
                 hz: 1e9,
                 invariant_tsc: false,
                 overhead_ns: 30.0,
+                resolution_ns: 1.0,
             }),
             memory_working_set: None,
+            times_single_accesses: false,
         };
         assert!(codes(&quiet(), &ctx).contains(&"tsc-unusable".to_string()));
     }

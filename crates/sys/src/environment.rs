@@ -53,6 +53,59 @@ pub fn hostname(root: &SysRoot) -> String {
         .unwrap_or_default()
 }
 
+/// A running DAMON worker (`/sys/kernel/mm/damon/admin/kdamonds/N`): which address space it
+/// monitors (`vaddr`, `paddr`) and the actions of its schemes (`pageout`, `hugepage`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kdamond {
+    /// Its index.
+    pub index: usize,
+    /// Operations set of each context (`paddr` monitors all physical memory).
+    pub operations: Vec<String>,
+    /// Actions of the schemes it applies.
+    pub actions: Vec<String>,
+}
+
+/// The DAMON workers that are on. DAMON samples and clears accessed bits while it monitors,
+/// and its schemes may page out or (de)promote the memory being measured.
+pub fn running_kdamonds(root: &SysRoot) -> Vec<Kdamond> {
+    let base = "sys/kernel/mm/damon/admin/kdamonds";
+    root.list(base)
+        .into_iter()
+        .filter_map(|d| d.parse::<usize>().ok())
+        .filter(|i| root.read_trim(&format!("{base}/{i}/state")).as_deref() == Some("on"))
+        .map(|i| {
+            let ctx_base = format!("{base}/{i}/contexts");
+            let contexts: Vec<String> = root
+                .list(&ctx_base)
+                .into_iter()
+                .filter(|c| c.parse::<usize>().is_ok())
+                .collect();
+            let mut operations = Vec::new();
+            let mut actions = Vec::new();
+            for c in &contexts {
+                if let Some(op) = root.read_trim(&format!("{ctx_base}/{c}/operations")) {
+                    operations.push(op);
+                }
+                let sch = format!("{ctx_base}/{c}/schemes");
+                for sidx in root
+                    .list(&sch)
+                    .into_iter()
+                    .filter(|x| x.parse::<usize>().is_ok())
+                {
+                    if let Some(a) = root.read_trim(&format!("{sch}/{sidx}/action")) {
+                        actions.push(a);
+                    }
+                }
+            }
+            Kdamond {
+                index: i,
+                operations,
+                actions,
+            }
+        })
+        .collect()
+}
+
 /// Whether an executable of this name is on `PATH` (or in /sbin, /usr/sbin).
 pub fn tool_installed(name: &str) -> Option<String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -122,6 +175,28 @@ pub fn prefetchers(vendor: &str, hypervisor: bool) -> Prefetchers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kdamonds_from_a_fake_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = dir.path().join("sys/kernel/mm/damon/admin/kdamonds");
+        std::fs::create_dir_all(k.join("0/contexts/0/schemes/0")).unwrap();
+        std::fs::create_dir_all(k.join("1/contexts/0")).unwrap();
+        std::fs::write(k.join("nr_kdamonds"), "2\n").unwrap();
+        std::fs::write(k.join("0/state"), "on\n").unwrap();
+        std::fs::write(k.join("1/state"), "off\n").unwrap();
+        std::fs::write(k.join("0/contexts/0/operations"), "paddr\n").unwrap();
+        std::fs::write(k.join("0/contexts/0/schemes/0/action"), "pageout\n").unwrap();
+        let found = running_kdamonds(&SysRoot::at(dir.path()));
+        assert_eq!(
+            found,
+            vec![Kdamond {
+                index: 0,
+                operations: vec!["paddr".into()],
+                actions: vec!["pageout".into()]
+            }]
+        );
+    }
 
     #[test]
     fn host_facts() {

@@ -73,7 +73,10 @@ pub fn nodes(root: &SysRoot) -> Vec<Node> {
                     .unwrap_or(0)
             };
             let hmat_dir = format!("{dir}/access0/initiators");
-            let hm = |f: &str| root.read_u64(&format!("{hmat_dir}/{f}"));
+            // The kernel creates these files for every node that has an initiator and writes
+            // 0 where HMAT gave no figure (a dax/kmem node onlined after boot, as in the lab
+            // guest's node 3): 0 ns and 0 MB/s mean "not provided", never a measurement.
+            let hm = |f: &str| root.read_u64(&format!("{hmat_dir}/{f}")).filter(|&v| v > 0);
             let hmat = Hmat {
                 read_latency_ns: hm("read_latency"),
                 write_latency_ns: hm("write_latency"),
@@ -222,6 +225,51 @@ mod tests {
         assert!(!n[0].cpus.is_empty());
         assert!(n[0].mem_total_bytes > 0);
         assert_eq!(n[0].distances.len(), n.len());
+    }
+
+    /// A fake `/sys/devices/system/node` with node 0 (CPUs, HMAT figures) and node 3
+    /// (memory only, onlined by dax/kmem: HMAT files present but 0), as the lab guest
+    /// shows them with `--kmem`.
+    #[test]
+    fn hmat_zero_means_no_figure() {
+        let root = tempfile::tempdir().unwrap();
+        let node = |id: u32, cpus: &str, hmat: (&str, &str)| {
+            let dir = root
+                .path()
+                .join(format!("sys/devices/system/node/node{id}"));
+            let ini = dir.join("access0/initiators");
+            std::fs::create_dir_all(&ini).unwrap();
+            std::fs::write(dir.join("cpulist"), cpus).unwrap();
+            std::fs::write(
+                dir.join("meminfo"),
+                format!("Node {id} MemTotal:  917504 kB\nNode {id} MemFree:   917504 kB\n"),
+            )
+            .unwrap();
+            std::fs::write(dir.join("distance"), "10 40\n").unwrap();
+            for (f, v) in [
+                ("read_latency", hmat.0),
+                ("write_latency", hmat.0),
+                ("read_bandwidth", hmat.1),
+                ("write_bandwidth", hmat.1),
+            ] {
+                std::fs::write(ini.join(f), format!("{v}\n")).unwrap();
+            }
+        };
+        node(0, "0\n", ("80", "20480"));
+        node(3, "\n", ("0", "0"));
+        let n = nodes(&SysRoot::at(root.path()));
+        assert_eq!(n.len(), 2);
+        assert_eq!(
+            n[0].hmat,
+            Some(Hmat {
+                read_latency_ns: Some(80),
+                write_latency_ns: Some(80),
+                read_bandwidth_mb_s: Some(20480),
+                write_bandwidth_mb_s: Some(20480),
+            })
+        );
+        assert!(n[1].is_memory_only());
+        assert_eq!(n[1].hmat, None, "0 ns / 0 MB/s is no HMAT figure");
     }
 
     #[test]

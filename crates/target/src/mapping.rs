@@ -233,7 +233,7 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
     }
     let backing = kinds::prepare(spec, bytes, opts)?;
     let raw = backing.raw.expect("prepare maps the backing");
-    debug_assert!(raw.len % 4096 == 0 && raw.ptr as usize % 4096 == 0);
+    debug_assert!(raw.len % 4096 == 0 && (raw.ptr as usize).is_multiple_of(4096));
     if let Some(node) = spec.node {
         // SAFETY: the range is the backing's own mapping, untouched so far.
         unsafe { pmscope_sys::numa::bind_to_node(raw.ptr, raw.len, node) }.map_err(|e| {
@@ -332,7 +332,7 @@ impl Mapping {
 
     /// The range as 64-bit atomics, for structures shared between threads.
     pub fn atomics(&self) -> &[AtomicU64] {
-        debug_assert!(self.raw.ptr as usize % 8 == 0);
+        debug_assert!((self.raw.ptr as usize).is_multiple_of(8));
         // SAFETY: the mapping is page-aligned, live, `len` bytes long; AtomicU64 has the size
         // and alignment of u64 and allows shared mutation.
         unsafe { std::slice::from_raw_parts(self.raw.ptr as *const AtomicU64, self.raw.len / 8) }

@@ -86,6 +86,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
         &sanity::Context {
             timer: Some(timer.info()),
             memory_working_set: None,
+            times_single_accesses: false,
         },
     );
     let info = Info {
@@ -169,7 +170,7 @@ fn print_human(i: &Info) {
         );
     }
     println!(
-        "tsc           {}invariant, calibrated {:.4} GHz against CLOCK_MONOTONIC_RAW, declared {}, timer {:?} (overhead {:.1} ns)",
+        "tsc           {}invariant, calibrated {:.4} GHz against CLOCK_MONOTONIC_RAW, declared {}, timer {:?} (overhead {:.1} ns, resolution {:.1} ns)",
         if i.tsc.invariant { "" } else { "NOT " },
         i.tsc.timer.hz / 1e9,
         match (i.tsc.declared_hz, i.tsc.declared_source) {
@@ -177,7 +178,8 @@ fn print_human(i: &Info) {
             _ => "by nothing".into(),
         },
         i.tsc.timer.source,
-        i.tsc.timer.overhead_ns
+        i.tsc.timer.overhead_ns,
+        i.tsc.timer.resolution_ns
     );
     for n in &i.numa_nodes {
         let kind = if n.memory_only {

@@ -1,10 +1,16 @@
 //! One file per command. Each turns its arguments into a plan (targets parsed, sizes
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
+mod bandwidth;
 mod info;
 mod kmer;
+pub(crate) mod inst;
+mod latency;
 mod list;
+mod loaded;
 mod quick;
+mod rap;
+mod sync;
 mod verify;
 
 use crate::args::{Cli, Command};
@@ -24,6 +30,12 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Info => info::run(&mut ctx, &mut sink),
         Command::Quick(a) => quick::run(&mut ctx, &mut sink, &a),
         Command::Verify(a) => verify::run(&mut ctx, &mut sink, &a),
+        Command::Latency(a) => latency::run(&mut ctx, &mut sink, &a),
+        Command::Inst(a) => inst::run(&mut ctx, &mut sink, &a),
+        Command::Sync(a) => sync::run(&mut ctx, &mut sink, &a),
+        Command::Rap(a) => rap::run(&mut ctx, &mut sink, &a),
+        Command::Bandwidth(a) => bandwidth::run(&mut ctx, &mut sink, &a),
+        Command::Loaded(a) => loaded::run(&mut ctx, &mut sink, &a),
         Command::List { what } => list::run(&ctx, &mut sink, what),
         Command::Kmer(_) => unreachable!("handled above"),
     }

@@ -8,23 +8,28 @@ use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::units::{Bytes, page_size_name};
 use pmscope_runner::sanity;
-use pmscope_target::{MapOptions, TargetSpec, verify::compare_targets};
+use pmscope_target::{MapOptions, Mapping, TargetSpec, verify::compare_targets};
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &VerifyArgs) -> Result<()> {
     let size = parse_size(&a.size)?;
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let records = verify_targets(ctx, sink, &specs, size, &opts)?;
+    let records = verify_targets(ctx, sink, &specs, size, &opts, &mut |_, _, _| Ok(()))?;
     print_table(sink, &records);
     Ok(())
 }
 
-/// Maps, verifies and unmaps each target in turn; emits one `verify` record per target.
+/// What a caller does with each verified mapping before it is unmapped.
+pub type WithMapping<'a> = dyn FnMut(&mut Sink, &mut Mapping, &Record) -> Result<()> + 'a;
+
+/// Maps, verifies and unmaps each target in turn; emits one `verify` record per target and
+/// hands each mapping to `then` (quick measures it there).
 pub fn verify_targets(
     ctx: &Context,
     sink: &mut Sink,
     specs: &[TargetSpec],
     size: u64,
     opts: &MapOptions,
+    then: &mut WithMapping<'_>,
 ) -> Result<Vec<Record>> {
     let facts = sanity::EnvFacts::probe(&ctx.root, &[]);
     let env = sanity::check(
@@ -32,11 +37,12 @@ pub fn verify_targets(
         &sanity::Context {
             timer: None,
             memory_working_set: None,
+            times_single_accesses: false,
         },
     );
     let mut records = Vec::new();
     for spec in specs {
-        let m = pmscope_target::map(spec, size, opts)?;
+        let mut m = pmscope_target::map(spec, size, opts)?;
         let a = m.achieved();
         let mut r = ctx
             .record("verify")
@@ -49,6 +55,7 @@ pub fn verify_targets(
         r.warnings.extend(env.iter().cloned());
         sink.warn(m.warnings());
         sink.emit(&r)?;
+        then(sink, &mut m, &r)?;
         records.push(r);
     }
     let pairs: Vec<(String, &pmscope_core::achieved::Achieved)> = records

@@ -2,6 +2,7 @@
 //! JSON Lines into `-o FILE` (created exclusively unless `--force`). Warnings go to stderr
 //! in table mode (they are inside the records in JSON mode).
 
+pub mod progress;
 pub mod table;
 
 use crate::args::OutputArgs;

@@ -1,0 +1,85 @@
+#!/bin/sh
+# labvm-guest.sh LAYOUT — runs inside the lab guest (busybox sh), started by .ci/labvm-stage
+# from /payload with the stage's payload in ./pmscope-lab. Runs the steps below, prints each
+# as PASS/FAIL, writes /out/steps.txt, info.txt and info.json, and exits 1 if any step failed.
+layout=$1
+. /etc/labvm/env
+cd /payload/pmscope-lab || exit 1
+export PMSCOPE_BIN="$PWD/pmscope" # the CLI tests' binary (not at Cargo's host path here)
+fails=0
+
+step() { # name command... : run, show the output, record PASS/FAIL
+	name=$1
+	shift
+	echo "=== $name: $*"
+	if "$@" </dev/null; then r=PASS; else r=FAIL; fails=$((fails + 1)); fi
+	echo "$r $name" | tee -a /out/steps.txt
+}
+
+# One hardware-gated test in its own process. --exact with a name that does not exist runs
+# nothing and exits 0, so the step passes only if libtest reports exactly 1 passed.
+run_test() { # binary test-name
+	./bin/"$1" --ignored --exact "$2" --test-threads=1 >/tmp/test.out 2>&1
+	rc=$?
+	cat /tmp/test.out
+	[ $rc = 0 ] && grep -q 'test result: ok. 1 passed' /tmp/test.out
+}
+
+# What each layout must provide (labvm.sh exports these when its setup succeeded).
+case $layout in
+default) need="LABVM_FSDAX_MNT LABVM_DEVDAX LABVM_LEGACY_PMEM LABVM_MEMONLY_NODE" ;;
+kmem) need="LABVM_FSDAX_MNT LABVM_MEMONLY_NODE LABVM_KMEM_NODE" ;;
+*) echo "unknown layout $layout"; exit 1 ;;
+esac
+for v in $need; do
+	eval "val=\${$v:-}"
+	step "env-$v" test -n "$val"
+done
+
+# ---------------------------------------------------------------- pmscope on the guest
+step "pmscope-info" sh -c './pmscope info > /out/info.txt 2>&1; rc=$?; cat /out/info.txt; exit $rc'
+step "pmscope-info-json" sh -c './pmscope info --json > /out/info.json'
+step "pmscope-quick" ./pmscope quick --size 64MiB
+
+# The guest's targets; devdax ones need --destroy-data.
+targets="file:$LABVM_FSDAX_MNT dram,node=$LABVM_MEMONLY_NODE"
+[ -n "${LABVM_DEVDAX:-}" ] && targets="$targets devdax:$LABVM_DEVDAX"
+[ -n "${LABVM_KMEM_NODE:-}" ] && targets="$targets dram,node=$LABVM_KMEM_NODE"
+
+# Commands run against every guest target, one per line (64 MiB: TCG runs at ~0.3 GB/s).
+# TODO(latency/bandwidth): when `pmscope latency` and `pmscope bandwidth` exist, add e.g.
+#   latency --size 16MiB
+#   bandwidth --size 64MiB
+# and keep each run short: the stage has a 5-minute budget for both guests.
+PER_TARGET='verify --size 64MiB
+latency --sizes 4KiB,256KiB,16MiB --reps 2 --samples 2000
+inst --ops load,store+clwb,ntstore --sizes 64,256 --count 2000 --region 16MiB
+bandwidth --pattern seq --sizes 4KiB --threads 1 --region 16MiB --duration 0.05 --reps 1
+rap --distances 0,1,64 --samples 500 --region 16MiB
+loaded --delays 0,1000 --samples 1000 --probe-region 16MiB --traffic-region 8MiB --traffic-access 4KiB'
+
+for t in $targets; do
+	extra=
+	case $t in devdax:*) extra=--destroy-data ;; esac
+	while read -r cmd args; do # a here-document, so `fails` survives the loop
+		[ -n "$cmd" ] || continue
+		# shellcheck disable=SC2086 # args is a word list
+		step "pmscope-$cmd[$t]" ./pmscope "$cmd" -t "$t" $args $extra
+	done <<EOF
+$PER_TARGET
+EOF
+done
+# The side-by-side view of every guest target, as a user would run it.
+extra=
+case $targets in *devdax:*) extra=--destroy-data ;; esac
+set --
+for t in $targets; do set -- "$@" -t "$t"; done
+step "pmscope-quick[guest targets]" ./pmscope quick --size 64MiB "$@" $extra
+
+# ---------------------------------------------------------------- hardware-gated tests
+while read -r bin test; do
+	[ -n "$test" ] && step "$test" run_test "$bin" "$test"
+done <"tests.$layout"
+
+echo "=== layout $layout: $(grep -c '^PASS' /out/steps.txt) passed, $fails failed"
+[ $fails = 0 ]

@@ -1,0 +1,435 @@
+//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, ntstore, store+clwb and copy
+//! streams, sequential or over random blocks of the access size, by thread count and access
+//! size, each thread on its own part of the target (or all on one shared region), and mixed
+//! reads and writes (seed 004 Figures 9-13): a split of k readers and n-k writers, or every
+//! thread interleaving reads and writes at a ratio such as 2:1.
+
+use crate::args::BandwidthArgs;
+use crate::context::{Context, parse_size};
+use crate::error::usage;
+use crate::measure::{Role, stream_for};
+use crate::output::Sink;
+use crate::output::progress::Progress;
+use crate::output::table::Table;
+use anyhow::Result;
+use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::summary::Summary;
+use pmscope_core::units::Bytes;
+use pmscope_kernel::Region;
+use pmscope_kernel::stream::{STREAM_OPS, StreamOp, StreamView, Streamer};
+use pmscope_runner::sanity;
+use pmscope_runner::timer::Timer;
+use std::time::Duration;
+
+/// How reads and writes are mixed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mix {
+    /// No mix: every thread runs the op.
+    None,
+    /// k readers and n-k writers, for every k from 0 to n (seed 004 Figure 13).
+    Split,
+    /// Every thread interleaves `reads` reads and `writes` writes (seed 004 Figure 12).
+    Ratio {
+        /// Reads per round.
+        reads: u32,
+        /// Writes per round.
+        writes: u32,
+    },
+}
+
+/// Parses `--mix`: `split` or `R:W`.
+pub fn parse_mix(s: &str) -> Result<Mix, String> {
+    if s == "split" {
+        return Ok(Mix::Split);
+    }
+    let bad = || {
+        format!("'{s}' is not a mix: use split (k readers, n-k writers) or a ratio R:W such as 2:1")
+    };
+    let (r, w) = s.split_once(':').ok_or_else(bad)?;
+    let reads: u32 = r.parse().map_err(|_| bad())?;
+    let writes: u32 = w.parse().map_err(|_| bad())?;
+    if reads == 0 && writes == 0 {
+        return Err(bad());
+    }
+    Ok(Mix::Ratio { reads, writes })
+}
+
+/// What each thread does at each point of a thread count, with the point's label: the
+/// split gives k readers then n-k writers for every k.
+pub fn thread_roles(
+    n: usize,
+    mix: Mix,
+    op: Streamer,
+    read: Streamer,
+    write: Streamer,
+) -> Vec<(String, Vec<Role>)> {
+    match mix {
+        Mix::None => vec![(String::new(), vec![Role::Stream(op); n])],
+        Mix::Split => (0..=n)
+            .map(|k| {
+                let roles = (0..n)
+                    .map(|i| Role::Stream(if i < k { read } else { write }))
+                    .collect();
+                (format!("{k}R+{}W", n - k), roles)
+            })
+            .collect(),
+        Mix::Ratio { reads, writes } => vec![(
+            format!("{reads}:{writes} interleaved"),
+            vec![
+                Role::Interleave {
+                    read,
+                    write,
+                    reads,
+                    writes
+                };
+                n
+            ],
+        )],
+    }
+}
+
+/// One measured point, for the table and the ratios.
+struct Point {
+    target: String,
+    op: StreamOp,
+    random: bool,
+    size: usize,
+    threads: usize,
+    label: String,
+    total: Summary,
+    read: f64,
+    written: f64,
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> {
+    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+    let mix = match &a.mix {
+        None => Mix::None,
+        Some(m) => parse_mix(m).map_err(usage)?,
+    };
+    let ops: Vec<StreamOp> = match (&a.ops, mix) {
+        (Some(list), _) => list
+            .split(',')
+            .map(|s| {
+                StreamOp::parse(s.trim()).ok_or_else(|| {
+                    usage(format!(
+                        "'{s}' is not an op: use {}",
+                        STREAM_OPS
+                            .iter()
+                            .map(|o| o.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?,
+        (None, Mix::None) => STREAM_OPS.to_vec(),
+        (None, _) => vec![StreamOp::Write],
+    };
+    let patterns: Vec<bool> = match a.pattern.as_str() {
+        "both" => vec![false, true],
+        "seq" => vec![false],
+        "rand" => vec![true],
+        other => {
+            return Err(usage(format!(
+                "'{other}' is not a pattern: use seq, rand or both"
+            )));
+        }
+    };
+    let default_sizes = if a.full {
+        "64..128KiB"
+    } else {
+        "64,256,4KiB,64KiB"
+    };
+    let sizes: Vec<usize> = parse_axis(a.sizes.as_deref().unwrap_or(default_sizes), AxisKind::Size)
+        .map_err(|e| usage(e.to_string()))?
+        .into_iter()
+        .map(|s| s as usize)
+        .collect();
+    if let Some(bad) = sizes.iter().find(|s| **s == 0 || !s.is_multiple_of(64)) {
+        return Err(usage(format!(
+            "access size {bad} is not a positive multiple of 64 bytes"
+        )));
+    }
+    let allowed = pmscope_sys::affinity::allowed_cpus()?;
+    let cpus: Vec<usize> = match &a.cpus {
+        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        None => allowed.clone(),
+    };
+    pmscope_runner::pin::check_cpus(&cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
+    let threads: Vec<usize> = match &a.threads {
+        Some(axis) => parse_axis(axis, AxisKind::Count)
+            .map_err(|e| usage(e.to_string()))?
+            .into_iter()
+            .map(|t| t as usize)
+            .collect(),
+        None => (1..=cpus.len()).collect(),
+    };
+    if let Some(&t) = threads.iter().find(|&&t| t == 0 || t > cpus.len()) {
+        return Err(usage(format!(
+            "{t} threads asked for but {} CPUs are available (--cpus {}); pmscope pins one thread per CPU",
+            cpus.len(),
+            pmscope_core::cpulist::format_list(&cpus)
+        )));
+    }
+    let width = match a.width {
+        Some(w) => w,
+        None if ctx.features.avx512f => 64,
+        None => 32,
+    };
+    let per_thread = parse_size(&a.region)?;
+    let max_threads = *threads.iter().max().unwrap_or(&1);
+    let map_bytes = if a.shared {
+        per_thread
+    } else {
+        per_thread * max_threads as u64
+    };
+    let duration = Duration::from_secs_f64(match a.duration.as_deref() {
+        Some(d) => d
+            .parse::<f64>()
+            .map_err(|_| usage(format!("--duration {d}: give seconds, e.g. 0.5")))?,
+        None if a.full => 1.0,
+        None => 0.15,
+    });
+    let reps = if a.full { 5 } else { a.reps.max(1) };
+    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(50));
+    ctx.set_timer(timer.info());
+    let env = sanity::check(
+        &sanity::EnvFacts::probe(&ctx.root, &cpus),
+        &sanity::Context {
+            timer: Some(timer.info()),
+            memory_working_set: Some(per_thread),
+            times_single_accesses: false,
+        },
+    );
+    let points = ops.len() * patterns.len() * sizes.len() * threads.len();
+    let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
+    let mut results: Vec<Point> = Vec::new();
+    for spec in &specs {
+        let mut m = pmscope_target::map(spec, map_bytes, &opts)?;
+        sink.warn(m.warnings());
+        let target = m.record();
+        let warnings = m.warnings().to_vec();
+        let mut region = Region::from_slice(m.bytes_mut());
+        let views = StreamView::of(&mut region, max_threads, a.shared);
+        for &op in &ops {
+            for &random in &patterns {
+                for &size in &sizes {
+                    let mk = |o: StreamOp| Streamer::new(o, width, size, &ctx.features);
+                    let (s_op, s_read, s_write) = match (
+                        mk(op),
+                        mk(StreamOp::Read),
+                        mk(if op == StreamOp::Read {
+                            StreamOp::Write
+                        } else {
+                            op
+                        }),
+                    ) {
+                        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                            return Err(usage(e.to_string()));
+                        }
+                    };
+                    for &n in &threads {
+                        for (label, roles) in thread_roles(n, mix, s_op, s_read, s_write) {
+                            let mut total = Vec::new();
+                            let mut read = Vec::new();
+                            let mut written = Vec::new();
+                            let mut placements = Vec::new();
+                            for rep in 0..=reps {
+                                let out = pmscope_runner::pin::run_pinned(&cpus[..n], |w| {
+                                    stream_for(
+                                        roles[w],
+                                        views[w],
+                                        random,
+                                        duration,
+                                        a.seed ^ (w as u64) << 8 ^ rep as u64,
+                                    )
+                                })
+                                .map_err(|e| anyhow::anyhow!("{e}"))?;
+                                if rep == 0 {
+                                    continue; // warm-up: pages, TLBs, frequency
+                                }
+                                let secs = out.iter().map(|((_, s), _)| *s).fold(0.0, f64::max);
+                                let r: u64 = out.iter().map(|((t, _), _)| t.read).sum();
+                                let wr: u64 = out.iter().map(|((t, _), _)| t.written).sum();
+                                total.push((r + wr) as f64 / secs / 1e9);
+                                read.push(r as f64 / secs / 1e9);
+                                written.push(wr as f64 / secs / 1e9);
+                                placements = out.into_iter().map(|(_, p)| p).collect();
+                            }
+                            let s = Summary::of(&total).expect("finite");
+                            let rs = Summary::of(&read).expect("finite");
+                            let ws = Summary::of(&written).expect("finite");
+                            let mut rec = ctx
+                                .record("bandwidth")
+                                .param("op", op.name())
+                                .param("pattern", if random { "rand" } else { "seq" })
+                                .param("access_bytes", size)
+                                .param("threads", n)
+                                .param("shared", a.shared)
+                                .param("vector_bytes", width)
+                                .param("region_per_thread_bytes", per_thread)
+                                .param("duration_s", duration.as_secs_f64())
+                                .param("mix", label.as_str())
+                                .value("read_gb_s", rs.p50)
+                                .value("write_gb_s", ws.p50);
+                            rec.metric = Some("bandwidth_gb_s".into());
+                            rec.summary = Some(s.clone());
+                            rec.target = Some(target.clone());
+                            rec.threads = placements;
+                            rec.warnings = warnings.clone();
+                            rec.warnings.extend(env.iter().cloned());
+                            sink.emit(&rec)?;
+                            results.push(Point {
+                                target: target.spec.clone(),
+                                op,
+                                random,
+                                size,
+                                threads: n,
+                                label,
+                                total: s,
+                                read: rs.p50,
+                                written: ws.p50,
+                            });
+                        }
+                        progress.inc();
+                    }
+                }
+            }
+        }
+    }
+    progress.finish();
+    if !sink.json() {
+        println!(
+            "bandwidth in GB/s (10^9 B/s), {width}-byte vectors, {} per thread{}, median of {reps} x {:.2} s",
+            Bytes(per_thread),
+            if a.shared { " (one shared region)" } else { "" },
+            duration.as_secs_f64()
+        );
+        print_points(&results);
+    }
+    sink.warn(&env);
+    Ok(())
+}
+
+fn print_points(results: &[Point]) {
+    let mut t = Table::new(&[
+        "target", "op", "pattern", "access", "threads", "mix", "GB/s", "cv %", "read", "write",
+    ]);
+    for p in results {
+        t.row(vec![
+            p.target.clone(),
+            p.op.name().into(),
+            if p.random { "rand" } else { "seq" }.into(),
+            Bytes(p.size as u64).to_string(),
+            p.threads.to_string(),
+            if p.label.is_empty() {
+                "-".into()
+            } else {
+                p.label.clone()
+            },
+            format!("{:.2}", p.total.p50),
+            format!("{:.1}", 100.0 * p.total.cv()),
+            format!("{:.2}", p.read),
+            format!("{:.2}", p.written),
+        ]);
+    }
+    println!("{}", t.render());
+    // Random against sequential reads at the same thread count (seed 004 Figure 11).
+    for p in results
+        .iter()
+        .filter(|p| p.op == StreamOp::Read && p.random && p.label.is_empty())
+    {
+        let seq = results.iter().filter(|q| {
+            q.target == p.target
+                && q.op == StreamOp::Read
+                && !q.random
+                && q.threads == p.threads
+                && q.label.is_empty()
+        });
+        let best_seq = seq.map(|q| q.total.p50).fold(0.0, f64::max);
+        if best_seq > 0.0 {
+            println!(
+                "{}: random {} reads, {} thread(s): {:.2} GB/s = {:.2}x sequential reads ({:.2} GB/s)",
+                p.target,
+                Bytes(p.size as u64),
+                p.threads,
+                p.total.p50,
+                p.total.p50 / best_seq,
+                best_seq
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_sys::cpu::CpuFeatures;
+
+    fn streamers() -> (Streamer, Streamer, Streamer) {
+        let f = CpuFeatures::detect();
+        let w = if f.avx512f { 64 } else { 32 };
+        let mk = |o| Streamer::new(o, w, 4096, &f).unwrap();
+        (
+            mk(StreamOp::NtStore),
+            mk(StreamOp::Read),
+            mk(StreamOp::NtStore),
+        )
+    }
+
+    #[test]
+    fn mix_parsing() {
+        assert_eq!(parse_mix("split"), Ok(Mix::Split));
+        assert_eq!(
+            parse_mix("2:1"),
+            Ok(Mix::Ratio {
+                reads: 2,
+                writes: 1
+            })
+        );
+        assert!(parse_mix("0:0").is_err());
+        assert!(parse_mix("2-1").is_err());
+        assert!(parse_mix("a:b").is_err());
+    }
+
+    #[test]
+    fn split_gives_every_reader_count() {
+        let (op, r, w) = streamers();
+        let configs = thread_roles(4, Mix::Split, op, r, w);
+        assert_eq!(configs.len(), 5);
+        for (k, (label, roles)) in configs.iter().enumerate() {
+            assert_eq!(roles.len(), 4);
+            let readers = roles.iter().filter(|x| **x == Role::Stream(r)).count();
+            assert_eq!(readers, k);
+            assert_eq!(
+                roles.iter().filter(|x| **x == Role::Stream(w)).count(),
+                4 - k
+            );
+            assert_eq!(label, &format!("{k}R+{}W", 4 - k));
+        }
+        let plain = thread_roles(2, Mix::None, op, r, w);
+        assert_eq!(plain, vec![(String::new(), vec![Role::Stream(op); 2])]);
+        let ratio = thread_roles(
+            2,
+            Mix::Ratio {
+                reads: 2,
+                writes: 1,
+            },
+            op,
+            r,
+            w,
+        );
+        assert_eq!(ratio.len(), 1);
+        assert_eq!(ratio[0].0, "2:1 interleaved");
+        assert!(matches!(
+            ratio[0].1[0],
+            Role::Interleave {
+                reads: 2,
+                writes: 1,
+                ..
+            }
+        ));
+    }
+}

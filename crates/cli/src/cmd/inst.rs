@@ -1,0 +1,403 @@
+//! `pmscope inst`: the latency of single instruction sequences (LATTester, seed 004
+//! Figure 8; seed 003 Table 5). Each access — op, per-line flush, fence — is timed on its
+//! own between serialising timestamps, the timer overhead subtracted; loads find their
+//! lines flushed beforehand so the memory is measured. With two or more targets, the table
+//! has a column per target and the slowdown against the first.
+
+use crate::args::InstArgs;
+use crate::context::{Context, parse_size};
+use crate::error::usage;
+use crate::output::Sink;
+use crate::output::progress::Progress;
+use crate::output::table::Table;
+use anyhow::Result;
+use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::record::Record;
+use pmscope_core::summary::Summary;
+use pmscope_core::units::Bytes;
+use pmscope_kernel::Region;
+use pmscope_kernel::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
+use pmscope_kernel::rng::SplitMix64;
+use pmscope_runner::sanity;
+use pmscope_runner::timer::Timer;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A cell of the table.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Cell {
+    op_index: usize,
+    fence_index: usize,
+    size: usize,
+    random: bool,
+}
+
+/// A cell's outcome: latencies in ns, or why it could not run.
+pub enum Outcome {
+    Measured(Summary),
+    /// The full sentence (for the record) and the short reason (for the table).
+    Unsupported(String, String),
+}
+
+/// Offsets of `count` accesses of `size` bytes in a region of `len` bytes: consecutive
+/// (wrapping) or random, aligned to the access (64 bytes at least, 8 for 8-byte accesses).
+pub fn offsets(count: usize, size: usize, len: usize, random: bool, seed: u64) -> Vec<usize> {
+    let align = if size == 8 { 8 } else { size.max(64) };
+    let slots = (len / align).max(1);
+    let mut rng = SplitMix64::new(seed);
+    (0..count)
+        .map(|i| {
+            let slot = if random {
+                rng.below(slots as u64) as usize
+            } else {
+                i % slots
+            };
+            slot * align
+        })
+        .collect()
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
+    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+    let ops: Vec<Op> = match &a.ops {
+        None => OPS.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|s| {
+                Op::parse(s.trim()).ok_or_else(|| {
+                    usage(format!(
+                        "'{s}' is not an op: use {}",
+                        OPS.iter().map(|o| o.name()).collect::<Vec<_>>().join(", ")
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    let fences: Vec<FenceKind> = match &a.fences {
+        None => FENCES.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|s| {
+                FenceKind::parse(s.trim()).ok_or_else(|| {
+                    usage(format!("'{s}' is not a fence: use none, sfence or mfence"))
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    let default_sizes = "8,64,128,256,512,1024,4096";
+    let sizes: Vec<usize> = parse_axis(a.sizes.as_deref().unwrap_or(default_sizes), AxisKind::Size)
+        .map_err(|e| usage(e.to_string()))?
+        .into_iter()
+        .map(|s| s as usize)
+        .collect();
+    if let Some(bad) = sizes
+        .iter()
+        .find(|&&s| !(s == 8 || (s >= 64 && s % 64 == 0)))
+    {
+        return Err(usage(format!(
+            "access size {bad} is not 8 or a multiple of 64 bytes"
+        )));
+    }
+    let patterns: Vec<bool> = match a.pattern.as_str() {
+        "both" => vec![false, true],
+        "seq" => vec![false],
+        "rand" => vec![true],
+        other => {
+            return Err(usage(format!(
+                "'{other}' is not a pattern: use seq, rand or both"
+            )));
+        }
+    };
+    let region_bytes = parse_size(&a.region)?;
+    let max_size = *sizes.iter().max().unwrap_or(&64) as u64;
+    if region_bytes < max_size * 2 {
+        return Err(usage(format!(
+            "--region {} is too small for {}-byte accesses",
+            Bytes(region_bytes),
+            max_size
+        )));
+    }
+    let count = if a.full {
+        a.count.max(1_000_000)
+    } else {
+        a.count
+    };
+    let width = match a.width {
+        Some(w) => {
+            Width::from_bytes(w).ok_or_else(|| usage(format!("--width {w}: use 16, 32 or 64")))?
+        }
+        None => Width::widest(&ctx.features),
+    };
+    let cpu = a.cpu.unwrap_or(0);
+    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
+    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
+    ctx.set_timer(timer.info());
+    let env = sanity::check(
+        &sanity::EnvFacts::probe(&ctx.root, &[cpu]),
+        &sanity::Context {
+            timer: Some(timer.info()),
+            memory_working_set: Some(region_bytes),
+            times_single_accesses: true,
+        },
+    );
+    let mut cells: Vec<Cell> = Vec::new();
+    for (oi, _) in ops.iter().enumerate() {
+        for (fi, _) in fences.iter().enumerate() {
+            for &size in &sizes {
+                for &random in &patterns {
+                    cells.push(Cell {
+                        op_index: oi,
+                        fence_index: fi,
+                        size,
+                        random,
+                    });
+                }
+            }
+        }
+    }
+    let features = ctx.features;
+    let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
+    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", !sink.json());
+    for spec in &specs {
+        let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
+        sink.warn(m.warnings());
+        let target = m.record();
+        let warnings = m.warnings().to_vec();
+        let shared = Mutex::new(&mut m);
+        let mut out = pmscope_runner::pin::run_pinned(&[cpu], |_| {
+            let mut m = shared.lock().expect("one worker");
+            let mut region = Region::from_slice(m.bytes_mut());
+            let overhead = access::timing_overhead(100_001);
+            let mut results = BTreeMap::new();
+            let mut ticks = vec![0u64; count];
+            for &c in &cells {
+                let op = ops[c.op_index];
+                let fence = fences[c.fence_index];
+                let w = if c.size == 8 { Width::W8 } else { width };
+                let outcome = match Sequence::new(op, fence, w, &features) {
+                    Err(e) => Outcome::Unsupported(e.to_string(), e.reason.clone()),
+                    Ok(seq) => {
+                        let offs = offsets(
+                            count,
+                            c.size,
+                            region.len(),
+                            c.random,
+                            a.seed ^ c.size as u64,
+                        );
+                        // Warm-up: the first accesses of a cell pay for code and TLB.
+                        let warm = count.min(1000);
+                        seq.time_each(
+                            &mut region,
+                            c.size,
+                            &offs[..warm],
+                            !op.writes() && !a.no_flush,
+                            &mut ticks[..warm],
+                        );
+                        seq.time_each(
+                            &mut region,
+                            c.size,
+                            &offs,
+                            !op.writes() && !a.no_flush,
+                            &mut ticks,
+                        );
+                        let ns: Vec<f64> = ticks
+                            .iter()
+                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                            .collect();
+                        Outcome::Measured(Summary::of(&ns).expect("finite"))
+                    }
+                };
+                results.insert(c, outcome);
+                progress.inc();
+            }
+            (results, timer.tsc_ticks_to_ns(overhead))
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let ((results, overhead_ns), placement) = out.remove(0);
+        for (c, outcome) in &results {
+            let mut r: Record = ctx
+                .record("inst")
+                .param("op", ops[c.op_index].name())
+                .param("fence", fences[c.fence_index].name())
+                .param("access_bytes", c.size)
+                .param("pattern", if c.random { "rand" } else { "seq" })
+                .param("width_bytes", if c.size == 8 { 8 } else { width.bytes() })
+                .param("flushed_before", !ops[c.op_index].writes() && !a.no_flush)
+                .param("region_bytes", region_bytes)
+                .value("timer_overhead_ns", overhead_ns);
+            match outcome {
+                Outcome::Measured(s) => {
+                    r.metric = Some("latency_ns".into());
+                    r.summary = Some(s.clone());
+                }
+                Outcome::Unsupported(why, _) => {
+                    r = r.param("unsupported", why.as_str());
+                }
+            }
+            r.target = Some(target.clone());
+            r.warnings = warnings.clone();
+            r.warnings.extend(env.iter().cloned());
+            r.threads = vec![placement];
+            sink.emit(&r)?;
+        }
+        columns.push((target.spec.clone(), results));
+    }
+    progress.finish();
+    if !sink.json() {
+        print_table(&columns, &cells, &ops, &fences, width);
+    }
+    sink.warn(&env);
+    Ok(())
+}
+
+fn print_table(
+    columns: &[(String, BTreeMap<Cell, Outcome>)],
+    cells: &[Cell],
+    ops: &[Op],
+    fences: &[FenceKind],
+    width: Width,
+) {
+    println!(
+        "single-access latency ({}-byte instructions; loads flushed first; timer overhead subtracted)",
+        width.bytes()
+    );
+    println!("{}", render_table(columns, cells, ops, fences));
+}
+
+/// The seed 003 Table 5 layout: a row per op x fence x size x pattern, a column pair per
+/// target, and the slowdown against the first target.
+fn render_table(
+    columns: &[(String, BTreeMap<Cell, Outcome>)],
+    cells: &[Cell],
+    ops: &[Op],
+    fences: &[FenceKind],
+) -> String {
+    let mut header: Vec<String> = vec![
+        "op".into(),
+        "fence".into(),
+        "bytes".into(),
+        "pattern".into(),
+    ];
+    for (i, (name, _)) in columns.iter().enumerate() {
+        header.push(format!("{name} p50 ns"));
+        header.push("p99".into());
+        if i > 0 {
+            header.push("slowdown".into());
+        }
+    }
+    let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
+    let mut t = Table::new(&h);
+    for c in cells {
+        let mut row = vec![
+            ops[c.op_index].name().to_string(),
+            fences[c.fence_index].name().to_string(),
+            c.size.to_string(),
+            if c.random { "rand" } else { "seq" }.to_string(),
+        ];
+        let first = match columns.first().and_then(|(_, r)| r.get(c)) {
+            Some(Outcome::Measured(s)) => Some(s.p50),
+            _ => None,
+        };
+        for (i, (_, results)) in columns.iter().enumerate() {
+            match results.get(c) {
+                Some(Outcome::Measured(s)) => {
+                    row.push(format!("{:.1}", s.p50));
+                    row.push(format!("{:.1}", s.p99));
+                    if i > 0 {
+                        row.push(match first {
+                            Some(f) if f > 0.0 => format!("{:.2}x", s.p50 / f),
+                            _ => "-".into(),
+                        });
+                    }
+                }
+                Some(Outcome::Unsupported(_, reason)) => {
+                    row.push(format!("n/a: {reason}"));
+                    row.push("-".into());
+                    if i > 0 {
+                        row.push("-".into());
+                    }
+                }
+                None => unreachable!("every cell is measured or unsupported"),
+            }
+        }
+        t.row(row);
+    }
+    t.render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_has_every_cell_for_every_target() {
+        let ops = [Op::Load, Op::NtLoad];
+        let fences = [FenceKind::None, FenceKind::Mfence];
+        let mut cells = Vec::new();
+        for op_index in 0..2 {
+            for fence_index in 0..2 {
+                for size in [8, 64] {
+                    for random in [false, true] {
+                        cells.push(Cell {
+                            op_index,
+                            fence_index,
+                            size,
+                            random,
+                        });
+                    }
+                }
+            }
+        }
+        let column = |scale: f64| -> BTreeMap<Cell, Outcome> {
+            cells
+                .iter()
+                .map(|&c| {
+                    let o = if c.op_index == 1 && c.size == 8 {
+                        Outcome::Unsupported("full".into(), "movntdqa has no 8-byte form".into())
+                    } else {
+                        Outcome::Measured(Summary::of(&[100.0 * scale, 200.0 * scale]).unwrap())
+                    };
+                    (c, o)
+                })
+                .collect()
+        };
+        let cols = vec![
+            ("dram:4k".to_string(), column(1.0)),
+            ("shm:4k".to_string(), column(2.0)),
+        ];
+        let text = render_table(&cols, &cells, &ops, &fences);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + cells.len(), "a header and a row per cell");
+        assert!(
+            lines[0].contains("dram:4k p50 ns")
+                && lines[0].contains("shm:4k p50 ns")
+                && lines[0].contains("slowdown")
+        );
+        for l in &lines[1..] {
+            assert!(
+                l.contains("2.00x") || l.contains("n/a: movntdqa has no 8-byte form"),
+                "{l}"
+            );
+            assert_eq!(l.split_whitespace().filter(|w| w.is_empty()).count(), 0);
+        }
+        assert_eq!(
+            text.matches("n/a:").count(),
+            2 * 2 * 2,
+            "ntload at 8 B, both fences, both patterns, both targets"
+        );
+    }
+
+    #[test]
+    fn offsets_are_aligned_inside_and_sequential_or_random() {
+        let s = offsets(10, 256, 4096, false, 1);
+        assert_eq!(s, [0, 256, 512, 768, 1024, 1280, 1536, 1792, 2048, 2304]);
+        let wrapped = offsets(20, 256, 4096, false, 1);
+        assert_eq!(wrapped[16], 0);
+        let r = offsets(1000, 64, 1 << 20, true, 7);
+        assert!(r.iter().all(|&o| o % 64 == 0 && o + 64 <= 1 << 20));
+        assert!(r.windows(2).any(|w| w[1] != w[0] + 64));
+        let w = offsets(4, 8, 4096, false, 1);
+        assert_eq!(w, [0, 8, 16, 24]);
+    }
+}

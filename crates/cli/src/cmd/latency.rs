@@ -1,0 +1,364 @@
+//! `pmscope latency`: idle load latency by dependent-load chains over a working-set sweep,
+//! with a per-load distribution at the largest point, the cache plateaus found, and the
+//! difference between targets at the largest point (the TLB effect between 4k and thp).
+
+use crate::args::LatencyArgs;
+use crate::context::{Context, parse_size};
+use crate::error::usage;
+use crate::measure::{LatencyPlan, chase_distribution, chase_latency};
+use crate::output::Sink;
+use crate::output::progress::Progress;
+use crate::output::table::Table;
+use anyhow::{Context as _, Result};
+use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::record::Record;
+use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_core::units::Bytes;
+use pmscope_kernel::Region;
+use pmscope_kernel::chain::{ChainSpec, Order};
+use pmscope_kernel::chase::Chaser;
+use pmscope_runner::sanity;
+use pmscope_runner::timer::Timer;
+use pmscope_sys::cpu;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The default sweep: every power of two and the midpoint after it, from 4 KiB to `max`.
+pub fn default_sizes(max: u64) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut s = 4096u64;
+    while s <= max {
+        v.push(s);
+        if s + s / 2 <= max && s * 2 <= max {
+            v.push(s + s / 2);
+        }
+        s *= 2;
+    }
+    v
+}
+
+/// A target's curve and, at its largest point, its per-load distribution.
+struct Curve {
+    target: String,
+    points: Vec<Point>,
+    distribution: Option<(Summary, LogHistogram)>,
+}
+
+/// One measured point.
+pub struct Point {
+    /// Working set in bytes.
+    pub ws: u64,
+    /// ns per load.
+    pub summary: Summary,
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
+    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+    let order: Order = a.pattern.parse().map_err(usage)?;
+    let element = parse_size(&a.element)? as usize;
+    let llc = cpu::last_level_cache_bytes(&cpu::caches(&ctx.root, 0)).unwrap_or(32 << 20);
+    let sizes = match &a.sizes {
+        Some(axis) => parse_axis(axis, AxisKind::Size).map_err(|e| usage(e.to_string()))?,
+        None => default_sizes((1u64 << 30).max(4 * llc)),
+    };
+    if sizes.iter().any(|&s| (s as usize) < 2 * element) {
+        return Err(usage(format!(
+            "every working set must hold at least two {element}-byte elements; the smallest given is {}",
+            Bytes(*sizes.iter().min().unwrap_or(&0))
+        )));
+    }
+    let cpu = a.cpu.unwrap_or(0);
+    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
+    let reps = if a.full { 15 } else { a.reps };
+    let plan = LatencyPlan {
+        reps: reps.max(1),
+        rep_ns: if a.full { 200e6 } else { 40e6 },
+    };
+    let samples = if a.full { 1_000_000 } else { a.samples };
+    let spec = ChainSpec {
+        order,
+        element,
+        tlb_window_pages: a.tlb_window,
+        mix: !a.no_mix,
+        seed: a.seed,
+    };
+    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
+    ctx.set_timer(timer.info());
+    let max_ws = *sizes.iter().max().expect("non-empty axis");
+    let facts = sanity::EnvFacts::probe(&ctx.root, &[cpu]);
+    let env = sanity::check(
+        &facts,
+        &sanity::Context {
+            timer: Some(timer.info()),
+            memory_working_set: Some(max_ws),
+            times_single_accesses: samples > 0,
+        },
+    );
+    let progress = Progress::new((sizes.len() * specs.len()) as u64, "latency", !sink.json());
+    let mut results: Vec<Curve> = Vec::new();
+    let mut achieved = Vec::new();
+    for spec_t in &specs {
+        let mut mapping = pmscope_target::map(spec_t, max_ws, &opts)?;
+        sink.warn(mapping.warnings());
+        let target = mapping.record();
+        let mapping_warnings = mapping.warnings().to_vec();
+        let shared = Mutex::new(&mut mapping);
+        let out = pmscope_runner::pin::run_pinned(&[cpu], |_| -> Result<_> {
+            let mut m = shared.lock().expect("one worker");
+            let mut region = Region::from_slice(m.bytes_mut());
+            let mut points = Vec::new();
+            let mut dist = None;
+            for &ws in &sizes {
+                let mut chaser = Chaser::build(&mut region, ws as usize, &spec)
+                    .with_context(|| format!("building a chain over {}", Bytes(ws)))?;
+                let ns = chase_latency(&mut chaser, &timer, plan);
+                if ws == max_ws && samples > 0 {
+                    dist = Some(chase_distribution(&mut chaser, &timer, samples));
+                }
+                points.push(Point {
+                    ws,
+                    summary: Summary::of(&ns).expect("finite"),
+                });
+                progress.inc();
+            }
+            Ok((points, dist))
+        });
+        let mut out = out.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let ((points, dist), placement) = {
+            let (r, p) = out.remove(0);
+            (r?, p)
+        };
+        for p in &points {
+            let mut r = point_record(ctx, "latency", &spec, p, &target, &mapping_warnings, &env);
+            r.threads = vec![placement];
+            sink.emit(&r)?;
+        }
+        if let Some((summary, hist)) = &dist {
+            let mut r = ctx
+                .record("latency-distribution")
+                .param("pattern", spec.order.name())
+                .param("element_bytes", spec.element)
+                .param("working_set_bytes", max_ws)
+                .param("samples", samples);
+            r.metric = Some("latency_ns".into());
+            r.summary = Some(summary.clone());
+            r.histogram = Some(hist.clone());
+            r.target = Some(target.clone());
+            r.warnings = mapping_warnings.clone();
+            r.warnings.extend(env.iter().cloned());
+            r.threads = vec![placement];
+            sink.emit(&r)?;
+        }
+        achieved.push((target.spec.clone(), target.achieved.clone()));
+        results.push(Curve {
+            target: target.spec.clone(),
+            points,
+            distribution: dist,
+        });
+    }
+    progress.finish();
+    let pairs: Vec<(String, &pmscope_core::achieved::Achieved)> =
+        achieved.iter().map(|(s, a)| (s.clone(), a)).collect();
+    let cross = pmscope_target::verify::compare_targets(&pairs);
+    if !sink.json() {
+        print_human(ctx, &spec, &results);
+    }
+    sink.warn(&cross);
+    sink.warn(&env);
+    Ok(())
+}
+
+fn point_record(
+    ctx: &Context,
+    experiment: &str,
+    spec: &ChainSpec,
+    p: &Point,
+    target: &pmscope_core::record::TargetRecord,
+    mapping_warnings: &[pmscope_core::warning::Warning],
+    env: &[pmscope_core::warning::Warning],
+) -> Record {
+    let mut r = ctx
+        .record(experiment)
+        .param("pattern", spec.order.name())
+        .param("element_bytes", spec.element)
+        .param("working_set_bytes", p.ws)
+        .param("tlb_window_pages", spec.tlb_window_pages.map(|w| w as u64))
+        .param("mixer", spec.mix)
+        .param("seed", spec.seed)
+        .value("cv", p.summary.cv());
+    r.metric = Some("latency_ns".into());
+    r.summary = Some(p.summary.clone());
+    r.target = Some(target.clone());
+    r.warnings = mapping_warnings.to_vec();
+    r.warnings.extend(env.iter().cloned());
+    r
+}
+
+/// Where the latency curve steps up: the last point before each rise of more than 25 %
+/// between neighbouring points. Consecutive rises form one transition (a cache level ends
+/// over a range of sizes, not at one point), so each transition yields one plateau end.
+pub fn plateau_ends(points: &[Point]) -> Vec<(u64, f64)> {
+    let mut ends = Vec::new();
+    let mut rising = false;
+    for w in points.windows(2) {
+        let rise = w[1].summary.p50 > w[0].summary.p50 * 1.25;
+        if rise && !rising {
+            ends.push((w[0].ws, w[0].summary.p50));
+        }
+        rising = rise;
+    }
+    ends
+}
+
+fn print_human(ctx: &Context, spec: &ChainSpec, results: &[Curve]) {
+    let caches = cpu::caches(&ctx.root, 0);
+    for Curve {
+        target,
+        points,
+        distribution: dist,
+    } in results
+    {
+        println!(
+            "{target}: {} chain, {}-byte elements{}",
+            spec.order,
+            spec.element,
+            spec.tlb_window_pages
+                .map(|w| format!(", TLB window {w} pages"))
+                .unwrap_or_default()
+        );
+        let mut t = Table::new(&["working set", "ns/load", "min", "max", "cv %", "reps"]);
+        for p in points {
+            t.row(vec![
+                Bytes(p.ws).to_string(),
+                format!("{:.2}", p.summary.p50),
+                format!("{:.2}", p.summary.min),
+                format!("{:.2}", p.summary.max),
+                format!("{:.1}", 100.0 * p.summary.cv()),
+                p.summary.n.to_string(),
+            ]);
+        }
+        println!("{}", t.render());
+        let ends = plateau_ends(points);
+        let levels: Vec<&pmscope_sys::cpu::Cache> =
+            caches.iter().filter(|c| c.kind != "Instruction").collect();
+        println!("plateaus (where the curve steps up by more than 25% between neighbours):");
+        for (i, (ws, ns)) in ends.iter().enumerate() {
+            let reported = levels
+                .get(i)
+                .map(|c| format!("L{} is {} per `pmscope info`", c.level, Bytes(c.size_bytes)))
+                .unwrap_or_else(|| "beyond the reported caches (TLB reach or memory)".into());
+            println!(
+                "  step {}: plateau ends at {} ({ns:.1} ns); {reported}",
+                i + 1,
+                Bytes(*ws)
+            );
+        }
+        if let Some((s, h)) = dist {
+            println!(
+                "per-load distribution at {} ({} loads): p50 {:.1} ns, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",
+                Bytes(points.last().map(|p| p.ws).unwrap_or(0)),
+                s.n,
+                s.p50,
+                s.p90,
+                s.p99,
+                s.p999,
+                s.max
+            );
+            print_histogram(h);
+        }
+        println!();
+    }
+    if results.len() > 1 {
+        let first = &results[0];
+        if let Some(fp) = first.points.last() {
+            println!("at {} ({}):", Bytes(fp.ws), spec.order);
+            for Curve { target, points, .. } in results {
+                if let Some(p) = points.last() {
+                    println!(
+                        "  {target:<24} {:>8.2} ns/load   {:+.2} ns ({:+.1}%) vs {}",
+                        p.summary.p50,
+                        p.summary.p50 - fp.summary.p50,
+                        100.0 * (p.summary.p50 / fp.summary.p50 - 1.0),
+                        first.target
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn print_histogram(h: &LogHistogram) {
+    let total: u64 = h.count.iter().sum::<u64>().max(1);
+    let max = h.count.iter().copied().max().unwrap_or(1).max(1);
+    // Buckets under 0.01 % are folded into one line each side, so the tail is not lost.
+    let shown = |c: u64| c * 10_000 >= total;
+    let first = h.count.iter().position(|&c| shown(c)).unwrap_or(0);
+    let last = h.count.iter().rposition(|&c| shown(c)).unwrap_or(0);
+    let below: u64 = h.count[..first].iter().sum();
+    if below > 0 {
+        println!("  <  {:>8.1} ns  {below} samples", h.lower[first]);
+    }
+    for i in first..=last {
+        let c = h.count[i];
+        let bar = "#".repeat(((c as f64 / max as f64) * 40.0).ceil() as usize);
+        println!(
+            "  >= {:>8.1} ns {:>6.2}% {bar}",
+            h.lower[i],
+            100.0 * c as f64 / total as f64
+        );
+    }
+    let above: u64 = h.count[last + 1..].iter().sum();
+    if above > 0 {
+        println!(
+            "  >= {:>8.1} ns  {above} samples (max in the record)",
+            h.lower[last + 1]
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(v: &[(u64, f64)]) -> Vec<Point> {
+        v.iter()
+            .map(|&(ws, ns)| Point {
+                ws,
+                summary: Summary::of(&[ns]).unwrap(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plateaus_from_a_measured_curve() {
+        // This VM's dram:thp curve (ns): L1 to 32 KiB, L2 to 512 KiB, L3 to 4 MiB.
+        let p = pts(&[
+            (16 << 10, 1.2),
+            (32 << 10, 1.2),
+            (48 << 10, 3.8),
+            (256 << 10, 3.8),
+            (384 << 10, 4.4),
+            (512 << 10, 4.8),
+            (768 << 10, 6.5),
+            (1 << 20, 8.3),
+            (3 << 19, 12.1),
+            (2 << 20, 13.6),
+            (4 << 20, 15.2),
+            (6 << 20, 21.1),
+            (8 << 20, 105.0),
+            (12 << 20, 122.0),
+            (1 << 30, 140.0),
+        ]);
+        let ends: Vec<u64> = plateau_ends(&p).iter().map(|e| e.0).collect();
+        assert_eq!(ends, [32 << 10, 512 << 10, 4 << 20]);
+    }
+
+    #[test]
+    fn default_sweep_has_powers_and_midpoints() {
+        let s = default_sizes(64 << 10);
+        assert_eq!(
+            s,
+            [4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536]
+        );
+    }
+}

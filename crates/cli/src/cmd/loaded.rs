@@ -1,0 +1,383 @@
+//! `pmscope loaded`: loaded latency (seed 004 Figure 14, Intel MLC's loaded-latency mode).
+//! One pinned thread measures while the others generate traffic with an injected delay
+//! after every access; one point per delay, from no traffic at all (idle) through delays
+//! that make the load negligible down to 0 (flat out), giving a bandwidth-latency curve.
+//!
+//! The probe is a dependent-load chain over a random cycle (the same method and working set
+//! as `pmscope latency`), reporting the mean ns per load of the chain and, from
+//! individually timed loads, p50/p99/p99.9 — the tail under load, which MLC does not give.
+//! It can also be a persist operation (`--probe store+clwb+sfence`, or a persist strategy
+//! name): the latency of making a line durable while the other threads load the memory.
+
+use crate::args::LoadedArgs;
+use crate::context::{Context, parse_size};
+use crate::error::usage;
+use crate::measure::{LatencyPlan, chase_latency, delayed_traffic};
+use crate::output::Sink;
+use crate::output::progress::Progress;
+use crate::output::table::Table;
+use anyhow::Result;
+use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::summary::Summary;
+use pmscope_core::units::Bytes;
+use pmscope_kernel::Region;
+use pmscope_kernel::access::{self, FenceKind, Op, Sequence, Width};
+use pmscope_kernel::chain::ChainSpec;
+use pmscope_kernel::chase::{Chaser, single_timing_overhead};
+use pmscope_kernel::stream::{StreamOp, StreamView, Streamer};
+use pmscope_runner::sanity;
+use pmscope_runner::timer::Timer;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::Duration;
+
+/// What the measuring thread measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Dependent loads over a random chain.
+    Chase,
+    /// A store of one line, its flush and a fence, timed as one access.
+    Persist(Op, FenceKind),
+}
+
+/// Parses `--probe`: `chase`, `store+<flush>+<fence>`, `ntstore+<fence>`, or a persist
+/// strategy name (clflush, clflushopt, clwb, ntstore) meaning its store, flush and drain.
+pub fn parse_probe(s: &str) -> Result<Probe, String> {
+    let err = || {
+        format!(
+            "'{s}' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence"
+        )
+    };
+    Ok(match s {
+        "chase" => Probe::Chase,
+        "clflush" => Probe::Persist(Op::StoreClflush, FenceKind::None),
+        "clflushopt" => Probe::Persist(Op::StoreClflushopt, FenceKind::Sfence),
+        "clwb" => Probe::Persist(Op::StoreClwb, FenceKind::Sfence),
+        "ntstore" => Probe::Persist(Op::NtStore, FenceKind::Sfence),
+        _ => {
+            let (op, fence) = s.rsplit_once('+').ok_or_else(err)?;
+            let fence = FenceKind::parse(fence).ok_or_else(err)?;
+            let op = Op::parse(op).filter(|o| o.writes()).ok_or_else(err)?;
+            Probe::Persist(op, fence)
+        }
+    })
+}
+
+/// The delay schedule: idle (no traffic) first, then the delays from the largest (lightest
+/// load) to the smallest (heaviest), each in TSC ticks.
+pub fn delay_schedule(delays_ns: &[u64], hz: f64) -> Vec<(Option<u64>, u64)> {
+    let mut d: Vec<u64> = delays_ns.to_vec();
+    d.sort_unstable_by(|a, b| b.cmp(a));
+    d.dedup();
+    std::iter::once((None, 0))
+        .chain(
+            d.into_iter()
+                .map(|ns| (Some(ns), (ns as f64 * hz / 1e9).round() as u64)),
+        )
+        .collect()
+}
+
+/// One point of the curve.
+struct Point {
+    delay_ns: Option<u64>,
+    traffic_gb_s: f64,
+    mean_ns: f64,
+    samples: Summary,
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
+    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+    let probe = parse_probe(&a.probe).map_err(usage)?;
+    let delays: Vec<u64> =
+        parse_axis(&a.delays, AxisKind::Count).map_err(|e| usage(e.to_string()))?;
+    let (reads, writes) = match a
+        .rw
+        .split_once(':')
+        .and_then(|(r, w)| Some((r.parse::<u32>().ok()?, w.parse::<u32>().ok()?)))
+    {
+        Some((r, w)) if r + w > 0 => (r, w),
+        _ => {
+            return Err(usage(format!(
+                "--rw {}: give the traffic's read:write ratio, e.g. 1:0, 2:1 or 1:1",
+                a.rw
+            )));
+        }
+    };
+    let cpus: Vec<usize> = match &a.cpus {
+        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        None => pmscope_sys::affinity::allowed_cpus()?,
+    };
+    if cpus.len() < 2 {
+        return Err(usage(format!(
+            "loaded latency needs a CPU for the probe and at least one for traffic; --cpus gives {}",
+            cpus.len()
+        )));
+    }
+    pmscope_runner::pin::check_cpus(&cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
+    let probe_bytes = parse_size(&a.probe_region)?;
+    let traffic_bytes = parse_size(&a.traffic_region)?;
+    let access_bytes = parse_size(&a.traffic_access)? as usize;
+    let width = if ctx.features.avx512f { 64 } else { 32 };
+    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)
+        .map_err(|e| usage(e.to_string()))?;
+    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)
+        .map_err(|e| usage(e.to_string()))?;
+    if let Probe::Persist(op, fence) = probe {
+        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)
+            .map_err(|e| usage(e.to_string()))?;
+    }
+    let samples = if a.full { 200_000 } else { a.samples };
+    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
+    ctx.set_timer(timer.info());
+    let schedule = delay_schedule(&delays, timer.info().hz);
+    let env = sanity::check(
+        &sanity::EnvFacts::probe(&ctx.root, &cpus),
+        &sanity::Context {
+            timer: Some(timer.info()),
+            memory_working_set: Some(probe_bytes),
+            times_single_accesses: true,
+        },
+    );
+    let traffic_threads = cpus.len() - 1;
+    let features = ctx.features;
+    let plan = LatencyPlan {
+        reps: if a.full { 9 } else { 5 },
+        rep_ns: if a.full { 100e6 } else { 40e6 },
+    };
+    let progress = Progress::new(
+        (specs.len() * schedule.len()) as u64,
+        "loaded",
+        !sink.json(),
+    );
+    let mut curves = Vec::new();
+    for spec in &specs {
+        let mut m = pmscope_target::map(
+            spec,
+            probe_bytes + traffic_bytes * traffic_threads as u64,
+            &opts,
+        )?;
+        sink.warn(m.warnings());
+        let target = m.record();
+        let warnings = m.warnings().to_vec();
+        let (probe_region, mut traffic_region) =
+            Region::from_slice(m.bytes_mut()).split_at(probe_bytes as usize);
+        let views = StreamView::of(&mut traffic_region, traffic_threads, false);
+        let probe_region = Mutex::new(probe_region);
+        // One pinned team per target: worker 0 measures every point in turn, the others
+        // generate the point's traffic between two barriers, so the chain is built once.
+        let team = Barrier::new(cpus.len());
+        let stop = AtomicBool::new(false);
+        let traffic_per_point: Mutex<Vec<Vec<(u64, f64)>>> =
+            Mutex::new(vec![Vec::new(); schedule.len()]);
+        let out = pmscope_runner::pin::run_pinned(&cpus, |w| -> Vec<Point> {
+            if w > 0 {
+                for (i, &(delay_ns, ticks)) in schedule.iter().enumerate() {
+                    team.wait();
+                    if delay_ns.is_some() {
+                        let (t, secs) =
+                            delayed_traffic(read, write, reads, writes, views[w - 1], ticks, &stop);
+                        traffic_per_point.lock().expect("traffic")[i].push((t.total(), secs));
+                    }
+                    team.wait();
+                }
+                return Vec::new();
+            }
+            let mut region = probe_region.lock().expect("probe region");
+            let mut points = Vec::new();
+            let mut schedule_points = |measure: &mut dyn FnMut(Option<u64>) -> Point| {
+                for &(delay_ns, _) in &schedule {
+                    stop.store(false, Ordering::SeqCst);
+                    team.wait();
+                    // Let the traffic reach steady state before measuring.
+                    std::thread::sleep(Duration::from_millis(20));
+                    let point = measure(delay_ns);
+                    progress.inc();
+                    stop.store(true, Ordering::SeqCst);
+                    team.wait();
+                    points.push(point);
+                }
+            };
+            match probe {
+                Probe::Chase => {
+                    let spec = ChainSpec {
+                        seed: a.seed,
+                        ..ChainSpec::default()
+                    };
+                    let mut chaser = Chaser::build(&mut region, probe_bytes as usize, &spec)
+                        .expect("the probe region holds a chain");
+                    let overhead = single_timing_overhead(10_001);
+                    schedule_points(&mut |delay_ns| {
+                        let means = chase_latency(&mut chaser, &timer, plan);
+                        let mut ticks = vec![0u64; samples];
+                        chaser.time_each(&mut ticks);
+                        let ns: Vec<f64> = ticks
+                            .iter()
+                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                            .collect();
+                        Point {
+                            delay_ns,
+                            traffic_gb_s: 0.0,
+                            mean_ns: Summary::of(&means).expect("finite").p50,
+                            samples: Summary::of(&ns).expect("finite"),
+                        }
+                    });
+                }
+                Probe::Persist(op, fence) => {
+                    let seq = Sequence::new(op, fence, Width::widest(&features), &features)
+                        .expect("checked above");
+                    let offs = crate::cmd::inst::offsets(samples, 64, region.len(), true, a.seed);
+                    let overhead = access::timing_overhead(10_001);
+                    schedule_points(&mut |delay_ns| {
+                        let mut ticks = vec![0u64; samples];
+                        seq.time_each(&mut region, 64, &offs, false, &mut ticks);
+                        let ns: Vec<f64> = ticks
+                            .iter()
+                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                            .collect();
+                        let s = Summary::of(&ns).expect("finite");
+                        Point {
+                            delay_ns,
+                            traffic_gb_s: 0.0,
+                            mean_ns: s.mean,
+                            samples: s,
+                        }
+                    });
+                }
+            }
+            points
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let placements: Vec<_> = out.iter().map(|(_, p)| *p).collect();
+        let mut points = out
+            .into_iter()
+            .next()
+            .map(|(p, _)| p)
+            .expect("worker 0 measures");
+        let traffic = traffic_per_point.into_inner().expect("traffic");
+        for (point, t) in points.iter_mut().zip(&traffic) {
+            let secs = t.iter().map(|x| x.1).fold(0.0, f64::max);
+            point.traffic_gb_s = if secs > 0.0 {
+                t.iter().map(|x| x.0).sum::<u64>() as f64 / secs / 1e9
+            } else {
+                0.0
+            };
+            let active = point.delay_ns.is_some();
+            let mut r = ctx
+                .record("loaded")
+                .param("probe", a.probe.as_str())
+                .param("delay_ns", point.delay_ns)
+                .param("traffic_threads", if active { traffic_threads } else { 0 })
+                .param("traffic_rw", a.rw.as_str())
+                .param("traffic_access_bytes", access_bytes)
+                .param("probe_region_bytes", probe_bytes)
+                .param("samples", samples)
+                .value("traffic_gb_s", point.traffic_gb_s)
+                .value("mean_latency_ns", point.mean_ns);
+            r.metric = Some("latency_ns".into());
+            r.summary = Some(point.samples.clone());
+            r.target = Some(target.clone());
+            r.threads = placements.clone();
+            r.warnings = warnings.clone();
+            r.warnings.extend(env.iter().cloned());
+            sink.emit(&r)?;
+        }
+        curves.push((target.spec.clone(), points));
+    }
+    progress.finish();
+    if !sink.json() {
+        for (spec, points) in &curves {
+            println!(
+                "{spec}: probe {} on CPU {} ({}), traffic {} on {} thread(s), {} accesses, read:write {}",
+                a.probe,
+                cpus[0],
+                if probe == Probe::Chase {
+                    format!("random chain over {}", Bytes(probe_bytes))
+                } else {
+                    "random lines".into()
+                },
+                if reads > 0 && writes > 0 {
+                    "reads and writes"
+                } else if writes > 0 {
+                    "writes"
+                } else {
+                    "reads"
+                },
+                traffic_threads,
+                Bytes(access_bytes as u64),
+                a.rw
+            );
+            let mut t = Table::new(&[
+                "delay",
+                "traffic GB/s",
+                "mean ns",
+                "p50 ns",
+                "p99 ns",
+                "p99.9 ns",
+            ]);
+            for p in points {
+                t.row(vec![
+                    p.delay_ns
+                        .map(|d| format!("{d} ns"))
+                        .unwrap_or_else(|| "idle".into()),
+                    format!("{:.2}", p.traffic_gb_s),
+                    format!("{:.1}", p.mean_ns),
+                    format!("{:.1}", p.samples.p50),
+                    format!("{:.1}", p.samples.p99),
+                    format!("{:.1}", p.samples.p999),
+                ]);
+            }
+            println!("{}", t.render());
+            if let (Some(idle), Some(heavy)) = (points.first(), points.last()) {
+                println!(
+                    "heaviest load: {:.1} ns mean vs {:.1} ns idle ({:+.1}%), p99 {:.1} vs {:.1} ns\n",
+                    heavy.mean_ns,
+                    idle.mean_ns,
+                    100.0 * (heavy.mean_ns / idle.mean_ns - 1.0),
+                    heavy.samples.p99,
+                    idle.samples.p99
+                );
+            }
+        }
+    }
+    sink.warn(&env);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_runs_from_idle_to_heaviest() {
+        let s = delay_schedule(&[0, 1000, 100, 100], 2e9);
+        assert_eq!(
+            s,
+            vec![
+                (None, 0),
+                (Some(1000), 2000),
+                (Some(100), 200),
+                (Some(0), 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn probes() {
+        assert_eq!(parse_probe("chase"), Ok(Probe::Chase));
+        assert_eq!(
+            parse_probe("store+clwb+sfence"),
+            Ok(Probe::Persist(Op::StoreClwb, FenceKind::Sfence))
+        );
+        assert_eq!(
+            parse_probe("ntstore+mfence"),
+            Ok(Probe::Persist(Op::NtStore, FenceKind::Mfence))
+        );
+        assert_eq!(
+            parse_probe("clwb"),
+            Ok(Probe::Persist(Op::StoreClwb, FenceKind::Sfence))
+        );
+        assert!(parse_probe("load+mfence").is_err());
+        assert!(parse_probe("store+clwb+xfence").is_err());
+        assert!(parse_probe("bogus").is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! `pmscope rap`: read-after-persist latency (seed 001). Lines are written and persisted
+//! in a random order; after persisting line k, the line persisted d lines earlier is loaded
+//! and that one load is timed. Seed 001 found loads of recently persisted Optane lines
+//! slow (a fence makes a persist globally visible, not complete) and approaching the
+//! on-DIMM buffer latency with distance. The idle latency of a flushed line, timed the same
+//! way on the same target, is printed beside it.
+
+use crate::args::RapArgs;
+use crate::context::{Context, parse_size};
+use crate::error::usage;
+use crate::output::Sink;
+use crate::output::progress::Progress;
+use crate::output::table::Table;
+use anyhow::Result;
+use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::summary::Summary;
+use pmscope_kernel::Region;
+use pmscope_kernel::access::{self, FenceKind, Op, Sequence, Width, store_value};
+use pmscope_kernel::rng::SplitMix64;
+use pmscope_persist::{PersistStrategy, Persister};
+use pmscope_runner::sanity;
+use pmscope_runner::timer::Timer;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Latencies (ticks, overhead included) of loading the line persisted `d` lines earlier,
+/// `samples` times, walking `order` (line numbers).
+fn read_after_persist(
+    region: &mut Region<'_>,
+    persister: &Persister,
+    load: &Sequence,
+    order: &[u32],
+    d: usize,
+    samples: usize,
+) -> std::io::Result<Vec<u64>> {
+    let mut ticks = Vec::with_capacity(samples);
+    let mut t = [0u64];
+    for k in 0..samples + d {
+        let line = order[k % order.len()] as usize * 64;
+        let bytes = region.bytes();
+        bytes[line..line + 8].copy_from_slice(&store_value(k as u64).to_ne_bytes());
+        persister.persist(&bytes[line..line + 64])?;
+        if k >= d {
+            let earlier = order[(k - d) % order.len()] as usize * 64;
+            load.time_each(region, 8, &[earlier], false, &mut t);
+            ticks.push(t[0]);
+        }
+    }
+    Ok(ticks)
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
+    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+    let strategy: PersistStrategy = a
+        .persist
+        .parse()
+        .map_err(|e: pmscope_persist::Unsupported| usage(e.to_string()))?;
+    let persister = Persister::new(strategy, &ctx.features).map_err(|e| usage(e.to_string()))?;
+    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let distances: Vec<usize> = parse_axis(&a.distances, AxisKind::Count)
+        .map_err(|e| usage(e.to_string()))?
+        .into_iter()
+        .map(|d| d as usize)
+        .collect();
+    let region_bytes = parse_size(&a.region)?;
+    let lines = (region_bytes / 64) as usize;
+    let max_d = distances.iter().copied().max().unwrap_or(0);
+    if max_d + 1 >= lines {
+        return Err(usage(format!(
+            "distance {max_d} needs a region of more than {} lines",
+            max_d + 1
+        )));
+    }
+    let samples = if a.full {
+        a.samples.max(200_000)
+    } else {
+        a.samples
+    };
+    let cpu = a.cpu.unwrap_or(0);
+    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
+    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
+    ctx.set_timer(timer.info());
+    let env = sanity::check(
+        &sanity::EnvFacts::probe(&ctx.root, &[cpu]),
+        &sanity::Context {
+            timer: Some(timer.info()),
+            memory_working_set: Some(region_bytes),
+            times_single_accesses: true,
+        },
+    );
+    let progress = Progress::new(
+        (specs.len() * (distances.len() + 1)) as u64,
+        "rap",
+        !sink.json(),
+    );
+    let mut tables = Vec::new();
+    for spec in &specs {
+        let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
+        sink.warn(m.warnings());
+        if m.achieved().persistence == pmscope_core::achieved::Persistence::PageCache
+            && strategy != PersistStrategy::Msync
+        {
+            sink.warn(&[pmscope_core::warning::Warning::new(
+                "persist-on-page-cache",
+                format!(
+                    "{spec} is a page-cache mapping: {strategy} does not make its stores durable"
+                ),
+                "use --persist msync for this target, or a DAX target",
+            )]);
+        }
+        let target = m.record();
+        let warnings = m.warnings().to_vec();
+        let shared = Mutex::new(&mut m);
+        let mut out = pmscope_runner::pin::run_pinned(&[cpu], |_| -> std::io::Result<_> {
+            let mut m = shared.lock().expect("one worker");
+            let mut region = Region::from_slice(m.bytes_mut());
+            let overhead = access::timing_overhead(100_001);
+            let mut order: Vec<u32> = (0..lines as u32).collect();
+            SplitMix64::new(a.seed).shuffle(&mut order);
+            let to_ns = |t: &[u64]| -> Summary {
+                let ns: Vec<f64> = t
+                    .iter()
+                    .map(|&x| timer.tsc_ticks_to_ns(x.saturating_sub(overhead)))
+                    .collect();
+                Summary::of(&ns).expect("finite")
+            };
+            // Baseline: loads of lines flushed just before, far from any recent persist.
+            let idle_offsets: Vec<usize> = order[lines / 2..]
+                .iter()
+                .take(samples)
+                .map(|&l| l as usize * 64)
+                .collect();
+            let mut idle = vec![0u64; idle_offsets.len()];
+            load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
+            let idle = to_ns(&idle);
+            progress.inc();
+            let mut curve = Vec::new();
+            for &d in &distances {
+                let t = read_after_persist(&mut region, &persister, &load, &order, d, samples)?;
+                curve.push((d, to_ns(&t)));
+                progress.inc();
+            }
+            Ok((idle, curve))
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (result, placement) = out.remove(0);
+        let (idle, curve) = result?;
+        let mut base = ctx
+            .record("rap-idle")
+            .param("persist", strategy.name())
+            .param("region_bytes", region_bytes)
+            .param("samples", samples);
+        base.metric = Some("latency_ns".into());
+        base.summary = Some(idle.clone());
+        base.target = Some(target.clone());
+        base.threads = vec![placement];
+        base.warnings = warnings.clone();
+        base.warnings.extend(env.iter().cloned());
+        sink.emit(&base)?;
+        for (d, s) in &curve {
+            let mut r = base.clone();
+            r.experiment = "rap".into();
+            r.params.insert("distance_lines".into(), (*d).into());
+            r.summary = Some(s.clone());
+            sink.emit(&r)?;
+        }
+        tables.push((target.spec.clone(), idle, curve));
+    }
+    progress.finish();
+    if !sink.json() {
+        for (spec, idle, curve) in &tables {
+            println!(
+                "{spec}: load of the line persisted d lines earlier ({} + its fence), random lines; timer overhead subtracted",
+                strategy.name()
+            );
+            let mut t = Table::new(&["distance d", "p50 ns", "p99 ns", "vs idle load"]);
+            for (d, s) in curve {
+                t.row(vec![
+                    d.to_string(),
+                    format!("{:.1}", s.p50),
+                    format!("{:.1}", s.p99),
+                    format!("{:.2}x", s.p50 / idle.p50.max(0.1)),
+                ]);
+            }
+            t.row(vec![
+                "idle (flushed line)".into(),
+                format!("{:.1}", idle.p50),
+                format!("{:.1}", idle.p99),
+                "1.00x".into(),
+            ]);
+            println!("{}\n", t.render());
+        }
+    }
+    sink.warn(&env);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_sys::cpu::CpuFeatures;
+
+    #[repr(align(64))]
+    struct Buf([u8; 64 * 64]);
+
+    /// Every persisted line holds the value of its last write, and d = 0 loads the line
+    /// just persisted (the access pattern, not the timing, is what is checked).
+    #[test]
+    fn persists_in_order_and_leaves_values() {
+        let f = CpuFeatures::detect();
+        let p = Persister::new(PersistStrategy::Clflush, &f).unwrap();
+        let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &f).unwrap();
+        let mut b = Box::new(Buf([0; 64 * 64]));
+        let mut r = Region::from_slice(&mut b.0);
+        let order: Vec<u32> = vec![5, 3, 60, 1];
+        let t = read_after_persist(&mut r, &p, &load, &order, 2, 6).unwrap();
+        assert_eq!(t.len(), 6);
+        // 8 writes (samples + d) cycled over 4 lines: line order[i % 4] last got k = i + 4.
+        for (i, &line) in order.iter().enumerate() {
+            let v = u64::from_ne_bytes(
+                b.0[line as usize * 64..line as usize * 64 + 8]
+                    .try_into()
+                    .unwrap(),
+            );
+            assert_eq!(v, store_value(i as u64 + 4));
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! `pmscope sync`: pmmeter's experiment (seed 002 Figure 1) — throughput of streams of
+//! 64-byte blocks made of instruction units (8/16/32/64 bytes), sequential or at random
+//! precomputed lines, under each synchronisation option: loads bare, nt, bare+F, nt+F;
+//! stores bare, nt, bare+F, nt+F, clflush, clflushopt, clwb and each of those +F.
+//! `+F` is a fence after every block: `mfence` by default, as pmmeter's `-f 0`;
+//! `--fence sfence` for stores' usual persistence fence.
+
+use crate::args::SyncArgs;
+use crate::context::{Context, parse_size};
+use crate::error::usage;
+use crate::output::Sink;
+use crate::output::progress::Progress;
+use crate::output::table::Table;
+use anyhow::Result;
+use pmscope_core::summary::Summary;
+use pmscope_kernel::Region;
+use pmscope_kernel::access::{FenceKind, Op, Sequence, Width, store_value};
+use pmscope_kernel::rng::SplitMix64;
+use pmscope_runner::sanity;
+use pmscope_runner::timer::Timer;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// pmmeter's synchronisation options, in its order.
+pub const OPTIONS: [(&str, Op, FenceKind); 14] = [
+    ("load bare", Op::Load, FenceKind::None),
+    ("load nt", Op::NtLoad, FenceKind::None),
+    ("load bare+F", Op::Load, FenceKind::Mfence),
+    ("load nt+F", Op::NtLoad, FenceKind::Mfence),
+    ("store bare", Op::Store, FenceKind::None),
+    ("store nt", Op::NtStore, FenceKind::None),
+    ("store bare+F", Op::Store, FenceKind::Mfence),
+    ("store nt+F", Op::NtStore, FenceKind::Mfence),
+    ("store clflush", Op::StoreClflush, FenceKind::None),
+    ("store clflushopt", Op::StoreClflushopt, FenceKind::None),
+    ("store clwb", Op::StoreClwb, FenceKind::None),
+    ("store clflush+F", Op::StoreClflush, FenceKind::Mfence),
+    ("store clflushopt+F", Op::StoreClflushopt, FenceKind::Mfence),
+    ("store clwb+F", Op::StoreClwb, FenceKind::Mfence),
+];
+
+/// Lines per call between clock checks: long enough that the check costs nothing, short
+/// enough to stop within a millisecond of the deadline.
+const CHUNK_LINES: usize = 16 * 1024;
+
+/// Streams `seq` over `region` (sequentially, or over `idx` lines) for `duration`;
+/// returns (lines done, seconds taken).
+fn stream_for(
+    seq: &Sequence,
+    region: &mut Region<'_>,
+    idx: Option<&[u32]>,
+    duration: Duration,
+) -> (u64, f64) {
+    let total_lines = region.len() / 64;
+    let start = Instant::now();
+    let mut done = 0u64;
+    let mut at = 0usize;
+    let mut value = 1u64;
+    while start.elapsed() < duration {
+        match idx {
+            None => {
+                let n = CHUNK_LINES.min(total_lines - at);
+                seq.stream_seq(region, at, n, store_value(value));
+                at = (at + n) % total_lines;
+                done += n as u64;
+            }
+            Some(idx) => {
+                let n = CHUNK_LINES.min(idx.len() - at);
+                seq.stream_idx(region, &idx[at..at + n], store_value(value));
+                at = (at + n) % idx.len();
+                done += n as u64;
+            }
+        }
+        value += 1;
+    }
+    (done, start.elapsed().as_secs_f64())
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
+    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+    let unit = Width::from_bytes(a.unit)
+        .ok_or_else(|| usage(format!("--unit {}: use 8, 16, 32 or 64", a.unit)))?;
+    let patterns: Vec<bool> = match a.pattern.as_str() {
+        "both" => vec![false, true],
+        "seq" => vec![false],
+        "rand" => vec![true],
+        other => {
+            return Err(usage(format!(
+                "'{other}' is not a pattern: use seq, rand or both"
+            )));
+        }
+    };
+    let plus_f = match a.fence.as_str() {
+        "mfence" => FenceKind::Mfence,
+        "sfence" => FenceKind::Sfence,
+        other => return Err(usage(format!("--fence {other}: use mfence or sfence"))),
+    };
+    let region_bytes = parse_size(&a.region)?;
+    let threads = a.threads.max(1);
+    let cpus: Vec<usize> = match &a.cpus {
+        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        None => pmscope_sys::affinity::allowed_cpus()?
+            .into_iter()
+            .cycle()
+            .take(threads)
+            .collect(),
+    };
+    if cpus.len() < threads {
+        return Err(usage(format!(
+            "--cpus names {} CPUs for {threads} threads",
+            cpus.len()
+        )));
+    }
+    let cpus = &cpus[..threads];
+    pmscope_runner::pin::check_cpus(cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
+    let reps = if a.full { 7 } else { 3 };
+    let duration = Duration::from_secs_f64(if a.full { 1.0 } else { 0.2 });
+    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(50));
+    ctx.set_timer(timer.info());
+    let env = sanity::check(
+        &sanity::EnvFacts::probe(&ctx.root, cpus),
+        &sanity::Context {
+            timer: Some(timer.info()),
+            memory_working_set: Some(region_bytes),
+            times_single_accesses: false,
+        },
+    );
+    let features = ctx.features;
+    let progress = Progress::new(
+        (specs.len() * OPTIONS.len() * patterns.len()) as u64,
+        "sync",
+        !sink.json(),
+    );
+    let mut tables = Vec::new();
+    for spec in &specs {
+        let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
+        sink.warn(m.warnings());
+        let target = m.record();
+        let warnings = m.warnings().to_vec();
+        let lines_per_thread = m.len() / threads / 64;
+        let regions: Vec<Mutex<Option<Region<'_>>>> = Region::from_slice(m.bytes_mut())
+            .split(threads, 64)
+            .into_iter()
+            .map(|r| Mutex::new(Some(r)))
+            .collect();
+        let mut rows = Vec::new();
+        for &(name, op, fence) in &OPTIONS {
+            let fence = if fence == FenceKind::None {
+                fence
+            } else {
+                plus_f
+            };
+            for &random in &patterns {
+                let seq = match Sequence::new(op, fence, unit, &features) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        rows.push((name, random, Err(e.reason.clone())));
+                        progress.inc();
+                        continue;
+                    }
+                };
+                let mut gb_s = Vec::new();
+                let mut placements = Vec::new();
+                for rep in 0..=reps {
+                    let out = pmscope_runner::pin::run_pinned(cpus, |w| {
+                        let mut guard = regions[w].lock().expect("own region");
+                        let region = guard.as_mut().expect("region present");
+                        let idx: Option<Vec<u32>> = random.then(|| {
+                            let mut v: Vec<u32> = (0..lines_per_thread as u32).collect();
+                            SplitMix64::new(a.seed ^ w as u64).shuffle(&mut v);
+                            v
+                        });
+                        stream_for(&seq, region, idx.as_deref(), duration)
+                    })
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    // The first repetition warms caches, TLBs and pages; it is dropped.
+                    if rep > 0 {
+                        let bytes: f64 = out.iter().map(|((l, _), _)| *l as f64 * 64.0).sum();
+                        let secs = out.iter().map(|((_, s), _)| *s).fold(0.0, f64::max);
+                        gb_s.push(bytes / secs / 1e9);
+                    }
+                    placements = out.into_iter().map(|(_, p)| p).collect();
+                }
+                let s = Summary::of(&gb_s).expect("finite");
+                let per_block = (64 / unit.bytes()) as f64;
+                let minstr = s.p50 * 1e9 / 64.0 * per_block / 1e6;
+                let mut r = ctx
+                    .record("sync")
+                    .param("option", name)
+                    .param("op", op.name())
+                    .param("fence", fence.name())
+                    .param("unit_bytes", unit.bytes())
+                    .param("block_bytes", 64)
+                    .param("pattern", if random { "rand" } else { "seq" })
+                    .param("threads", threads)
+                    .param("region_bytes", region_bytes)
+                    .value("million_instructions_per_s", minstr);
+                r.metric = Some("bandwidth_gb_s".into());
+                r.summary = Some(s.clone());
+                r.target = Some(target.clone());
+                r.threads = placements;
+                r.warnings = warnings.clone();
+                r.warnings.extend(env.iter().cloned());
+                sink.emit(&r)?;
+                rows.push((name, random, Ok((s, minstr))));
+                progress.inc();
+            }
+        }
+        tables.push((target.spec.clone(), rows));
+    }
+    progress.finish();
+    if !sink.json() {
+        for (spec, rows) in &tables {
+            println!(
+                "{spec}: 64-byte blocks of {}-byte instructions, {threads} thread{}, GB/s = 10^9 B/s, +F = {} after each block",
+                unit.bytes(),
+                if threads == 1 { "" } else { "s" },
+                plus_f.name()
+            );
+            let mut t = Table::new(&["option", "pattern", "GB/s", "min", "max", "M instr/s"]);
+            for (name, random, res) in rows {
+                let pattern = if *random { "rand" } else { "seq" }.to_string();
+                match res {
+                    Ok((s, minstr)) => t.row(vec![
+                        name.to_string(),
+                        pattern,
+                        format!("{:.2}", s.p50),
+                        format!("{:.2}", s.min),
+                        format!("{:.2}", s.max),
+                        format!("{minstr:.0}"),
+                    ]),
+                    Err(reason) => t.row(vec![
+                        name.to_string(),
+                        pattern,
+                        format!("n/a: {reason}"),
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
+                    ]),
+                }
+            }
+            println!("{}\n", t.render());
+        }
+    }
+    sink.warn(&env);
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! Measurement routines shared by commands: a dependent-load latency point (warm-up,
+//! repetitions, first sample dropped) and a per-load distribution. Kept apart from the
+//! commands so `latency`, `loaded`, `rap` and `quick` measure the same way.
+
+use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_kernel::chase::{Chaser, single_timing_overhead};
+use pmscope_runner::timer::Timer;
+
+/// How long and how often a latency point is measured.
+#[derive(Debug, Clone, Copy)]
+pub struct LatencyPlan {
+    /// Repetitions kept (one more is run first and dropped).
+    pub reps: usize,
+    /// Target duration of one repetition, in nanoseconds.
+    pub rep_ns: f64,
+}
+
+/// ns per load for each kept repetition of chasing `chaser`.
+pub fn chase_latency(chaser: &mut Chaser<'_, '_>, timer: &Timer, plan: LatencyPlan) -> Vec<f64> {
+    // Warm-up: once around the cycle (at most 4 M loads), so caches and TLBs hold what they
+    // will hold in steady state.
+    chaser.run((chaser.elements() as u64).min(4 << 20));
+    // Size a repetition from a short probe.
+    let probe = 4096u64;
+    let t0 = timer.start();
+    chaser.run(probe);
+    let est = (timer.ticks_to_ns(timer.stop() - t0) / probe as f64).max(0.1);
+    let loads = ((plan.rep_ns / est) as u64).clamp(1024, 1 << 30);
+    let mut out = Vec::with_capacity(plan.reps);
+    for rep in 0..=plan.reps {
+        let t0 = timer.start();
+        chaser.run(loads);
+        let t1 = timer.stop();
+        if rep > 0 {
+            let loads = loads.div_ceil(16) * 16;
+            out.push((timer.ticks_to_ns(t1 - t0) - timer.overhead_ns()).max(0.0) / loads as f64);
+        }
+    }
+    out
+}
+
+/// Individually timed loads: their latencies in ns (timer overhead subtracted), the
+/// summary and a log-scale histogram (4 buckets per doubling).
+pub fn chase_distribution(
+    chaser: &mut Chaser<'_, '_>,
+    timer: &Timer,
+    samples: usize,
+) -> (Summary, LogHistogram) {
+    let overhead = single_timing_overhead(10_001);
+    let mut ticks = vec![0u64; samples.max(2)];
+    let warm = ticks.len().min(1000);
+    chaser.time_each(&mut ticks[..warm]); // warms the timing path; overwritten below
+    chaser.time_each(&mut ticks);
+    let ns: Vec<f64> = ticks
+        .iter()
+        .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+        .collect();
+    let summary = Summary::of(&ns).expect("samples are finite");
+    (summary, LogHistogram::of(&ns, 4))
+}
+
+use pmscope_kernel::rng::SplitMix64;
+use pmscope_kernel::stream::{StreamView, Streamer, Traffic};
+use std::time::{Duration, Instant};
+
+/// What one bandwidth worker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// One stream op over its whole view.
+    Stream(Streamer),
+    /// `reads` read accesses then `writes` write accesses, alternating, the reads in the
+    /// first half of its view and the writes in the second (seed 004 Figure 12).
+    Interleave {
+        /// The read stream.
+        read: Streamer,
+        /// The write stream.
+        write: Streamer,
+        /// Reads per round.
+        reads: u32,
+        /// Writes per round.
+        writes: u32,
+    },
+}
+
+/// Block numbers in a random order (with repetition), for random patterns.
+pub fn random_blocks(blocks: usize, n: usize, seed: u64) -> Vec<u32> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| rng.below(blocks.max(1) as u64) as u32)
+        .collect()
+}
+
+/// Bytes of a sequential pass between two looks at the clock: small enough to stop within
+/// about a millisecond of the deadline, large enough that the look costs nothing.
+const SEQ_CHUNK: usize = 16 << 20;
+
+/// Streams for `duration`; returns the traffic and the seconds it took.
+pub fn stream_for(
+    role: Role,
+    view: StreamView<'_>,
+    random: bool,
+    duration: Duration,
+    seed: u64,
+) -> (Traffic, f64) {
+    let start = Instant::now();
+    let mut t = Traffic::default();
+    let mut value = 1u64;
+    match role {
+        Role::Stream(s) => {
+            let idx = random.then(|| random_blocks(s.block_count(view.len()), 1 << 14, seed));
+            let mut at = 0;
+            while start.elapsed() < duration {
+                t += match &idx {
+                    None => {
+                        let part = view.slice(at, SEQ_CHUNK);
+                        at = if at + SEQ_CHUNK >= view.len() {
+                            0
+                        } else {
+                            at + SEQ_CHUNK
+                        };
+                        s.pass(part, value)
+                    }
+                    Some(idx) => s.blocks(view, idx, value),
+                };
+                value += 1;
+            }
+        }
+        Role::Interleave {
+            read,
+            write,
+            reads,
+            writes,
+        } => {
+            let (rv, wv) = view.halves();
+            let (rb, wb) = (read.block_count(rv.len()), write.block_count(wv.len()));
+            let (ri, wi) = if random {
+                (
+                    random_blocks(rb, 1 << 16, seed),
+                    random_blocks(wb, 1 << 16, seed ^ 1),
+                )
+            } else {
+                ((0..rb as u32).collect(), (0..wb as u32).collect())
+            };
+            let (mut r, mut w) = (0usize, 0usize);
+            while start.elapsed() < duration {
+                for _ in 0..1024 {
+                    for _ in 0..reads {
+                        t += read.blocks(rv, &ri[r..r + 1], value);
+                        r = (r + 1) % ri.len();
+                    }
+                    for _ in 0..writes {
+                        t += write.blocks(wv, &wi[w..w + 1], value);
+                        w = (w + 1) % wi.len();
+                    }
+                }
+                value += 1;
+            }
+        }
+    }
+    (t, start.elapsed().as_secs_f64())
+}
+
+/// Traffic for loaded latency: `reads` read accesses and `writes` write accesses per round,
+/// each of the streams' access size, sequential through the view (reads in its first
+/// half, writes in its second), with a busy wait of `delay_ticks` TSC ticks after every
+/// access (MLC's injected delay; 0 streams flat out). Runs until `stop` is set.
+pub fn delayed_traffic(
+    read: Streamer,
+    write: Streamer,
+    reads: u32,
+    writes: u32,
+    view: StreamView<'_>,
+    delay_ticks: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> (Traffic, f64) {
+    use std::sync::atomic::Ordering;
+    let start = Instant::now();
+    let (rv, wv) = view.halves();
+    let (rb, wb) = (
+        read.block_count(rv.len()).max(1) as u32,
+        write.block_count(wv.len()).max(1) as u32,
+    );
+    let (mut r, mut w) = (0u32, 0u32);
+    let mut t = Traffic::default();
+    let mut value = 1u64;
+    let wait = |ticks: u64| {
+        if ticks > 0 {
+            let t0 = pmscope_sys::tsc::start();
+            while pmscope_sys::tsc::start().wrapping_sub(t0) < ticks {
+                std::hint::spin_loop();
+            }
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..64 {
+            for _ in 0..reads {
+                t += read.blocks(rv, &[r], value);
+                r = (r + 1) % rb;
+                wait(delay_ticks);
+            }
+            for _ in 0..writes {
+                t += write.blocks(wv, &[w], value);
+                w = (w + 1) % wb;
+                wait(delay_ticks);
+            }
+        }
+        value += 1;
+    }
+    (t, start.elapsed().as_secs_f64())
+}

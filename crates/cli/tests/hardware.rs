@@ -1,0 +1,266 @@
+//! Hardware-gated end-to-end tests: the `pmscope` binary (and the persist strategies) on real
+//! fsdax, devdax, memory-only and dax/kmem NUMA nodes.
+//!
+//! Each module is named for what its tests need and every test is `#[ignore]`d with that
+//! reason, so `cargo test` elsewhere lists them as ignored, never as passed;
+//! `.ci/labvm-stage` runs them inside the qemu lab guest (`../shared/labvm`), where a
+//! missing `LABVM_*` variable fails the test. The mapping-level tests are in
+//! `crates/target/tests/hardware.rs`.
+//!
+//! In the guest the binary is not at the path Cargo compiled in, so `PMSCOPE_BIN` names it.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+/// The value of a variable the lab guest sets (`/etc/labvm/env`); missing is a failure.
+fn lab(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: this test needs the lab guest (run by .ci/labvm-stage)")
+    })
+}
+
+fn pmscope(args: &[&str]) -> Output {
+    let bin =
+        std::env::var_os("PMSCOPE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pmscope").into());
+    Command::new(bin).args(args).output().expect("run pmscope")
+}
+
+fn success(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "pmscope failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `pmscope verify --json` for one target: its record.
+fn verify_json(args: &[&str]) -> Value {
+    let mut all = vec!["verify", "--json"];
+    all.extend_from_slice(args);
+    let out = success(&pmscope(&all));
+    serde_json::from_str(out.lines().next().expect("one record")).unwrap()
+}
+
+/// `pmscope info --json`: node `id`.
+fn info_node(id: u64) -> Value {
+    let v: Value = serde_json::from_str(&success(&pmscope(&["info", "--json"]))).unwrap();
+    v["numa_nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("pmscope info lists no node {id}"))
+        .clone()
+}
+
+/// `pmscope info` (the human form): the line of node `id`.
+fn info_node_line(id: u64) -> String {
+    let human = success(&pmscope(&["info"]));
+    human
+        .lines()
+        .find(|l| l.starts_with(&format!("numa node {id} ")))
+        .unwrap_or_else(|| panic!("pmscope info lists no node {id}: {human}"))
+        .to_string()
+}
+
+/// An HMAT figure as sysfs holds it (0 when HMAT gave none), as pmscope reports it.
+fn sysfs_hmat(node: u64, file: &str) -> Value {
+    let path = format!("/sys/devices/system/node/node{node}/access0/initiators/{file}");
+    match std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    {
+        Some(v) if v > 0 => Value::from(v),
+        _ => Value::Null,
+    }
+}
+
+mod needs_fsdax {
+    use super::*;
+    use pmscope_persist::{Persister, STRATEGIES};
+    use pmscope_sys::cpu::CpuFeatures;
+    use pmscope_target::{MapOptions, map};
+
+    #[test]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via .ci/labvm-stage"]
+    fn verify_records_dax_map_sync_and_the_fault_evidence() {
+        let mnt = lab("LABVM_FSDAX_MNT");
+        let r = verify_json(&[
+            "-t",
+            &format!("file:{mnt}"),
+            "--size",
+            "64MiB",
+            "--require-dax",
+        ]);
+        let a = &r["target"]["achieved"];
+        assert_eq!(a["persistence"], "dax", "{a}");
+        assert_eq!(a["map_sync"], true);
+        assert_eq!(a["filesystem"], "ext4");
+        assert_eq!(a["page_size"], 2 << 20);
+        assert_eq!(a["page_size_source"], "faults");
+        assert_eq!(a["pages"]["smaps_sees_mapping"], false);
+        let faults = a["faults"]["minor_faults"].as_u64().unwrap();
+        assert!((32..=34).contains(&faults), "{faults} faults for 64 MiB");
+        let codes: Vec<&Value> = r["warnings"].as_array().unwrap().iter().collect();
+        assert!(
+            !codes
+                .iter()
+                .any(|w| w["code"] == "page-size-mismatch" || w["code"] == "not-dax"),
+            "{codes:?}"
+        );
+        let left = std::fs::read_dir(&mnt)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("pmscope-")
+            })
+            .count();
+        assert_eq!(left, 0, "pmscope removes its file from {mnt}");
+    }
+
+    #[test]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and a CPU with clwb and clflushopt: runs in the lab guest via .ci/labvm-stage"]
+    fn every_persist_strategy_runs_on_a_map_sync_mapping() {
+        let mnt = lab("LABVM_FSDAX_MNT");
+        let opts = MapOptions {
+            keep: true,
+            ..MapOptions::host()
+        };
+        let mut m = map(&format!("file:{mnt}").parse().unwrap(), 4 << 20, &opts).unwrap();
+        assert_eq!(m.achieved().map_sync, Some(true));
+        let path = m.path().unwrap().to_path_buf();
+        let f = CpuFeatures::detect();
+        let region = 64 << 10;
+        let mut expected = vec![0u8; m.len()];
+        for (i, s) in STRATEGIES.into_iter().enumerate() {
+            let p = Persister::new(s, &f).unwrap_or_else(|e| panic!("{s}: {e}"));
+            // An unaligned range, so head, body and tail of copy_persist all run.
+            let at = i * region + 13;
+            let src: Vec<u8> = (0..region - 100)
+                .map(|j| (j as u8).wrapping_mul(29) ^ (i as u8 + 1))
+                .collect();
+            let dst = &mut m.bytes_mut()[at..at + src.len()];
+            p.copy_persist(dst, &src).unwrap();
+            expected[at..at + src.len()].copy_from_slice(&src);
+            // In-place stores persisted afterwards.
+            m.bytes_mut()[at + 7] = 0xA5;
+            p.persist(&m.bytes()[at..at + 64]).unwrap();
+            expected[at + 7] = 0xA5;
+        }
+        drop(m);
+        // What the strategies wrote through the MAP_SYNC mapping is what the file holds.
+        let on_disk = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(on_disk.len(), expected.len());
+        assert!(
+            on_disk == expected,
+            "the file differs from what was persisted"
+        );
+    }
+}
+
+mod needs_devdax {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs a devdax device (LABVM_DEVDAX): runs in the lab guest via .ci/labvm-stage"]
+    fn verify_refuses_without_destroy_data_and_maps_2m_pages_with_it() {
+        let dev = lab("LABVM_DEVDAX");
+        let target = format!("devdax:{dev}");
+        let o = pmscope(&["verify", "-t", &target, "--size", "64MiB"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "pmscope: writing to {dev} destroys its contents; pass --destroy-data if that is what you want\n"
+            )
+        );
+        let r = verify_json(&["-t", &target, "--size", "64MiB", "--destroy-data"]);
+        let a = &r["target"]["achieved"];
+        assert_eq!(a["persistence"], "dax", "{a}");
+        assert_eq!(a["alignment"], 2 << 20);
+        assert_eq!(a["page_size"], 2 << 20);
+        assert_eq!(a["page_size_source"], "smaps+faults");
+        assert_eq!(a["pages"]["bytes_2m"], 64 << 20);
+    }
+}
+
+mod needs_memonly_node {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs a NUMA node with memory, no CPUs and HMAT figures (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
+    fn info_lists_the_memory_only_node_with_its_hmat_figures() {
+        let id: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
+        let n = info_node(id);
+        assert_eq!(n["memory_only"], true, "{n}");
+        assert_eq!(n["cpus"], Value::Array(vec![]));
+        assert!(n["mem_total_bytes"].as_u64().unwrap() > 0);
+        // The figures pmscope reports are sysfs's, and the guest's HMAT does provide them.
+        for (field, file) in [
+            ("read_latency_ns", "read_latency"),
+            ("write_latency_ns", "write_latency"),
+            ("read_bandwidth_mb_s", "read_bandwidth"),
+            ("write_bandwidth_mb_s", "write_bandwidth"),
+        ] {
+            let sys = sysfs_hmat(id, file);
+            assert!(
+                !sys.is_null(),
+                "the guest's HMAT should give node {id} a {file}"
+            );
+            assert_eq!(n["hmat"][field], sys, "{field}");
+        }
+        let line = info_node_line(id);
+        let want = format!(
+            "HMAT read {} ns / {} MB/s",
+            sysfs_hmat(id, "read_latency"),
+            sysfs_hmat(id, "read_bandwidth")
+        );
+        assert!(
+            line.contains("memory-only, CPUs []") && line.contains(&want),
+            "{line}"
+        );
+    }
+}
+
+mod needs_kmem_node {
+    use super::*;
+
+    /// `memory_tier22` -> 22. A larger id is a slower (lower) tier.
+    fn tier(n: &Value) -> u64 {
+        n["memory_tier"]
+            .as_str()
+            .and_then(|t| t.strip_prefix("memory_tier"))
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no memory tier: {n}"))
+    }
+
+    #[test]
+    #[ignore = "needs a dax/kmem (CXL-like) node onlined from pmem (LABVM_KMEM_NODE, labvm --kmem): runs in the lab guest via .ci/labvm-stage"]
+    fn info_lists_the_kmem_node_as_memory_only_in_a_lower_tier() {
+        let id: u64 = lab("LABVM_KMEM_NODE").parse().unwrap();
+        let n = info_node(id);
+        assert_eq!(n["memory_only"], true, "{n}");
+        assert!(n["mem_total_bytes"].as_u64().unwrap() > 0);
+        assert!(tier(&n) > tier(&info_node(0)), "{n}");
+        // HMAT described no such target at boot: sysfs reads 0, which is no figure.
+        for (field, file) in [
+            ("read_latency_ns", "read_latency"),
+            ("read_bandwidth_mb_s", "read_bandwidth"),
+        ] {
+            let got = if n["hmat"].is_null() {
+                Value::Null
+            } else {
+                n["hmat"][field].clone()
+            };
+            assert_eq!(got, sysfs_hmat(id, file), "{field}");
+        }
+        let line = info_node_line(id);
+        assert!(line.contains("memory-only"), "{line}");
+        assert!(!line.contains("HMAT read 0 ns"), "{line}");
+    }
+}

@@ -1,0 +1,218 @@
+//! Streaming loops for bandwidth, written as likwid-bench writes its kernels: four 64-byte
+//! lines per iteration, one vector instruction per access, a pointer compare to end. Each
+//! function handles `bytes` (a multiple of 64) from `p`; a tail shorter than 256 bytes is
+//! done a line at a time. `copy` reads `src` and writes `dst`.
+#![allow(unsafe_code)]
+
+use core::arch::asm;
+
+macro_rules! stream64 {
+    ($name:ident, $body4:literal, $body1:literal) => {
+        /// # Safety
+        /// `p` is 64-byte aligned and valid for `bytes` bytes (a multiple of 64); the CPU has
+        /// AVX-512F.
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn $name(p: *mut u8, bytes: usize, v: u64) {
+            let end = p as usize + bytes;
+            let end4 = p as usize + bytes / 256 * 256;
+            // SAFETY: the loops stay inside [p, p + bytes); the caller vouches for it.
+            unsafe {
+                asm!(
+                    "vpbroadcastq zmm0, {v}",
+                    "cmp {p}, {end4}",
+                    "jae 3f",
+                    "2:",
+                    $body4,
+                    "add {p}, 256",
+                    "cmp {p}, {end4}",
+                    "jb 2b",
+                    "3:",
+                    "cmp {p}, {end}",
+                    "jae 5f",
+                    "4:",
+                    $body1,
+                    "add {p}, 64",
+                    "cmp {p}, {end}",
+                    "jb 4b",
+                    "5:",
+                    p = inout(reg) p => _,
+                    end = in(reg) end,
+                    end4 = in(reg) end4,
+                    v = in(reg) v,
+                    out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+macro_rules! stream32 {
+    ($name:ident, $body4:literal, $body1:literal) => {
+        /// # Safety
+        /// `p` is 64-byte aligned and valid for `bytes` bytes (a multiple of 64); the CPU has
+        /// AVX2.
+        #[target_feature(enable = "avx2")]
+        pub unsafe fn $name(p: *mut u8, bytes: usize, v: u64) {
+            let end = p as usize + bytes;
+            let end4 = p as usize + bytes / 256 * 256;
+            // SAFETY: the loops stay inside [p, p + bytes); the caller vouches for it.
+            unsafe {
+                asm!(
+                    "vmovq xmm0, {v}",
+                    "vpbroadcastq ymm0, xmm0",
+                    "cmp {p}, {end4}",
+                    "jae 3f",
+                    "2:",
+                    $body4,
+                    "add {p}, 256",
+                    "cmp {p}, {end4}",
+                    "jb 2b",
+                    "3:",
+                    "cmp {p}, {end}",
+                    "jae 5f",
+                    "4:",
+                    $body1,
+                    "add {p}, 64",
+                    "cmp {p}, {end}",
+                    "jb 4b",
+                    "5:",
+                    p = inout(reg) p => _,
+                    end = in(reg) end,
+                    end4 = in(reg) end4,
+                    v = in(reg) v,
+                    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+stream64!(
+    read64,
+    "vmovdqa64 zmm1, [{p}]\nvmovdqa64 zmm2, [{p} + 64]\nvmovdqa64 zmm3, [{p} + 128]\nvmovdqa64 zmm4, [{p} + 192]",
+    "vmovdqa64 zmm1, [{p}]"
+);
+stream64!(
+    write64,
+    "vmovdqa64 [{p}], zmm0\nvmovdqa64 [{p} + 64], zmm0\nvmovdqa64 [{p} + 128], zmm0\nvmovdqa64 [{p} + 192], zmm0",
+    "vmovdqa64 [{p}], zmm0"
+);
+stream64!(
+    ntstore64,
+    "vmovntdq [{p}], zmm0\nvmovntdq [{p} + 64], zmm0\nvmovntdq [{p} + 128], zmm0\nvmovntdq [{p} + 192], zmm0",
+    "vmovntdq [{p}], zmm0"
+);
+stream64!(
+    store_clwb64,
+    "vmovdqa64 [{p}], zmm0\nclwb [{p}]\nvmovdqa64 [{p} + 64], zmm0\nclwb [{p} + 64]\nvmovdqa64 [{p} + 128], zmm0\nclwb [{p} + 128]\nvmovdqa64 [{p} + 192], zmm0\nclwb [{p} + 192]",
+    "vmovdqa64 [{p}], zmm0\nclwb [{p}]"
+);
+stream32!(
+    read32,
+    "vmovdqa ymm1, [{p}]\nvmovdqa ymm2, [{p} + 32]\nvmovdqa ymm3, [{p} + 64]\nvmovdqa ymm4, [{p} + 96]\nvmovdqa ymm1, [{p} + 128]\nvmovdqa ymm2, [{p} + 160]\nvmovdqa ymm3, [{p} + 192]\nvmovdqa ymm4, [{p} + 224]",
+    "vmovdqa ymm1, [{p}]\nvmovdqa ymm2, [{p} + 32]"
+);
+stream32!(
+    write32,
+    "vmovdqa [{p}], ymm0\nvmovdqa [{p} + 32], ymm0\nvmovdqa [{p} + 64], ymm0\nvmovdqa [{p} + 96], ymm0\nvmovdqa [{p} + 128], ymm0\nvmovdqa [{p} + 160], ymm0\nvmovdqa [{p} + 192], ymm0\nvmovdqa [{p} + 224], ymm0",
+    "vmovdqa [{p}], ymm0\nvmovdqa [{p} + 32], ymm0"
+);
+stream32!(
+    ntstore32,
+    "vmovntdq [{p}], ymm0\nvmovntdq [{p} + 32], ymm0\nvmovntdq [{p} + 64], ymm0\nvmovntdq [{p} + 96], ymm0\nvmovntdq [{p} + 128], ymm0\nvmovntdq [{p} + 160], ymm0\nvmovntdq [{p} + 192], ymm0\nvmovntdq [{p} + 224], ymm0",
+    "vmovntdq [{p}], ymm0\nvmovntdq [{p} + 32], ymm0"
+);
+stream32!(
+    store_clwb32,
+    "vmovdqa [{p}], ymm0\nvmovdqa [{p} + 32], ymm0\nclwb [{p}]\nvmovdqa [{p} + 64], ymm0\nvmovdqa [{p} + 96], ymm0\nclwb [{p} + 64]\nvmovdqa [{p} + 128], ymm0\nvmovdqa [{p} + 160], ymm0\nclwb [{p} + 128]\nvmovdqa [{p} + 192], ymm0\nvmovdqa [{p} + 224], ymm0\nclwb [{p} + 192]",
+    "vmovdqa [{p}], ymm0\nvmovdqa [{p} + 32], ymm0\nclwb [{p}]"
+);
+
+/// Copies `bytes` from `src` to `dst` with 64-byte loads and stores, four lines per
+/// iteration (likwid's `copy_avx512`).
+///
+/// # Safety
+/// Both 64-byte aligned and valid for `bytes` (a multiple of 64) bytes, not overlapping;
+/// the CPU has AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn copy64(src: *const u8, dst: *mut u8, bytes: usize) {
+    let end = src as usize + bytes;
+    let end4 = src as usize + bytes / 256 * 256;
+    // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers together.
+    unsafe {
+        asm!(
+            "cmp {s}, {end4}",
+            "jae 3f",
+            "2:",
+            "vmovdqa64 zmm1, [{s}]",
+            "vmovdqa64 zmm2, [{s} + 64]",
+            "vmovdqa64 zmm3, [{s} + 128]",
+            "vmovdqa64 zmm4, [{s} + 192]",
+            "vmovdqa64 [{d}], zmm1",
+            "vmovdqa64 [{d} + 64], zmm2",
+            "vmovdqa64 [{d} + 128], zmm3",
+            "vmovdqa64 [{d} + 192], zmm4",
+            "add {s}, 256",
+            "add {d}, 256",
+            "cmp {s}, {end4}",
+            "jb 2b",
+            "3:",
+            "cmp {s}, {end}",
+            "jae 5f",
+            "4:",
+            "vmovdqa64 zmm1, [{s}]",
+            "vmovdqa64 [{d}], zmm1",
+            "add {s}, 64",
+            "add {d}, 64",
+            "cmp {s}, {end}",
+            "jb 4b",
+            "5:",
+            s = inout(reg) src => _,
+            d = inout(reg) dst => _,
+            end = in(reg) end,
+            end4 = in(reg) end4,
+            out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _,
+            options(nostack),
+        );
+    }
+}
+
+/// As [`copy64`] with 32-byte AVX2 loads and stores, one line per iteration.
+///
+/// # Safety
+/// As for [`copy64`], with AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn copy32(src: *const u8, dst: *mut u8, bytes: usize) {
+    let end = src as usize + bytes;
+    // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers together.
+    unsafe {
+        asm!(
+            "cmp {s}, {end}",
+            "jae 3f",
+            "2:",
+            "vmovdqa ymm1, [{s}]",
+            "vmovdqa ymm2, [{s} + 32]",
+            "vmovdqa [{d}], ymm1",
+            "vmovdqa [{d} + 32], ymm2",
+            "add {s}, 64",
+            "add {d}, 64",
+            "cmp {s}, {end}",
+            "jb 2b",
+            "3:",
+            s = inout(reg) src => _,
+            d = inout(reg) dst => _,
+            end = in(reg) end,
+            out("ymm1") _, out("ymm2") _,
+            options(nostack),
+        );
+    }
+}
+
+/// `sfence`.
+#[inline(always)]
+pub fn sfence() {
+    // SAFETY: sfence exists on every x86-64 CPU.
+    unsafe { asm!("sfence", options(nostack, preserves_flags)) };
+}

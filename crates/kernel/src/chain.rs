@@ -1,0 +1,364 @@
+//! Pointer chains for dependent-load latency (multichase's `permutation`, rebuilt).
+//!
+//! The working set is cut into `n` elements of `element` bytes. Each element holds one
+//! pointer, at a *slot* offset inside it, to the slot of the next element in the visiting
+//! order; chasing the chain makes every load wait for the previous one.
+//!
+//! ```text
+//!   element 0          element 1          element 2          element 3
+//!  |....[*]....|      |[*]........|      |......[*].|      |..[*]......|
+//!        └──────────────────────────────────┘  │  ▲              │
+//!                       ▲                      └──┼──────────────┘
+//!                       └─────── (one cycle through all n) ──────┘
+//! ```
+//!
+//! Orders:
+//! * `random` — one uniformly random cycle through all elements (optionally inside groups
+//!   of `tlb_window` pages, the groups themselves in random order, so TLB misses can be
+//!   separated from media latency);
+//! * `sequential` — element i → i+1 (the stride is the element size: 64 B, or 256 B to see
+//!   Optane's XPLine);
+//! * `random-in-page` — pages in address order, random order inside each 4 KiB page: every
+//!   page is entered once, so TLB cost is paid once per page, not per load.
+//!
+//! The **mixer** spreads slot offsets evenly over the 8-byte positions of an element (a
+//! shuffled, balanced assignment), so no chain favours one offset within a stride (one
+//! cache set, one bank, one line of an XPLine).
+
+use crate::Region;
+use crate::rng::SplitMix64;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The visiting order of a chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    /// One random cycle through every element.
+    Random,
+    /// Fixed stride in address order.
+    Sequential,
+    /// Pages in order, random order inside each page.
+    RandomInPage,
+}
+
+impl Order {
+    /// The name the CLI accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Random => "random",
+            Order::Sequential => "sequential",
+            Order::RandomInPage => "random-in-page",
+        }
+    }
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Order {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Order, String> {
+        [Order::Random, Order::Sequential, Order::RandomInPage]
+            .into_iter()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| {
+                format!("'{s}' is not a chain pattern: use random, sequential or random-in-page")
+            })
+    }
+}
+
+/// How to build a chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainSpec {
+    /// Visiting order.
+    pub order: Order,
+    /// Element size in bytes: a power of two, at least 8 (64 by default; 256 for XPLines).
+    pub element: usize,
+    /// For `random`: shuffle only inside groups of this many 4 KiB pages (groups in random
+    /// order). `None`: one random cycle over everything.
+    pub tlb_window_pages: Option<usize>,
+    /// Spread slot offsets over the element (the mixer). Off: every slot at offset 0.
+    pub mix: bool,
+    /// Seed of the random order and the mixer.
+    pub seed: u64,
+}
+
+impl Default for ChainSpec {
+    fn default() -> Self {
+        ChainSpec {
+            order: Order::Random,
+            element: 64,
+            tlb_window_pages: None,
+            mix: true,
+            seed: 0x5EED,
+        }
+    }
+}
+
+/// Why a chain cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// Element size unusable.
+    #[error("element size {0} must be a power of two of at least 8 bytes")]
+    Element(usize),
+    /// Too few elements for a chain.
+    #[error("a working set of {ws} bytes holds fewer than 2 elements of {element} bytes")]
+    TooSmall {
+        /// Working set.
+        ws: usize,
+        /// Element size.
+        element: usize,
+    },
+}
+
+/// A chain written into a region: where it starts and how long its cycle is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chain {
+    /// Address of the first slot.
+    pub start: *const usize,
+    /// Elements in the cycle.
+    pub elements: usize,
+}
+
+const PAGE: usize = 4096;
+
+/// The visiting order as element indices (a permutation of `0..n`).
+pub fn visiting_order(spec: &ChainSpec, n: usize) -> Vec<u32> {
+    assert!(
+        n <= u32::MAX as usize,
+        "chains are limited to 2^32 elements"
+    );
+    let mut rng = SplitMix64::new(spec.seed);
+    let mut seq: Vec<u32> = (0..n as u32).collect();
+    let per_page = (PAGE / spec.element).max(1);
+    match spec.order {
+        Order::Sequential => {}
+        Order::Random => match spec.tlb_window_pages {
+            None => rng.shuffle(&mut seq),
+            Some(w) => {
+                let group = (w.max(1) * per_page).min(n);
+                let mut groups: Vec<&mut [u32]> = seq.chunks_mut(group).collect();
+                for g in groups.iter_mut() {
+                    rng.shuffle(g);
+                }
+                let mut order: Vec<usize> = (0..groups.len()).collect();
+                rng.shuffle(&mut order);
+                let flat: Vec<u32> = order
+                    .iter()
+                    .flat_map(|&g| groups[g].iter().copied())
+                    .collect();
+                seq = flat;
+            }
+        },
+        Order::RandomInPage => {
+            for page in seq.chunks_mut(per_page) {
+                rng.shuffle(page);
+            }
+        }
+    }
+    seq
+}
+
+/// Slot offsets (bytes) inside each element: balanced over the element's 8-byte positions
+/// and shuffled, or all zero without the mixer.
+fn slot_offsets(spec: &ChainSpec, n: usize) -> Vec<u16> {
+    let positions = spec.element / 8;
+    if !spec.mix || positions == 1 {
+        return vec![0; n];
+    }
+    let mut v: Vec<u16> = (0..n).map(|i| ((i % positions) * 8) as u16).collect();
+    SplitMix64::new(spec.seed ^ 0x00C0_FFEE).shuffle(&mut v);
+    v
+}
+
+/// Writes a chain over the first `ws` bytes of `region`.
+pub fn build(region: &mut Region<'_>, ws: usize, spec: &ChainSpec) -> Result<Chain, ChainError> {
+    if !spec.element.is_power_of_two() || spec.element < 8 {
+        return Err(ChainError::Element(spec.element));
+    }
+    let ws = ws.min(region.len());
+    let n = ws / spec.element;
+    if n < 2 {
+        return Err(ChainError::TooSmall {
+            ws,
+            element: spec.element,
+        });
+    }
+    let seq = visiting_order(spec, n);
+    let offsets = slot_offsets(spec, n);
+    let base = region.as_ptr() as usize;
+    let slot = |e: u32| base + e as usize * spec.element + offsets[e as usize] as usize;
+    let words = region.words();
+    for j in 0..n {
+        let from = slot(seq[j]);
+        let to = slot(seq[(j + 1) % n]);
+        words[(from - base) / 8] = to;
+    }
+    Ok(Chain {
+        start: slot(seq[0]) as *const usize,
+        elements: n,
+    })
+}
+
+/// Follows a chain through `region` and checks it is one cycle visiting every element of
+/// the first `chain.elements * element` bytes exactly once, each at a slot inside its
+/// element. Returns the slot offsets seen, by element, for stride checks.
+pub fn check(region: &mut Region<'_>, chain: &Chain, element: usize) -> Result<Vec<usize>, String> {
+    let base = region.as_ptr() as usize;
+    let words = region.words();
+    let n = chain.elements;
+    let mut seen = vec![false; n];
+    let mut offsets = vec![0usize; n];
+    let mut p = chain.start as usize;
+    for step in 0..n {
+        let off = p
+            .checked_sub(base)
+            .ok_or(format!("step {step}: pointer below the region"))?;
+        let e = off / element;
+        if e >= n {
+            return Err(format!("step {step}: pointer beyond the working set"));
+        }
+        if off % 8 != 0 {
+            return Err(format!("step {step}: misaligned slot"));
+        }
+        if seen[e] {
+            return Err(format!("element {e} visited twice (step {step})"));
+        }
+        seen[e] = true;
+        offsets[e] = off % element;
+        p = words[off / 8];
+    }
+    if p != chain.start as usize {
+        return Err("the chain does not return to its start after n loads".into());
+    }
+    Ok(offsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[repr(align(64))]
+    struct Buf([u8; 1 << 16]);
+
+    fn buf() -> Box<Buf> {
+        Box::new(Buf([0; 1 << 16]))
+    }
+
+    #[test]
+    fn every_order_is_one_cycle_over_every_element() {
+        for order in [Order::Random, Order::Sequential, Order::RandomInPage] {
+            for element in [8, 64, 256, 4096] {
+                for window in [None, Some(2)] {
+                    let mut b = buf();
+                    let mut r = Region::from_slice(&mut b.0);
+                    let spec = ChainSpec {
+                        order,
+                        element,
+                        tlb_window_pages: window,
+                        ..ChainSpec::default()
+                    };
+                    let c = build(&mut r, 1 << 16, &spec).unwrap();
+                    assert_eq!(c.elements, (1 << 16) / element);
+                    check(&mut r, &c, element).unwrap_or_else(|e| panic!("{order} {element}: {e}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sequential_strides_by_the_element() {
+        let mut b = buf();
+        let mut r = Region::from_slice(&mut b.0);
+        let spec = ChainSpec {
+            order: Order::Sequential,
+            element: 256,
+            mix: false,
+            ..ChainSpec::default()
+        };
+        let c = build(&mut r, 1 << 16, &spec).unwrap();
+        let base = r.as_ptr() as usize;
+        let words = r.words();
+        let mut p = c.start as usize;
+        for i in 0..c.elements {
+            assert_eq!(p - base, i * 256);
+            p = words[(p - base) / 8];
+        }
+    }
+
+    #[test]
+    fn mixer_balances_slot_offsets() {
+        let mut b = buf();
+        let mut r = Region::from_slice(&mut b.0);
+        let spec = ChainSpec::default(); // 64-byte elements: 8 slot positions
+        let c = build(&mut r, 1 << 16, &spec).unwrap();
+        let offsets = check(&mut r, &c, 64).unwrap();
+        let mut count = [0usize; 8];
+        for o in offsets {
+            count[o / 8] += 1;
+        }
+        assert!(count.iter().all(|&k| k == 1024 / 8), "{count:?}");
+    }
+
+    #[test]
+    fn random_in_page_stays_in_each_page_in_turn() {
+        let seq = visiting_order(
+            &ChainSpec {
+                order: Order::RandomInPage,
+                ..ChainSpec::default()
+            },
+            256,
+        );
+        for (j, e) in seq.iter().enumerate() {
+            assert_eq!(*e as usize / 64, j / 64, "element {e} at step {j}");
+        }
+        assert_ne!(seq, (0..256).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn tlb_window_keeps_groups_together() {
+        let spec = ChainSpec {
+            tlb_window_pages: Some(2),
+            ..ChainSpec::default()
+        };
+        let seq = visiting_order(&spec, 1024); // 128 elements per 2-page group
+        for chunk in seq.chunks(128) {
+            let g = chunk[0] / 128;
+            assert!(chunk.iter().all(|e| e / 128 == g));
+        }
+    }
+
+    #[test]
+    fn bad_specs() {
+        let mut b = buf();
+        let mut r = Region::from_slice(&mut b.0);
+        let bad = ChainSpec {
+            element: 48,
+            ..ChainSpec::default()
+        };
+        assert_eq!(build(&mut r, 4096, &bad), Err(ChainError::Element(48)));
+        assert!(matches!(
+            build(&mut r, 64, &ChainSpec::default()),
+            Err(ChainError::TooSmall { .. })
+        ));
+        assert_eq!("random-in-page".parse::<Order>(), Ok(Order::RandomInPage));
+        assert!("zigzag".parse::<Order>().is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn random_chains_are_single_cycles(seed in any::<u64>(), n in 2usize..2000) {
+            let spec = ChainSpec { seed, ..ChainSpec::default() };
+            let seq = visiting_order(&spec, n);
+            let mut sorted = seq.clone();
+            sorted.sort_unstable();
+            prop_assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,487 @@
+//! Bandwidth streams: read, write (ordinary stores), ntstore, store+clwb (a `clwb` per line
+//! and an `sfence` per access) and copy, sequential over a region or over random aligned
+//! blocks of the access size. Each call returns the bytes it read and wrote, counted as
+//! likwid-bench counts them (a store counts its bytes once; copy counts its reads and its
+//! writes).
+#![allow(unsafe_code)]
+
+use crate::arch::stream as k;
+use crate::{Region, Unsupported};
+use pmscope_sys::cpu::CpuFeatures;
+use serde::{Deserialize, Serialize};
+
+/// A bandwidth operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StreamOp {
+    /// Vector loads.
+    Read,
+    /// Ordinary vector stores.
+    Write,
+    /// Non-temporal vector stores (`vmovntdq`), `sfence` at the end of each call.
+    NtStore,
+    /// Ordinary stores, `clwb` per line, `sfence` per access.
+    StoreClwb,
+    /// Load from the first half of the region, store to the second.
+    Copy,
+}
+
+/// Every op, in the order tables list them.
+pub const STREAM_OPS: [StreamOp; 5] = [
+    StreamOp::Read,
+    StreamOp::Write,
+    StreamOp::NtStore,
+    StreamOp::StoreClwb,
+    StreamOp::Copy,
+];
+
+impl StreamOp {
+    /// The name the CLI accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamOp::Read => "read",
+            StreamOp::Write => "write",
+            StreamOp::NtStore => "ntstore",
+            StreamOp::StoreClwb => "store+clwb",
+            StreamOp::Copy => "copy",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<StreamOp> {
+        STREAM_OPS.into_iter().find(|o| o.name() == s)
+    }
+}
+
+/// Bytes moved by a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Bytes loaded.
+    pub read: u64,
+    /// Bytes stored.
+    pub written: u64,
+}
+
+impl std::ops::AddAssign for Traffic {
+    fn add_assign(&mut self, o: Traffic) {
+        self.read += o.read;
+        self.written += o.written;
+    }
+}
+
+impl Traffic {
+    /// Read plus written.
+    pub fn total(&self) -> u64 {
+        self.read + self.written
+    }
+}
+
+/// Memory a stream runs over: a view that the stream kernels touch only through inline
+/// assembly, never through Rust references. Several views may alias one range — the
+/// `--shared` mode, where all threads stream over one region as MLC and likwid allow —
+/// because no Rust reference to the memory exists while they are in use, so there is no
+/// aliasing of references; concurrent stores of the same kind race benignly, as on any
+/// shared buffer in a bandwidth benchmark.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamView<'a> {
+    ptr: *mut u8,
+    len: usize,
+    _life: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: a view is an address range only streams touch (see the type's docs).
+unsafe impl Send for StreamView<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for StreamView<'_> {}
+
+impl<'a> StreamView<'a> {
+    /// `n` views of a region: disjoint equal parts (multiples of 64 bytes), or with `shared`
+    /// the whole region `n` times.
+    pub fn of(region: &'a mut Region<'_>, n: usize, shared: bool) -> Vec<StreamView<'a>> {
+        let ptr = region.as_ptr();
+        let len = region.len();
+        let part = if shared {
+            len
+        } else {
+            len / n.max(1) / 64 * 64
+        };
+        (0..n)
+            .map(|i| StreamView {
+                // SAFETY: i * part + part <= len, inside the region (or offset 0 when shared).
+                ptr: unsafe { ptr.add(if shared { 0 } else { i * part }) },
+                len: part,
+                _life: std::marker::PhantomData,
+            })
+            .collect()
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The part `[off, off + len)` of the view (clamped to it, multiples of 64 bytes).
+    pub fn slice(self, off: usize, len: usize) -> StreamView<'a> {
+        let off = off.min(self.len) / 64 * 64;
+        let len = len.min(self.len - off) / 64 * 64;
+        StreamView {
+            // SAFETY: off <= self.len, inside the view.
+            ptr: unsafe { self.ptr.add(off) },
+            len,
+            _life: std::marker::PhantomData,
+        }
+    }
+
+    /// Splits the view into two halves (a read half and a write half for interleaved
+    /// mixes).
+    pub fn halves(self) -> (StreamView<'a>, StreamView<'a>) {
+        let h = self.len / 2 / 64 * 64;
+        (
+            StreamView { len: h, ..self },
+            StreamView {
+                // SAFETY: h <= len / 2, inside the view.
+                ptr: unsafe { self.ptr.add(h) },
+                len: h,
+                _life: std::marker::PhantomData,
+            },
+        )
+    }
+}
+
+/// A checked stream: op, vector width (32 or 64 bytes) and access size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Streamer {
+    op: StreamOp,
+    wide: bool,
+    access: usize,
+}
+
+impl Streamer {
+    /// Checks the op against the CPU. `width` is 64 (AVX-512) or 32 (AVX2); `access` is a
+    /// multiple of 64 bytes.
+    pub fn new(
+        op: StreamOp,
+        width: usize,
+        access: usize,
+        f: &CpuFeatures,
+    ) -> Result<Streamer, Unsupported> {
+        let what = format!("{} with {width}-byte vectors", op.name());
+        let fail = |reason: &str| {
+            Err(Unsupported {
+                what: what.clone(),
+                reason: reason.into(),
+            })
+        };
+        match width {
+            64 if !f.avx512f => return fail("this CPU lacks AVX-512F"),
+            32 if !f.avx2 => return fail("this CPU lacks AVX2"),
+            64 | 32 => {}
+            _ => return fail("the vector width must be 32 or 64 bytes"),
+        }
+        if op == StreamOp::StoreClwb && !f.clwb {
+            return fail("this CPU lacks clwb");
+        }
+        if access == 0 || !access.is_multiple_of(64) {
+            return fail("the access size must be a positive multiple of 64 bytes");
+        }
+        Ok(Streamer {
+            op,
+            wide: width == 64,
+            access,
+        })
+    }
+
+    /// The op.
+    pub fn op(&self) -> StreamOp {
+        self.op
+    }
+
+    /// Bytes of the region an access may start in: the whole region, or its first half
+    /// for copy (the second half is the destination).
+    pub fn span(&self, region_len: usize) -> usize {
+        let usable = if self.op == StreamOp::Copy {
+            region_len / 2
+        } else {
+            region_len
+        };
+        usable / self.access * self.access
+    }
+
+    /// One access of `access` bytes at byte offset `off` (copy: from `off` in the first
+    /// half to `off` in the second).
+    ///
+    /// # Safety
+    /// `base` is 64-byte aligned, valid for `half` (copy) or the region, `off + access`
+    /// within the span; the CPU passed `new`.
+    #[inline(always)]
+    unsafe fn one(&self, base: *mut u8, half: usize, off: usize, v: u64) {
+        let bytes = self.access;
+        // SAFETY: the caller's contract.
+        unsafe {
+            let p = base.add(off);
+            match (self.op, self.wide) {
+                (StreamOp::Read, true) => k::read64(p, bytes, v),
+                (StreamOp::Read, false) => k::read32(p, bytes, v),
+                (StreamOp::Write, true) => k::write64(p, bytes, v),
+                (StreamOp::Write, false) => k::write32(p, bytes, v),
+                (StreamOp::NtStore, true) => k::ntstore64(p, bytes, v),
+                (StreamOp::NtStore, false) => k::ntstore32(p, bytes, v),
+                (StreamOp::StoreClwb, true) => {
+                    k::store_clwb64(p, bytes, v);
+                    k::sfence();
+                }
+                (StreamOp::StoreClwb, false) => {
+                    k::store_clwb32(p, bytes, v);
+                    k::sfence();
+                }
+                (StreamOp::Copy, true) => k::copy64(p, base.add(half + off), bytes),
+                (StreamOp::Copy, false) => k::copy32(p, base.add(half + off), bytes),
+            }
+        }
+    }
+
+    fn traffic(&self, accesses: u64) -> Traffic {
+        let b = accesses * self.access as u64;
+        match self.op {
+            StreamOp::Read => Traffic {
+                read: b,
+                written: 0,
+            },
+            StreamOp::Copy => Traffic {
+                read: b,
+                written: b,
+            },
+            _ => Traffic {
+                read: 0,
+                written: b,
+            },
+        }
+    }
+
+    /// One sequential pass over the span of the region. Read, write, ntstore and copy run
+    /// as one loop over the span; store+clwb fences after every access.
+    pub fn pass(&self, view: StreamView<'_>, v: u64) -> Traffic {
+        let span = self.span(view.len);
+        let half = view.len / 2;
+        let base = view.ptr;
+        if span == 0 {
+            return Traffic::default();
+        }
+        let whole = Streamer {
+            access: span,
+            ..*self
+        };
+        // SAFETY: the view's memory lives for its lifetime and is 64-byte aligned; every
+        // access lies in [0, span) (copy: also [half, half + span)); the CPU passed `new`.
+        unsafe {
+            match self.op {
+                StreamOp::StoreClwb => {
+                    let mut off = 0;
+                    while off < span {
+                        self.one(base, half, off, v);
+                        off += self.access;
+                    }
+                }
+                _ => whole.one(base, half, 0, v),
+            }
+            if self.op == StreamOp::NtStore {
+                k::sfence();
+            }
+        }
+        self.traffic((span / self.access) as u64)
+    }
+
+    /// Accesses at the given block numbers (block i starts at byte i * access).
+    pub fn blocks(&self, view: StreamView<'_>, idx: &[u32], v: u64) -> Traffic {
+        let span = self.span(view.len);
+        let half = view.len / 2;
+        let base = view.ptr;
+        let nblocks = span / self.access;
+        assert!(
+            idx.iter().all(|&i| (i as usize) < nblocks),
+            "block outside the region"
+        );
+        // SAFETY: every block is inside the span (checked); as in `pass`.
+        unsafe {
+            for &i in idx {
+                self.one(base, half, i as usize * self.access, v);
+            }
+            if self.op == StreamOp::NtStore {
+                k::sfence();
+            }
+        }
+        self.traffic(idx.len() as u64)
+    }
+
+    /// Blocks in the span.
+    pub fn block_count(&self, region_len: usize) -> usize {
+        self.span(region_len) / self.access
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(align(64))]
+    struct Buf([u8; 1 << 16]);
+
+    fn widths(f: &CpuFeatures) -> Vec<usize> {
+        [32, 64]
+            .into_iter()
+            .filter(|&w| (w == 32 && f.avx2) || (w == 64 && f.avx512f))
+            .collect()
+    }
+
+    fn words(b: &[u8]) -> Vec<u64> {
+        b.chunks(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    /// Every op touches exactly the bytes it claims, and claims the bytes it touches.
+    #[test]
+    fn each_op_touches_and_counts_exactly_its_bytes() {
+        let f = CpuFeatures::detect();
+        for w in widths(&f) {
+            for op in STREAM_OPS {
+                for access in [64usize, 256, 4096] {
+                    let s = Streamer::new(op, w, access, &f).unwrap();
+                    let mut b = Box::new(Buf([0; 1 << 16]));
+                    for (i, x) in b.0.iter_mut().enumerate() {
+                        *x = (i % 251) as u8 | 1;
+                    }
+                    let before = b.0.to_vec();
+                    let t = {
+                        let mut r = Region::from_slice(&mut b.0);
+                        s.blocks(StreamView::of(&mut r, 1, false)[0], &[3, 1], 0xABCD)
+                    };
+                    let half = b.0.len() / 2;
+                    let touched = |o: usize| {
+                        (o >= access && o < 2 * access) || (o >= 3 * access && o < 4 * access)
+                    };
+                    match op {
+                        StreamOp::Read => {
+                            assert_eq!(b.0.to_vec(), before, "read changed memory");
+                            assert_eq!(
+                                t,
+                                Traffic {
+                                    read: 2 * access as u64,
+                                    written: 0
+                                }
+                            );
+                        }
+                        StreamOp::Copy => {
+                            for o in 0..half {
+                                let dst = half + o;
+                                if touched(o) {
+                                    assert_eq!(b.0[dst], before[o], "copy {w} {access} at {o}");
+                                } else {
+                                    assert_eq!(b.0[dst], before[dst], "copy wrote outside at {o}");
+                                }
+                            }
+                            assert_eq!(
+                                t,
+                                Traffic {
+                                    read: 2 * access as u64,
+                                    written: 2 * access as u64
+                                }
+                            );
+                        }
+                        _ => {
+                            let ws = words(&b.0);
+                            for (i, &x) in ws.iter().enumerate() {
+                                if touched(i * 8) {
+                                    assert_eq!(x, 0xABCD, "{} {w} {access} word {i}", op.name());
+                                } else {
+                                    assert_eq!(
+                                        x,
+                                        u64::from_ne_bytes(
+                                            before[i * 8..i * 8 + 8].try_into().unwrap()
+                                        )
+                                    );
+                                }
+                            }
+                            assert_eq!(
+                                t,
+                                Traffic {
+                                    read: 0,
+                                    written: 2 * access as u64
+                                }
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pass_covers_the_span() {
+        let f = CpuFeatures::detect();
+        let w = if f.avx512f { 64 } else { 32 };
+        let s = Streamer::new(StreamOp::Write, w, 4096, &f).unwrap();
+        let mut b = Box::new(Buf([0; 1 << 16]));
+        let t = s.pass(
+            StreamView::of(&mut Region::from_slice(&mut b.0), 1, false)[0],
+            5,
+        );
+        assert_eq!(t.written, 1 << 16);
+        assert!(words(&b.0).iter().all(|&x| x == 5));
+        let c = Streamer::new(StreamOp::Copy, w, 4096, &f).unwrap();
+        assert_eq!(c.span(1 << 16), 1 << 15);
+        let s = Streamer::new(StreamOp::StoreClwb, w, 192, &f).unwrap();
+        let mut b = Box::new(Buf([0; 1 << 16]));
+        let t = s.pass(
+            StreamView::of(&mut Region::from_slice(&mut b.0), 1, false)[0],
+            9,
+        );
+        assert_eq!(t.written as usize, (1 << 16) / 192 * 192);
+    }
+
+    #[test]
+    fn views_partition_or_share() {
+        let mut b = Box::new(Buf([0; 1 << 16]));
+        let mut r = Region::from_slice(&mut b.0);
+        let base = r.as_ptr() as usize;
+        let v = StreamView::of(&mut r, 3, false);
+        assert_eq!(v.len(), 3);
+        assert!(v.iter().all(|x| x.len() == (1 << 16) / 3 / 64 * 64));
+        assert_eq!(v[1].ptr as usize - base, v[0].len());
+        let part = v[2].slice(128, 1000);
+        assert_eq!(
+            (part.ptr as usize - v[2].ptr as usize, part.len()),
+            (128, 960)
+        );
+        assert_eq!(v[2].slice(1 << 20, 64).len(), 0);
+        let (a, c) = v[0].halves();
+        assert!(a.len() == c.len() && a.len() + c.len() + 64 >= v[0].len());
+        let mut r = Region::from_slice(&mut b.0);
+        let s = StreamView::of(&mut r, 2, true);
+        assert!(
+            s.iter()
+                .all(|x| x.ptr as usize == base && x.len() == 1 << 16)
+        );
+    }
+
+    #[test]
+    fn refusals() {
+        let f = CpuFeatures::default();
+        assert!(Streamer::new(StreamOp::Read, 64, 64, &f).is_err());
+        let g = CpuFeatures {
+            avx2: true,
+            ..CpuFeatures::default()
+        };
+        assert_eq!(
+            Streamer::new(StreamOp::StoreClwb, 32, 64, &g)
+                .unwrap_err()
+                .to_string(),
+            "store+clwb with 32-byte vectors: this CPU lacks clwb"
+        );
+        assert!(Streamer::new(StreamOp::Read, 32, 100, &g).is_err());
+    }
+}
