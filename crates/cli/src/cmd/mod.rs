@@ -3,8 +3,8 @@
 
 mod bandwidth;
 mod info;
-mod kmer;
 pub(crate) mod inst;
+mod kmer;
 mod latency;
 mod list;
 mod loaded;
