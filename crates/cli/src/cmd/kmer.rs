@@ -327,12 +327,13 @@ fn to_record(ctx: &Context, r: &Report) -> Record {
     rec
 }
 
+/// `30860126` → `30 860 126` (a space groups digits, as SI does; tables right-align it).
 fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
+            out.push(' ');
         }
         out.push(c);
     }
@@ -423,20 +424,36 @@ fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
         s += &t.render();
     }
     if !r.preview.is_empty() {
-        s += "\n\nfirst results:\n";
-        for line in &r.preview {
-            let shown = if line.len() > 100 {
-                format!("{}…", &line[..100])
+        let short = |kmer: &str| {
+            if kmer.len() > 60 {
+                format!("{}…", &kmer[..60])
             } else {
-                line.clone()
+                kmer.to_string()
+            }
+        };
+        if r.operation == "primers" {
+            s += "\n\nfirst candidates (record:position strand k-mer):\n";
+        } else {
+            s += "\n\nfirst k-mers (k-mer genomes):\n";
+        }
+        for line in &r.preview {
+            let f: Vec<&str> = line.split('\t').collect();
+            let shown = match f.as_slice() {
+                [kmer, _genome, record, position, strand] => {
+                    format!("{record}:{position} {strand} {}", short(kmer))
+                }
+                [kmer, genomes] => format!("{} {genomes}", short(kmer)),
+                _ => line.clone(),
             };
             s += &format!("  {shown}\n");
         }
     }
     let p = &r.phases;
+    s.truncate(s.trim_end().len());
     s += "\n";
     let c = &r.cpu;
     let cpu_total = c.parse + c.estimate + c.map + c.insert + c.setops + c.output;
+    s += "\n";
     let mut t = Table::new(&["phase", "wall", "cpu"]);
     for (name, d, cpu) in [
         ("parse", p.parse, c.parse),
