@@ -168,7 +168,7 @@ for k in 31 100; do
 	report primers "$k" pmscope kmc
 done
 echo
-echo "pmscope phases (median run's record in $OUT/pmscope-*.json):"
+echo "pmscope phases (the last run's record, in $OUT/pmscope-*.json):"
 for f in "$OUT"/pmscope-*-31.json "$OUT"/pmscope-*-100.json; do
 	python3 - "$f" <<'EOF'
 import json, sys

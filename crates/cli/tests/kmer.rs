@@ -129,7 +129,7 @@ fn malformed_inputs_give_one_sentence_and_write_nothing() {
     for (args, code, message) in MALFORMED {
         let mut a = vec!["kmer"];
         a.extend_from_slice(args);
-        a.extend_from_slice(&["-o", "out.tsv"]);
+        a.extend_from_slice(&["-o", "out.tsv", "--record", "r.json"]);
         let o = pmscope(dir.path(), &a);
         assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
         assert_eq!(&stderr(&o), message, "{args:?}");
@@ -137,6 +137,7 @@ fn malformed_inputs_give_one_sentence_and_write_nothing() {
             !dir.path().join("out.tsv").exists(),
             "{args:?} wrote out.tsv"
         );
+        assert!(!dir.path().join("r.json").exists(), "{args:?} wrote r.json");
     }
     // A truncated gzip names the line where the stream broke, and writes nothing.
     let o = pmscope(

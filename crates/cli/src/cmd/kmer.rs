@@ -98,12 +98,17 @@ fn run_job(
             "pmscope kmer places its table on one --target; give it once",
         ));
     }
-    // Refuse a clobber and open the record file before any work.
-    let mut sink = Sink::open(&OutputArgs {
-        json: out.json,
-        output: r.record.clone(),
-        force: out.force,
-    })?;
+    // Refuse a clobber before any work; create the record file only once the job has
+    // succeeded, so that a malformed input leaves nothing behind.
+    if let Some(p) = &r.record
+        && p.exists()
+        && !out.force
+    {
+        return Err(usage(format!(
+            "{} already exists; pass --force to overwrite it or choose another --record file",
+            p.display()
+        )));
+    }
     let mut kmers_out = match &out.output {
         Some(p) => Some(PendingOutput::prepare(p, out.force)?),
         None => None,
@@ -128,6 +133,11 @@ fn run_job(
         preview: if demo { 5 } else { 3 },
     };
     let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
+    let mut sink = Sink::open(&OutputArgs {
+        json: out.json,
+        output: r.record.clone(),
+        force: out.force,
+    })?;
     if let Some(o) = kmers_out {
         o.commit()?;
     }
