@@ -208,3 +208,78 @@ pub fn delayed_traffic(
     }
     (t, start.elapsed().as_secs_f64())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_kernel::Region;
+    use pmscope_kernel::stream::StreamOp;
+    use pmscope_sys::cpu::CpuFeatures;
+
+    #[repr(align(64))]
+    struct Buf([u8; 1 << 20]);
+
+    fn streamer(op: StreamOp, access: usize) -> Streamer {
+        let f = CpuFeatures::detect();
+        Streamer::new(op, if f.avx512f { 64 } else { 32 }, access, &f).unwrap()
+    }
+
+    /// Each worker's bytes are whole passes over its own view (sequential), whole blocks
+    /// (random), and exactly R:W for interleaving.
+    #[test]
+    fn byte_accounting_per_worker() {
+        let mut b = Box::new(Buf([0; 1 << 20]));
+        let mut r = Region::from_slice(&mut b.0);
+        let views = StreamView::of(&mut r, 2, false);
+        let d = Duration::from_millis(5);
+        let (t, secs) = stream_for(
+            Role::Stream(streamer(StreamOp::Read, 4096)),
+            views[0],
+            false,
+            d,
+            1,
+        );
+        assert!(secs >= 0.005);
+        assert!(
+            t.read > 0 && t.read % views[0].len() as u64 == 0 && t.written == 0,
+            "{t:?}"
+        );
+        let (t, _) = stream_for(
+            Role::Stream(streamer(StreamOp::Copy, 256)),
+            views[1],
+            true,
+            d,
+            1,
+        );
+        assert!(
+            t.read > 0 && t.read == t.written && t.read % 256 == 0,
+            "{t:?}"
+        );
+        let role = Role::Interleave {
+            read: streamer(StreamOp::Read, 4096),
+            write: streamer(StreamOp::Write, 4096),
+            reads: 2,
+            writes: 1,
+        };
+        let (t, _) = stream_for(role, views[0], false, d, 1);
+        assert!(t.written > 0 && t.read == 2 * t.written, "{t:?}");
+        // Writes stayed in the write half of the first view: the read half and the second
+        // view (whose copy moved zeros) still hold zeros.
+        drop(views);
+        let q = 1 << 18;
+        assert!(b.0[..q].iter().all(|&x| x == 0));
+        assert!(
+            b.0[q..2 * q]
+                .chunks(8)
+                .all(|w| u64::from_ne_bytes(w.try_into().unwrap()) != 0)
+        );
+        assert!(b.0[2 * q..].iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn random_blocks_stay_inside() {
+        let v = random_blocks(10, 1000, 3);
+        assert!(v.iter().all(|&i| i < 10));
+        assert!(v.iter().any(|&i| i != v[0]));
+    }
+}

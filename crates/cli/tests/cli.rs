@@ -73,6 +73,52 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
         "pmscope: dram:4k needs 64.0 MiB but --max-mem allows 1.0 MiB; use a smaller size or raise --max-mem\n",
     ),
     (&["verify", "--size", "100TiB"], 2, ""),
+    (
+        &["latency", "--pattern", "zigzag"],
+        2,
+        "pmscope: 'zigzag' is not a chain pattern: use random, sequential or random-in-page\n",
+    ),
+    (
+        &["latency", "--sizes", "64"],
+        2,
+        "pmscope: every working set must hold at least two 64-byte elements; the smallest given is 64B\n",
+    ),
+    (
+        &["inst", "--ops", "foo"],
+        2,
+        "pmscope: 'foo' is not an op: use load, ntload, store, store+clflush, store+clflushopt, store+clwb, ntstore\n",
+    ),
+    (
+        &["inst", "--sizes", "100"],
+        2,
+        "pmscope: access size 100 is not 8 or a multiple of 64 bytes\n",
+    ),
+    (
+        &["sync", "--unit", "12"],
+        2,
+        "pmscope: --unit 12: use 8, 16, 32 or 64\n",
+    ),
+    (
+        &["rap", "--persist", "bogus"],
+        2,
+        "pmscope: 'bogus' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync\n",
+    ),
+    (
+        &["bandwidth", "--mix", "2-1"],
+        2,
+        "pmscope: '2-1' is not a mix: use split (k readers, n-k writers) or a ratio R:W such as 2:1\n",
+    ),
+    (&["bandwidth", "--threads", "9999"], 2, ""),
+    (
+        &["loaded", "--probe", "load+mfence"],
+        2,
+        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence\n",
+    ),
+    (
+        &["loaded", "--rw", "x"],
+        2,
+        "pmscope: --rw x: give the traffic's read:write ratio, e.g. 1:0, 2:1 or 1:1\n",
+    ),
     (&["verify", "-t", "file:/proc/nonexistent-dir/x"], 2, ""),
 ];
 
@@ -208,14 +254,32 @@ fn quick_verifies_the_default_targets() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let specs: Vec<&str> = records
+    let of = |experiment: &str| -> Vec<&serde_json::Value> {
+        records
+            .iter()
+            .filter(|r| r["experiment"] == experiment)
+            .collect()
+    };
+    let verified = of("verify");
+    let specs: Vec<&str> = verified
         .iter()
         .map(|r| r["target"]["spec"].as_str().unwrap())
         .collect();
     assert_eq!(specs, ["dram:4k", "dram:thp", "shm:4k"]);
-    assert_eq!(records[0]["target"]["achieved"]["page_size"], 4096);
-    assert_eq!(records[1]["target"]["achieved"]["page_size"], 2 << 20);
-    assert_eq!(records[2]["target"]["achieved"]["map_sync"], false);
+    assert_eq!(verified[0]["target"]["achieved"]["page_size"], 4096);
+    assert_eq!(verified[1]["target"]["achieved"]["page_size"], 2 << 20);
+    assert_eq!(verified[2]["target"]["achieved"]["map_sync"], false);
+    // A first latency and bandwidth figure per target, each with its configuration.
+    let figures = of("quick");
+    assert_eq!(figures.len(), 6);
+    for (spec, pair) in specs.iter().zip(figures.chunks(2)) {
+        assert_eq!(pair[0]["metric"], "latency_ns");
+        assert_eq!(pair[1]["metric"], "bandwidth_gb_s");
+        for r in pair {
+            assert_eq!(r["target"]["spec"], *spec);
+            assert!(r["summary"]["p50"].as_f64().unwrap() > 0.0);
+        }
+    }
     // Comparing 4 KiB with 2 MiB targets is pointed out (seed 000).
     let human = pmscope(&["quick", "--size", "32MiB"]);
     assert!(stderr(&human).contains("is backed by 4 KiB pages but dram:thp by 2 MiB pages"));
