@@ -366,22 +366,32 @@ pub struct KmerArgs {
     pub command: KmerCommand,
 }
 
+/// What `-o` means for the k-mer commands.
+const KMER_OUTPUT_HELP: &str = "For pmscope kmer, -o FILE receives the k-mers (TSV, or FASTA with --format fasta; -o - is stdout), written only when the job succeeds; --record FILE receives the JSON record.";
+
 /// The k-mer commands. For these, `-o FILE` receives the k-mers (TSV or FASTA; `-o -` is
 /// stdout) and `--record FILE` the JSON record.
 #[derive(Debug, Subcommand)]
+#[command(after_help = KMER_OUTPUT_HELP)]
 pub enum KmerCommand {
     /// PCR primer candidates: k-mers in every in-group genome and in no out-group genome,
     /// with their position in the first in-group genome.
+    #[command(after_help = KMER_OUTPUT_HELP)]
     Primers(KmerPrimersArgs),
     /// Distinct canonical k-mers, and how many k-mers occur in 1, 2, ... genomes.
+    #[command(after_help = KMER_OUTPUT_HELP)]
     Count(KmerSetArgs),
     /// The k-mers of any of the genomes.
+    #[command(after_help = KMER_OUTPUT_HELP)]
     Union(KmerSetArgs),
     /// The k-mers of all of the genomes.
+    #[command(after_help = KMER_OUTPUT_HELP)]
     Intersect(KmerSetArgs),
     /// The k-mers of the genomes that none of the --minus genomes has.
+    #[command(after_help = KMER_OUTPUT_HELP)]
     Subtract(KmerSubtractArgs),
     /// The primer pipeline on the genomes of Debian's ragout-examples and kaptive-example.
+    #[command(after_help = KMER_OUTPUT_HELP)]
     Demo(KmerDemoArgs),
     /// Write a synthetic reference and strains derived from it (SNPs, indels) as FASTA.
     Synth(KmerSynthArgs),

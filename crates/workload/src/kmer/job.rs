@@ -9,11 +9,14 @@
 //! | union | all genomes | | every k-mer |
 //! | intersect | all genomes | | genome count = number of genomes |
 //! | subtract | the left genomes | mark every k-mer of the right ones | unmarked |
-//! | primers | the in-group | mark every k-mer of the out-group | count = in-group size, unmarked |
+//! | primers | the in-group | copy the entries with count = in-group size into a second table; mark every k-mer of the out-group there | unmarked, listed in the order of the first in-group genome |
 //!
 //! The right-hand set of a subtraction (the out-group union) is never stored: each of its
 //! k-mers is looked up and marks its match, which is the same relative complement at the
-//! cost of lookups into the smaller table instead of inserts into a second one.
+//! cost of lookups instead of inserts into a second table. For primers the lookups go to
+//! a copy of the in-group intersection behind a Bloom filter ([`HashFilter`]): the
+//! intersection is usually a small part of the in-group union, so most out-group k-mers
+//! are answered from the cache.
 
 use super::build::{Driver, Workers, insert_kmers, scan_slots, walk_prefetched};
 use super::encode::words_for;
