@@ -433,6 +433,53 @@ pub fn scan_slots<const W: usize, T: KmerTable<W>, R: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kmer::table::volatile::VolatileTable;
+
+    #[test]
+    fn concurrent_workers_count_each_genome_once() {
+        // Repeats everywhere: every worker meets the same k-mers at the same time.
+        let mut seq = b"ACGTTGCA".repeat(4000);
+        seq.extend(
+            (0..20_000u64)
+                .map(|i| b"ACGT"[((i.wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 62) as usize]),
+        );
+        seq.extend(b"GGCCATTA".repeat(4000));
+        let g = Genome::from_records("g", &[("a", &seq), ("b", &seq[..5000])], 11);
+        // A small table is probed directly, a large one (> DIRECT_BYTES) through the
+        // region buckets: both paths.
+        for expected in [40_000, 5_000_000] {
+            check_concurrent_counts(&g, expected);
+        }
+    }
+
+    fn check_concurrent_counts(g: &Genome, expected: u64) {
+        let table = VolatileTable::<1>::new(
+            11,
+            &"dram:4k".parse().unwrap(),
+            &pmscope_target::MapOptions::host(),
+            expected,
+            4,
+        )
+        .unwrap();
+        assert_eq!(table.footprint_bytes() > DIRECT_BYTES, expected > 1_000_000);
+        let driver = Driver::<1>::new(Workers::new(4).unwrap());
+        let (new1, _) = driver.insert_genome(&table, g, 1, 11).unwrap();
+        let (new2, _) = driver.insert_genome(&table, g, 2, 11).unwrap();
+        assert_eq!(new2, 0);
+        assert_eq!(table.distinct(), new1);
+        let mut want = std::collections::HashSet::new();
+        for c in &g.contigs {
+            for_each_kmer::<1>(g.contig_seq(c), 11, |_, x, _| {
+                want.insert(*x);
+            });
+        }
+        assert_eq!(new1, want.len() as u64);
+        for x in &want {
+            assert_eq!(table.get(x, x.hash()).map(|e| e.genomes), Some(2));
+        }
+        // Marking finds every k-mer of the genome once more.
+        assert_eq!(driver.mark_genome(&table, g, 11).unwrap(), g.stats.kmers);
+    }
 
     #[test]
     fn split_covers_every_window_once() {
