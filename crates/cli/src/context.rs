@@ -85,6 +85,7 @@ impl Context {
             keep: a.keep,
             require_dax: a.require_dax,
             destroy_data: a.destroy_data.then(DestroyData::accepted_by_flag),
+            first_touch_cpus: Vec::new(),
         };
         Ok((specs, opts))
     }

@@ -92,7 +92,7 @@ pub fn random_blocks(blocks: usize, n: usize, seed: u64) -> Vec<u32> {
 
 /// Bytes of a sequential pass between two looks at the clock: small enough to stop within
 /// about a millisecond of the deadline, large enough that the look costs nothing.
-const SEQ_CHUNK: usize = 16 << 20;
+const SEQ_CHUNK: usize = 64 << 20;
 
 /// Streams for `duration`; returns the traffic and the seconds it took.
 pub fn stream_for(
@@ -118,12 +118,14 @@ pub fn stream_for(
                         } else {
                             at + SEQ_CHUNK
                         };
-                        s.pass(part, value)
+                        s.pass_undrained(part, value)
                     }
                     Some(idx) => s.blocks(view, idx, value),
                 };
                 value += 1;
             }
+            // Inside the timed interval: the stores counted have all left the core.
+            s.drain();
         }
         Role::Interleave {
             read,

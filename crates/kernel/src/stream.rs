@@ -263,8 +263,24 @@ impl Streamer {
     }
 
     /// One sequential pass over the span of the region. Read, write, ntstore and copy run
-    /// as one loop over the span; store+clwb fences after every access.
+    /// as one loop over the span; store+clwb fences after every access; ntstore drains its
+    /// write-combining buffers with an `sfence` at the end.
     pub fn pass(&self, view: StreamView<'_>, v: u64) -> Traffic {
+        let t = self.pass_undrained(view, v);
+        self.drain();
+        t
+    }
+
+    /// `sfence` for ntstore (whose stores are weakly ordered and buffered); nothing otherwise.
+    pub fn drain(&self) {
+        if self.op == StreamOp::NtStore {
+            k::sfence();
+        }
+    }
+
+    /// A pass without the final drain, for back-to-back passes timed together (likwid's
+    /// loop drains nothing between iterations); call [`Streamer::drain`] after the last.
+    pub fn pass_undrained(&self, view: StreamView<'_>, v: u64) -> Traffic {
         let span = self.span(view.len);
         let half = view.len / 2;
         let base = view.ptr;
@@ -287,9 +303,6 @@ impl Streamer {
                     }
                 }
                 _ => whole.one(base, half, 0, v),
-            }
-            if self.op == StreamOp::NtStore {
-                k::sfence();
             }
         }
         self.traffic((span / self.access) as u64)

@@ -55,6 +55,10 @@ pub struct MapOptions {
     pub destroy_data: Option<DestroyData>,
     /// The memory guard (`--max-mem`).
     pub guard: MemoryGuard,
+    /// CPUs that pre-fault the mapping, each its own equal contiguous part, so every part
+    /// is first touched by the CPU whose worker will use it (likwid's and MLC's placement).
+    /// Empty: the calling thread pre-faults everything.
+    pub first_touch_cpus: Vec<usize>,
 }
 
 impl MapOptions {
@@ -67,6 +71,7 @@ impl MapOptions {
             keep: false,
             require_dax: false,
             destroy_data: None,
+            first_touch_cpus: Vec::new(),
         }
     }
 }
@@ -242,7 +247,11 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
             ))
         })?;
     }
-    let (prefault_ns, faults) = prefault(raw);
+    let (prefault_ns, faults) = if opts.first_touch_cpus.len() > 1 {
+        prefault_parallel(raw, &opts.first_touch_cpus)
+    } else {
+        prefault(raw)
+    };
     let achieved = verify::probe(&backing, raw, spec, prefault_ns, faults, opts);
     let warnings = verify::against_expectation(
         spec,
@@ -261,6 +270,35 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
 
 /// Writes one byte in every 4 KiB of the range, timing the pass and counting this thread's
 /// minor faults: faults × page size = mapped bytes gives the page size on any kind.
+/// Pre-faults part `i` of `n` equal, page-aligned parts from a thread pinned to `cpus[i]`;
+/// the fault counts of the threads are summed, the time is the wall time of the whole.
+fn prefault_parallel(raw: RawMap, cpus: &[usize]) -> (u64, u64) {
+    let n = cpus.len();
+    let part = (raw.len / n) & !4095;
+    let t0 = pmscope_sys::tsc::monotonic_raw_ns();
+    let faults: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let start = i * part;
+                let len = if i + 1 == n { raw.len - start } else { part };
+                // SAFETY: start + len <= raw.len: each part lies inside the mapping, and the
+                // parts do not overlap.
+                let ptr = unsafe { raw.ptr.add(start) };
+                let piece = RawMap { ptr, len };
+                s.spawn(move || {
+                    // A CPU we may not run on only loses the placement, not the pre-fault.
+                    let _ = pmscope_sys::affinity::pin_current_thread(cpu);
+                    prefault(piece).1
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    (pmscope_sys::tsc::monotonic_raw_ns() - t0, faults)
+}
+
 fn prefault(raw: RawMap) -> (u64, u64) {
     let faults_before = pmscope_sys::memory::thread_minor_faults();
     let t0 = pmscope_sys::tsc::monotonic_raw_ns();

@@ -235,3 +235,22 @@ fn mapped_memory_is_usable_through_every_view() {
     m.atomics()[1].store(7, std::sync::atomic::Ordering::Relaxed);
     assert_eq!(u64::from_ne_bytes(m.bytes()[8..16].try_into().unwrap()), 7);
 }
+
+#[test]
+fn first_touch_by_several_cpus_prefaults_every_page_once() {
+    let cpus = pmscope_sys::affinity::allowed_cpus().unwrap();
+    let opts = MapOptions {
+        first_touch_cpus: cpus.clone(),
+        ..MapOptions::host()
+    };
+    let m = map(&spec("dram:4k"), 8 << 20, &opts).unwrap();
+    let a = m.achieved();
+    // Every 4 KiB page faulted once, by one of the threads, whatever their number.
+    assert!(
+        a.faults.minor_faults >= 2048 && a.faults.minor_faults < 2048 + 16 * cpus.len() as u64,
+        "{:?}",
+        a.faults
+    );
+    assert_eq!(a.page_size, Some(KIB4));
+    assert_eq!(a.pages.bytes_4k, 8 << 20);
+}

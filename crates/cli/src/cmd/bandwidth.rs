@@ -205,6 +205,12 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
     let points = ops.len() * patterns.len() * sizes.len() * threads.len();
     let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
     let mut results: Vec<Point> = Vec::new();
+    // Each thread's part is first touched by the CPU that streams over it, as likwid and MLC
+    // place it (with --shared there is no own part: the calling thread touches it all).
+    let mut opts = opts;
+    if !a.shared {
+        opts.first_touch_cpus = cpus[..max_threads].to_vec();
+    }
     for spec in &specs {
         let mut m = pmscope_target::map(spec, map_bytes, &opts)?;
         sink.warn(m.warnings());

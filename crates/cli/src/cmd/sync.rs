@@ -132,6 +132,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         !sink.json(),
     );
     let mut tables = Vec::new();
+    // Each thread's part is first touched by the CPU that streams over it.
+    let mut opts = opts;
+    opts.first_touch_cpus = cpus.to_vec();
     for spec in &specs {
         let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
         sink.warn(m.warnings());

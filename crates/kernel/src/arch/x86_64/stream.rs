@@ -1,7 +1,8 @@
 //! Streaming loops for bandwidth, written as likwid-bench writes its kernels: four 64-byte
 //! lines per iteration, one vector instruction per access, a pointer compare to end. Each
 //! function handles `bytes` (a multiple of 64) from `p`; a tail shorter than 256 bytes is
-//! done a line at a time. `copy` reads `src` and writes `dst`.
+//! done a line at a time. `copy` reads `src` and writes `dst`. Loop heads are aligned to
+//! 32 bytes (`.p2align 5`), as likwid-bench's generated kernels align theirs.
 #![allow(unsafe_code)]
 
 use core::arch::asm;
@@ -21,6 +22,7 @@ macro_rules! stream64 {
                     "vpbroadcastq zmm0, {v}",
                     "cmp {p}, {end4}",
                     "jae 3f",
+                    ".p2align 5",
                     "2:",
                     $body4,
                     "add {p}, 256",
@@ -63,6 +65,7 @@ macro_rules! stream32 {
                     "vpbroadcastq ymm0, xmm0",
                     "cmp {p}, {end4}",
                     "jae 3f",
+                    ".p2align 5",
                     "2:",
                     $body4,
                     "add {p}, 256",
@@ -145,6 +148,7 @@ pub unsafe fn copy64(src: *const u8, dst: *mut u8, bytes: usize) {
         asm!(
             "cmp {s}, {end4}",
             "jae 3f",
+            ".p2align 5",
             "2:",
             "vmovdqa64 zmm1, [{s}]",
             "vmovdqa64 zmm2, [{s} + 64]",
