@@ -1,7 +1,10 @@
 //! `/proc/self/smaps` for one address range: which page sizes back it.
 //!
 //! One mapping may appear as several VMAs (the kernel splits a VMA when advice or policy
-//! differs), so every VMA overlapping the range is summed. What each field tells:
+//! differs), so every VMA overlapping the range is summed. A VMA may also reach beyond the
+//! range (the kernel merges adjacent anonymous mappings with equal flags, e.g. a thread
+//! stack next to ours): its counts are then taken in proportion to the overlap, an estimate
+//! that is exact for the VMAs wholly inside the range. What each field tells:
 //!
 //! | field            | backing it counts                                  |
 //! |------------------|----------------------------------------------------|
@@ -49,6 +52,7 @@ fn parse_range(text: &str, start: usize, len: usize) -> SmapsRange {
     let end = start + len;
     let mut out = SmapsRange::default();
     let mut inside = false;
+    let mut share = 1.0f64;
     for line in text.lines() {
         let first = line.split_whitespace().next().unwrap_or("");
         if let Some((a, b)) = first.split_once('-')
@@ -58,6 +62,8 @@ fn parse_range(text: &str, start: usize, len: usize) -> SmapsRange {
             inside = a < end && b > start;
             if inside {
                 out.vmas += 1;
+                let overlap = b.min(end) - a.max(start);
+                share = overlap as f64 / (b - a) as f64;
             }
             continue;
         }
@@ -81,8 +87,12 @@ fn parse_range(text: &str, start: usize, len: usize) -> SmapsRange {
             .and_then(|n| n.parse::<u64>().ok())
             .unwrap_or(0);
         let bytes = kb * 1024;
+        if key == "KernelPageSize" {
+            out.kernel_page_size = out.kernel_page_size.max(bytes);
+            continue;
+        }
+        let bytes = (bytes as f64 * share).round() as u64;
         match key {
-            "KernelPageSize" => out.kernel_page_size = out.kernel_page_size.max(bytes),
             "Rss" => out.rss += bytes,
             "AnonHugePages" => out.anon_huge += bytes,
             "ShmemPmdMapped" => out.shmem_pmd += bytes,
@@ -170,6 +180,20 @@ VmFlags: rd wr
         assert_eq!(mix.bytes_2m, 2 << 20);
         assert_eq!(mix.bytes_4k, 1 << 20);
         assert_eq!(mix.bytes_unmapped, 1 << 20);
+    }
+
+    #[test]
+    fn a_vma_reaching_beyond_the_range_counts_in_proportion() {
+        // A merged VMA of 4 MiB of which the range is the upper 2 MiB.
+        let merged = "\
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0 
+KernelPageSize:        4 kB
+Rss:                4096 kB
+AnonHugePages:         0 kB
+";
+        let r = parse_range(merged, 0x7f00_0020_0000, 2 << 20);
+        assert_eq!(r.rss, 2 << 20);
+        assert_eq!(r.page_mix(2 << 20, false).bytes_4k, 2 << 20);
     }
 
     #[test]
