@@ -6,9 +6,13 @@ use crate::error::usage;
 use anyhow::Result;
 use pmscope_core::record::{Record, SystemSummary, TimerInfo};
 use pmscope_core::units::Bytes;
+use pmscope_core::warning::Warning;
+use pmscope_runner::sanity;
+use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 use pmscope_sys::sysroot::SysRoot;
 use pmscope_target::{DestroyData, MapOptions, MemoryGuard, TargetSpec};
+use std::time::Duration;
 
 /// The run's shared facts.
 pub struct Context {
@@ -52,6 +56,27 @@ impl Context {
         self.system.timer = Some(t);
     }
 
+    /// Calibrates the timer for an experiment on `cpus` (recorded in every later record) and
+    /// judges the environment it will run in: the two things every experiment does first.
+    pub fn start_measuring(
+        &mut self,
+        cpus: &[usize],
+        memory_working_set: Option<u64>,
+        times_single_accesses: bool,
+    ) -> (Timer, Vec<Warning>) {
+        let timer = Timer::calibrate(&self.features, Duration::from_millis(100));
+        self.set_timer(timer.info());
+        let env = sanity::check(
+            &sanity::EnvFacts::probe(&self.root, cpus),
+            &sanity::Context {
+                timer: Some(timer.info()),
+                memory_working_set,
+                times_single_accesses,
+            },
+        );
+        (timer, env)
+    }
+
     /// An empty record of `experiment` for this run.
     pub fn record(&self, experiment: &str) -> Record {
         Record::new(experiment, self.command_line.clone(), self.system.clone())
@@ -88,6 +113,18 @@ impl Context {
             first_touch_cpus: Vec::new(),
         };
         Ok((specs, opts))
+    }
+}
+
+/// Parses an address pattern argument: `seq`, `rand` or `both` (false = sequential).
+pub fn parse_patterns(s: &str) -> Result<Vec<bool>> {
+    match s {
+        "both" => Ok(vec![false, true]),
+        "seq" => Ok(vec![false]),
+        "rand" => Ok(vec![true]),
+        other => Err(usage(format!(
+            "'{other}' is not a pattern: use seq, rand or both"
+        ))),
     }
 }
 

@@ -5,7 +5,7 @@
 //! thread interleaving reads and writes at a ratio such as 2:1.
 
 use crate::args::BandwidthArgs;
-use crate::context::{Context, parse_size};
+use crate::context::{Context, parse_patterns, parse_size};
 use crate::error::usage;
 use crate::measure::{Role, stream_for};
 use crate::output::Sink;
@@ -17,8 +17,6 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_kernel::Region;
 use pmscope_kernel::stream::{STREAM_OPS, StreamOp, StreamView, Streamer};
-use pmscope_runner::sanity;
-use pmscope_runner::timer::Timer;
 use std::time::Duration;
 
 /// How reads and writes are mixed.
@@ -126,16 +124,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
         (None, Mix::None) => STREAM_OPS.to_vec(),
         (None, _) => vec![StreamOp::Write],
     };
-    let patterns: Vec<bool> = match a.pattern.as_str() {
-        "both" => vec![false, true],
-        "seq" => vec![false],
-        "rand" => vec![true],
-        other => {
-            return Err(usage(format!(
-                "'{other}' is not a pattern: use seq, rand or both"
-            )));
-        }
-    };
+    let patterns = parse_patterns(&a.pattern)?;
     let default_sizes = if a.full {
         "64..128KiB"
     } else {
@@ -192,16 +181,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
         None => 0.15,
     });
     let reps = if a.full { 5 } else { a.reps.max(1) };
-    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(50));
-    ctx.set_timer(timer.info());
-    let env = sanity::check(
-        &sanity::EnvFacts::probe(&ctx.root, &cpus),
-        &sanity::Context {
-            timer: Some(timer.info()),
-            memory_working_set: Some(per_thread),
-            times_single_accesses: false,
-        },
-    );
+    // The timer is calibrated for the records; streams are timed by their own clock.
+    let (_timer, env) = ctx.start_measuring(&cpus, Some(per_thread), false);
     let points = ops.len() * patterns.len() * sizes.len() * threads.len();
     let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
     let mut results: Vec<Point> = Vec::new();

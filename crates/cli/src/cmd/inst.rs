@@ -5,7 +5,7 @@
 //! has a column per target and the slowdown against the first.
 
 use crate::args::InstArgs;
-use crate::context::{Context, parse_size};
+use crate::context::{Context, parse_patterns, parse_size};
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
@@ -18,11 +18,8 @@ use pmscope_core::units::Bytes;
 use pmscope_kernel::Region;
 use pmscope_kernel::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
 use pmscope_kernel::rng::SplitMix64;
-use pmscope_runner::sanity;
-use pmscope_runner::timer::Timer;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// A cell of the table.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -99,16 +96,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             "access size {bad} is not 8 or a multiple of 64 bytes"
         )));
     }
-    let patterns: Vec<bool> = match a.pattern.as_str() {
-        "both" => vec![false, true],
-        "seq" => vec![false],
-        "rand" => vec![true],
-        other => {
-            return Err(usage(format!(
-                "'{other}' is not a pattern: use seq, rand or both"
-            )));
-        }
-    };
+    let patterns = parse_patterns(&a.pattern)?;
     let region_bytes = parse_size(&a.region)?;
     let max_size = *sizes.iter().max().unwrap_or(&64) as u64;
     if region_bytes < max_size * 2 {
@@ -131,16 +119,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
     };
     let cpu = a.cpu.unwrap_or(0);
     pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
-    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
-    ctx.set_timer(timer.info());
-    let env = sanity::check(
-        &sanity::EnvFacts::probe(&ctx.root, &[cpu]),
-        &sanity::Context {
-            timer: Some(timer.info()),
-            memory_working_set: Some(region_bytes),
-            times_single_accesses: true,
-        },
-    );
+    let (timer, env) = ctx.start_measuring(&[cpu], Some(region_bytes), true);
     let mut cells: Vec<Cell> = Vec::new();
     for (oi, _) in ops.iter().enumerate() {
         for (fi, _) in fences.iter().enumerate() {

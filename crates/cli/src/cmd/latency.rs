@@ -17,11 +17,8 @@ use pmscope_core::units::Bytes;
 use pmscope_kernel::Region;
 use pmscope_kernel::chain::{ChainSpec, Order};
 use pmscope_kernel::chase::Chaser;
-use pmscope_runner::sanity;
-use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu;
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// The default sweep: every power of two and the midpoint after it, from 4 KiB to `max`.
 pub fn default_sizes(max: u64) -> Vec<u64> {
@@ -82,18 +79,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
         mix: !a.no_mix,
         seed: a.seed,
     };
-    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
-    ctx.set_timer(timer.info());
     let max_ws = *sizes.iter().max().expect("non-empty axis");
-    let facts = sanity::EnvFacts::probe(&ctx.root, &[cpu]);
-    let env = sanity::check(
-        &facts,
-        &sanity::Context {
-            timer: Some(timer.info()),
-            memory_working_set: Some(max_ws),
-            times_single_accesses: samples > 0,
-        },
-    );
+    let (timer, env) = ctx.start_measuring(&[cpu], Some(max_ws), samples > 0);
     let progress = Progress::new((sizes.len() * specs.len()) as u64, "latency", !sink.json());
     let mut results: Vec<Curve> = Vec::new();
     let mut achieved = Vec::new();

@@ -25,8 +25,6 @@ use pmscope_kernel::access::{self, FenceKind, Op, Sequence, Width};
 use pmscope_kernel::chain::ChainSpec;
 use pmscope_kernel::chase::{Chaser, single_timing_overhead};
 use pmscope_kernel::stream::{StreamOp, StreamView, Streamer};
-use pmscope_runner::sanity;
-use pmscope_runner::timer::Timer;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
@@ -127,17 +125,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             .map_err(|e| usage(e.to_string()))?;
     }
     let samples = if a.full { 200_000 } else { a.samples };
-    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
-    ctx.set_timer(timer.info());
+    let (timer, env) = ctx.start_measuring(&cpus, Some(probe_bytes), true);
     let schedule = delay_schedule(&delays, timer.info().hz);
-    let env = sanity::check(
-        &sanity::EnvFacts::probe(&ctx.root, &cpus),
-        &sanity::Context {
-            timer: Some(timer.info()),
-            memory_working_set: Some(probe_bytes),
-            times_single_accesses: true,
-        },
-    );
     let traffic_threads = cpus.len() - 1;
     let features = ctx.features;
     let plan = LatencyPlan {

@@ -18,10 +18,7 @@ use pmscope_kernel::Region;
 use pmscope_kernel::access::{self, FenceKind, Op, Sequence, Width, store_value};
 use pmscope_kernel::rng::SplitMix64;
 use pmscope_persist::{PersistStrategy, Persister};
-use pmscope_runner::sanity;
-use pmscope_runner::timer::Timer;
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// Latencies (ticks, overhead included) of loading the line persisted `d` lines earlier,
 /// `samples` times, walking `order` (line numbers).
@@ -79,16 +76,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
     };
     let cpu = a.cpu.unwrap_or(0);
     pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
-    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(100));
-    ctx.set_timer(timer.info());
-    let env = sanity::check(
-        &sanity::EnvFacts::probe(&ctx.root, &[cpu]),
-        &sanity::Context {
-            timer: Some(timer.info()),
-            memory_working_set: Some(region_bytes),
-            times_single_accesses: true,
-        },
-    );
+    let (timer, env) = ctx.start_measuring(&[cpu], Some(region_bytes), true);
     let progress = Progress::new(
         (specs.len() * (distances.len() + 1)) as u64,
         "rap",

@@ -6,7 +6,7 @@
 //! `--fence sfence` for stores' usual persistence fence.
 
 use crate::args::SyncArgs;
-use crate::context::{Context, parse_size};
+use crate::context::{Context, parse_patterns, parse_size};
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
@@ -16,8 +16,6 @@ use pmscope_core::summary::Summary;
 use pmscope_kernel::Region;
 use pmscope_kernel::access::{FenceKind, Op, Sequence, Width, store_value};
 use pmscope_kernel::rng::SplitMix64;
-use pmscope_runner::sanity;
-use pmscope_runner::timer::Timer;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -80,16 +78,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let unit = Width::from_bytes(a.unit)
         .ok_or_else(|| usage(format!("--unit {}: use 8, 16, 32 or 64", a.unit)))?;
-    let patterns: Vec<bool> = match a.pattern.as_str() {
-        "both" => vec![false, true],
-        "seq" => vec![false],
-        "rand" => vec![true],
-        other => {
-            return Err(usage(format!(
-                "'{other}' is not a pattern: use seq, rand or both"
-            )));
-        }
-    };
+    let patterns = parse_patterns(&a.pattern)?;
     let plus_f = match a.fence.as_str() {
         "mfence" => FenceKind::Mfence,
         "sfence" => FenceKind::Sfence,
@@ -115,16 +104,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
     pmscope_runner::pin::check_cpus(cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
     let reps = if a.full { 7 } else { 3 };
     let duration = Duration::from_secs_f64(if a.full { 1.0 } else { 0.2 });
-    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(50));
-    ctx.set_timer(timer.info());
-    let env = sanity::check(
-        &sanity::EnvFacts::probe(&ctx.root, cpus),
-        &sanity::Context {
-            timer: Some(timer.info()),
-            memory_working_set: Some(region_bytes),
-            times_single_accesses: false,
-        },
-    );
+    // The timer is calibrated for the records; streams are timed by their own clock.
+    let (_timer, env) = ctx.start_measuring(cpus, Some(region_bytes), false);
     let features = ctx.features;
     let progress = Progress::new(
         (specs.len() * OPTIONS.len() * patterns.len()) as u64,
