@@ -54,8 +54,12 @@ fn check(ptr: *mut libc::c_void) -> io::Result<*mut u8> {
 
 /// Reserves `len` bytes of address space aligned to `align` (PROT_NONE, no memory), so a
 /// later `MAP_FIXED` mapping inside it can be PMD- or PUD-mapped.
+///
+/// One PROT_NONE guard page stays on each side: the kernel merges adjacent anonymous
+/// mappings with equal flags into one VMA, and a neighbour merged into ours would make its
+/// smaps entry describe memory that is not ours. [`munmap`] removes the guards too.
 fn reserve_aligned(len: usize, align: usize) -> io::Result<*mut u8> {
-    let total = len + align;
+    let total = len + align + 2 * GUARD;
     // SAFETY: a fresh anonymous PROT_NONE mapping at a kernel-chosen address touches
     // nothing that exists.
     let base = check(unsafe {
@@ -68,20 +72,24 @@ fn reserve_aligned(len: usize, align: usize) -> io::Result<*mut u8> {
             0,
         )
     })?;
-    let start = (base as usize).next_multiple_of(align);
-    let head = start - base as usize;
-    let tail = total - head - len;
-    // SAFETY: head and tail are the unused ends of the reservation just made above.
+    let start = (base as usize + GUARD).next_multiple_of(align);
+    let head = start - GUARD - base as usize;
+    let tail = total - head - len - 2 * GUARD;
+    // SAFETY: head and tail are the unused ends of the reservation just made above, outside
+    // the guard pages and the range returned.
     unsafe {
         if head > 0 {
             libc::munmap(base.cast(), head);
         }
         if tail > 0 {
-            libc::munmap((start + len) as *mut libc::c_void, tail);
+            libc::munmap((start + len + GUARD) as *mut libc::c_void, tail);
         }
     }
     Ok(start as *mut u8)
 }
+
+/// The PROT_NONE page kept on each side of every mapping made here.
+const GUARD: usize = 4096;
 
 /// Maps `len` bytes of private anonymous memory, aligned to `align` (a power of two of at
 /// least 4 KiB), with the page policy `pages`. Nothing is touched: the caller binds it to a
@@ -107,7 +115,7 @@ pub fn map_anonymous(len: usize, align: usize, pages: AnonPages) -> io::Result<R
         Ok(p) => p,
         Err(e) => {
             // SAFETY: the reservation is ours and nothing refers to it.
-            unsafe { libc::munmap(at.cast(), len) };
+            unsafe { libc::munmap((at as usize - GUARD) as *mut libc::c_void, len + 2 * GUARD) };
             return Err(e);
         }
     };
@@ -121,7 +129,7 @@ pub fn map_anonymous(len: usize, align: usize, pages: AnonPages) -> io::Result<R
         if unsafe { libc::madvise(ptr.cast(), len, advice) } != 0 {
             let e = io::Error::last_os_error();
             // SAFETY: the mapping is ours and nothing refers to it yet.
-            unsafe { libc::munmap(ptr.cast(), len) };
+            unsafe { libc::munmap((ptr as usize - GUARD) as *mut libc::c_void, len + 2 * GUARD) };
             return Err(e);
         }
     }
@@ -164,7 +172,7 @@ pub fn map_file(
         Ok(ptr) => Ok(RawMap { ptr, len }),
         Err(e) => {
             // SAFETY: the reservation is ours; a failed MAP_FIXED leaves it (or nothing) there.
-            unsafe { libc::munmap(at.cast(), len) };
+            unsafe { libc::munmap((at as usize - GUARD) as *mut libc::c_void, len + 2 * GUARD) };
             Err(e)
         }
     }
@@ -175,8 +183,10 @@ pub fn map_file(
 /// # Safety
 /// `map` must come from this module and nothing may refer to its memory any more.
 pub unsafe fn munmap(map: RawMap) -> io::Result<()> {
-    // SAFETY: forwarded to the caller's promise.
-    if unsafe { libc::munmap(map.ptr.cast(), map.len) } == 0 {
+    let with_guards = (map.ptr as usize - GUARD) as *mut libc::c_void;
+    // SAFETY: forwarded to the caller's promise; the guard pages around the range were
+    // reserved with it by this module and belong to nobody else.
+    if unsafe { libc::munmap(with_guards, map.len + 2 * GUARD) } == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
