@@ -54,13 +54,10 @@ impl<'r, 'a> Chaser<'r, 'a> {
 }
 
 /// Ticks of an empty timed interval with the same serialisation as
-/// [`Chaser::time_each`]: the median of `n` tries is the overhead to subtract.
+/// [`Chaser::time_each`] (which times with the access kernels' timestamps): the median of
+/// `n` tries is the overhead to subtract.
 pub fn single_timing_overhead(n: usize) -> u64 {
-    let mut v: Vec<u64> = (0..n.max(1))
-        .map(|_| arch::chase::timed_nothing())
-        .collect();
-    v.sort_unstable();
-    v[v.len() / 2]
+    crate::access::timing_overhead(n)
 }
 
 #[cfg(test)]

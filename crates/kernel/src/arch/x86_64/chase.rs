@@ -33,67 +33,20 @@ pub unsafe fn chase(mut p: *const usize, loads: u64) -> *const usize {
     p
 }
 
-/// One dependent load between serialising timestamp reads (`lfence; rdtsc; lfence` before,
-/// `rdtscp; lfence` after): returns the next pointer and the ticks elapsed, which include
-/// the timer's own overhead (subtracted by the caller).
+/// One dependent load between serialising timestamp reads (`arch::ops::tsc_start` and
+/// `tsc_stop`, the same discipline as every timed access): returns the next pointer and
+/// the ticks elapsed, which include the timer's own overhead (`ops::timed_nothing`).
 ///
 /// # Safety
 /// As for [`chase`].
 #[inline(never)]
 pub unsafe fn timed_load(p: *const usize) -> (*const usize, u64) {
     let next: *const usize;
-    let (lo0, hi0, lo1, hi1): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees `p` points at a valid slot; rdtsc/rdtscp/lfence exist
-    // on every CPU pmscope times single accesses on (checked through CpuFeatures::rdtscp).
+    let t0 = super::ops::tsc_start();
+    // SAFETY: the caller guarantees `p` points at a valid slot of the chain.
     unsafe {
-        asm!(
-            "lfence",
-            "rdtsc",
-            "lfence",
-            "mov {t0lo:e}, eax",
-            "mov {t0hi:e}, edx",
-            "mov {next}, [{p}]",
-            "rdtscp",
-            "lfence",
-            p = in(reg) p,
-            next = out(reg) next,
-            t0lo = out(reg) lo0,
-            t0hi = out(reg) hi0,
-            out("eax") lo1,
-            out("edx") hi1,
-            out("ecx") _,
-            options(nostack, readonly),
-        );
-    }
-    let t0 = ((hi0 as u64) << 32) | lo0 as u64;
-    let t1 = ((hi1 as u64) << 32) | lo1 as u64;
+        asm!("mov {next}, [{p}]", p = in(reg) p, next = out(reg) next, options(nostack, readonly, preserves_flags))
+    };
+    let t1 = super::ops::tsc_stop();
     (next, t1.wrapping_sub(t0))
-}
-
-/// An empty timed interval with the same fences as [`timed_load`]: the overhead to
-/// subtract.
-#[inline(never)]
-pub fn timed_nothing() -> u64 {
-    let (lo0, hi0, lo1, hi1): (u32, u32, u32, u32);
-    // SAFETY: as for timed_load, without any memory access.
-    unsafe {
-        asm!(
-            "lfence",
-            "rdtsc",
-            "lfence",
-            "mov {t0lo:e}, eax",
-            "mov {t0hi:e}, edx",
-            "rdtscp",
-            "lfence",
-            t0lo = out(reg) lo0,
-            t0hi = out(reg) hi0,
-            out("eax") lo1,
-            out("edx") hi1,
-            out("ecx") _,
-            options(nostack, nomem),
-        );
-    }
-    let t0 = ((hi0 as u64) << 32) | lo0 as u64;
-    let t1 = ((hi1 as u64) << 32) | lo1 as u64;
-    t1.wrapping_sub(t0)
 }
