@@ -7,11 +7,11 @@ use anyhow::Result;
 use pmscope_core::record::{Record, SystemSummary, TimerInfo};
 use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
+use pmscope_mapping::{DestroyData, MapOptions, MemoryGuard, TargetSpec};
 use pmscope_runner::sanity;
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 use pmscope_sys::sysroot::SysRoot;
-use pmscope_target::{DestroyData, MapOptions, MemoryGuard, TargetSpec};
 use std::time::Duration;
 
 /// The run's shared facts.
@@ -97,7 +97,7 @@ impl Context {
         for s in &given {
             let spec: TargetSpec = s
                 .parse()
-                .map_err(|e: pmscope_target::SpecError| usage(format!("--target {s}: {e}")))?;
+                .map_err(|e: pmscope_mapping::SpecError| usage(format!("--target {s}: {e}")))?;
             if specs.contains(&spec) {
                 return Err(usage(format!("--target {spec} is given twice")));
             }

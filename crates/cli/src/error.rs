@@ -1,6 +1,6 @@
 //! Exit codes and messages: 2 for what the user asked (usage), 1 for what the system did.
 
-use pmscope_target::TargetError;
+use pmscope_mapping::TargetError;
 
 /// An error caused by the command line or the request itself (exit code 2).
 #[derive(Debug)]

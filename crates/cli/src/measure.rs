@@ -3,7 +3,7 @@
 //! commands so `latency`, `loaded`, `rap` and `quick` measure the same way.
 
 use pmscope_core::summary::{LogHistogram, Summary};
-use pmscope_kernel::chase::{Chaser, single_timing_overhead};
+use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_runner::timer::Timer;
 
 /// How long and how often a latency point is measured.
@@ -59,8 +59,8 @@ pub fn chase_distribution(
     (summary, LogHistogram::of(&ns, 4))
 }
 
-use pmscope_kernel::rng::SplitMix64;
-use pmscope_kernel::stream::{StreamView, Streamer, Traffic};
+use pmscope_loops::rng::SplitMix64;
+use pmscope_loops::stream::{StreamView, Streamer, Traffic};
 use std::time::{Duration, Instant};
 
 /// What one bandwidth worker does.
@@ -214,8 +214,8 @@ pub fn delayed_traffic(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pmscope_kernel::Region;
-    use pmscope_kernel::stream::StreamOp;
+    use pmscope_loops::Region;
+    use pmscope_loops::stream::StreamOp;
     use pmscope_sys::cpu::CpuFeatures;
 
     #[repr(align(64))]

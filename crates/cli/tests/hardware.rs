@@ -5,7 +5,7 @@
 //! reason, so `cargo test` elsewhere lists them as ignored, never as passed;
 //! `.ci/labvm-stage` runs them inside the qemu lab guest (`../shared/labvm`), where a
 //! missing `LABVM_*` variable fails the test. The mapping-level tests are in
-//! `crates/target/tests/hardware.rs`.
+//! `crates/mapping/tests/hardware.rs`.
 //!
 //! In the guest the binary is not at the path Cargo compiled in, so `PMSCOPE_BIN` names it.
 
@@ -78,9 +78,9 @@ fn sysfs_hmat(node: u64, file: &str) -> Value {
 
 mod needs_fsdax {
     use super::*;
+    use pmscope_mapping::{MapOptions, map};
     use pmscope_persist::{Persister, STRATEGIES};
     use pmscope_sys::cpu::CpuFeatures;
-    use pmscope_target::{MapOptions, map};
 
     #[test]
     #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via .ci/labvm-stage"]

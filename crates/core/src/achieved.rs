@@ -1,4 +1,4 @@
-//! What the kernel actually gave a target, as data. `pmscope-target` fills it in after
+//! What the kernel actually gave a target, as data. `pmscope-mapping` fills it in after
 //! mapping and pre-faulting; every record carries it.
 
 use crate::units::{GIB1, KIB4, MIB2, page_size_name};

@@ -29,7 +29,7 @@ pub enum AnonPages {
 }
 
 /// A mapping created here: start address and length. Dropping it does not unmap; the
-/// owner (pmscope-target's `Mapping`) calls [`munmap`].
+/// owner (pmscope-mapping's `Mapping`) calls [`munmap`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawMap {
     /// First byte.

@@ -15,8 +15,8 @@ use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
-use pmscope_kernel::Region;
-use pmscope_kernel::stream::{STREAM_OPS, StreamOp, StreamView, Streamer};
+use pmscope_loops::Region;
+use pmscope_loops::stream::{STREAM_OPS, StreamOp, StreamView, Streamer};
 use std::time::Duration;
 
 /// How reads and writes are mixed.
@@ -193,7 +193,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
         opts.first_touch_cpus = cpus[..max_threads].to_vec();
     }
     for spec in &specs {
-        let mut m = pmscope_target::map(spec, map_bytes, &opts)?;
+        let mut m = pmscope_mapping::map(spec, map_bytes, &opts)?;
         sink.warn(m.warnings());
         let target = m.record();
         let warnings = m.warnings().to_vec();

@@ -15,9 +15,9 @@ use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
-use pmscope_kernel::Region;
-use pmscope_kernel::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
-use pmscope_kernel::rng::SplitMix64;
+use pmscope_loops::Region;
+use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
+use pmscope_loops::rng::SplitMix64;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -139,7 +139,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
     let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
     let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", !sink.json());
     for spec in &specs {
-        let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
+        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
         sink.warn(m.warnings());
         let target = m.record();
         let warnings = m.warnings().to_vec();

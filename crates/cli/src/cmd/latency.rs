@@ -14,9 +14,9 @@ use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
-use pmscope_kernel::Region;
-use pmscope_kernel::chain::{ChainSpec, Order};
-use pmscope_kernel::chase::Chaser;
+use pmscope_loops::Region;
+use pmscope_loops::chain::{ChainSpec, Order};
+use pmscope_loops::chase::Chaser;
 use pmscope_sys::cpu;
 use std::sync::Mutex;
 
@@ -85,7 +85,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
     let mut results: Vec<Curve> = Vec::new();
     let mut achieved = Vec::new();
     for spec_t in &specs {
-        let mut mapping = pmscope_target::map(spec_t, max_ws, &opts)?;
+        let mut mapping = pmscope_mapping::map(spec_t, max_ws, &opts)?;
         sink.warn(mapping.warnings());
         let target = mapping.record();
         let mapping_warnings = mapping.warnings().to_vec();
@@ -146,7 +146,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
     progress.finish();
     let pairs: Vec<(String, &pmscope_core::achieved::Achieved)> =
         achieved.iter().map(|(s, a)| (s.clone(), a)).collect();
-    let cross = pmscope_target::verify::compare_targets(&pairs);
+    let cross = pmscope_mapping::verify::compare_targets(&pairs);
     if !sink.json() {
         print_human(ctx, &spec, &results);
     }

@@ -20,11 +20,11 @@ use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
-use pmscope_kernel::Region;
-use pmscope_kernel::access::{self, FenceKind, Op, Sequence, Width};
-use pmscope_kernel::chain::ChainSpec;
-use pmscope_kernel::chase::{Chaser, single_timing_overhead};
-use pmscope_kernel::stream::{StreamOp, StreamView, Streamer};
+use pmscope_loops::Region;
+use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width};
+use pmscope_loops::chain::ChainSpec;
+use pmscope_loops::chase::{Chaser, single_timing_overhead};
+use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
@@ -140,7 +140,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
     );
     let mut curves = Vec::new();
     for spec in &specs {
-        let mut m = pmscope_target::map(
+        let mut m = pmscope_mapping::map(
             spec,
             probe_bytes + traffic_bytes * traffic_threads as u64,
             &opts,

@@ -14,9 +14,9 @@ use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::summary::Summary;
-use pmscope_kernel::Region;
-use pmscope_kernel::access::{self, FenceKind, Op, Sequence, Width, store_value};
-use pmscope_kernel::rng::SplitMix64;
+use pmscope_loops::Region;
+use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
+use pmscope_loops::rng::SplitMix64;
 use pmscope_persist::{PersistStrategy, Persister};
 use std::sync::Mutex;
 
@@ -84,7 +84,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
     );
     let mut tables = Vec::new();
     for spec in &specs {
-        let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
+        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
         sink.warn(m.warnings());
         if m.achieved().persistence == pmscope_core::achieved::Persistence::PageCache
             && strategy != PersistStrategy::Msync

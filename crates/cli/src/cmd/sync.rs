@@ -13,9 +13,9 @@ use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::summary::Summary;
-use pmscope_kernel::Region;
-use pmscope_kernel::access::{FenceKind, Op, Sequence, Width, store_value};
-use pmscope_kernel::rng::SplitMix64;
+use pmscope_loops::Region;
+use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
+use pmscope_loops::rng::SplitMix64;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -117,7 +117,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
     let mut opts = opts;
     opts.first_touch_cpus = cpus.to_vec();
     for spec in &specs {
-        let mut m = pmscope_target::map(spec, region_bytes, &opts)?;
+        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
         sink.warn(m.warnings());
         let target = m.record();
         let warnings = m.warnings().to_vec();

@@ -7,8 +7,8 @@ use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::units::{Bytes, page_size_name};
+use pmscope_mapping::{MapOptions, Mapping, TargetSpec, verify::compare_targets};
 use pmscope_runner::sanity;
-use pmscope_target::{MapOptions, Mapping, TargetSpec, verify::compare_targets};
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &VerifyArgs) -> Result<()> {
     let size = parse_size(&a.size)?;
@@ -42,7 +42,7 @@ pub fn verify_targets(
     );
     let mut records = Vec::new();
     for spec in specs {
-        let mut m = pmscope_target::map(spec, size, opts)?;
+        let mut m = pmscope_mapping::map(spec, size, opts)?;
         let a = m.achieved();
         let mut r = ctx
             .record("verify")

@@ -456,7 +456,7 @@ mod tests {
         let table = VolatileTable::<1>::new(
             11,
             &"dram:4k".parse().unwrap(),
-            &pmscope_target::MapOptions::host(),
+            &pmscope_mapping::MapOptions::host(),
             expected,
             4,
         )

@@ -61,7 +61,7 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         threads,
         split: Split::PerFile,
         target: "dram:4k".parse().unwrap(),
-        map_options: pmscope_target::MapOptions::host(),
+        map_options: pmscope_mapping::MapOptions::host(),
         format: Format::Tsv,
         sorted: true,
         preview: 0,

@@ -43,7 +43,7 @@ pub enum Inserted {
 pub enum TableError {
     /// The memory target refused the mapping.
     #[error(transparent)]
-    Target(#[from] pmscope_target::TargetError),
+    Target(#[from] pmscope_mapping::TargetError),
     /// A limit of the slot layout.
     #[error("{0}")]
     Limit(String),

@@ -33,7 +33,7 @@ use super::{Entry, GenomeId, Inserted, KmerTable, TableError};
 use crate::kmer::encode::Kmer;
 use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
-use pmscope_target::{MapOptions, Mapping, TargetSpec};
+use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const READY: u64 = 1 << 63;
@@ -123,9 +123,9 @@ impl<const W: usize> VolatileTable<W> {
         }
         let chunk_slots = (slots >> chunk_bits).div_ceil(group) * group;
         let bytes = (chunk_slots * slot_words * 8) as u64;
-        let mapped: Vec<Result<Mapping, pmscope_target::TargetError>> = std::thread::scope(|s| {
+        let mapped: Vec<Result<Mapping, pmscope_mapping::TargetError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..1usize << chunk_bits)
-                .map(|_| s.spawn(|| pmscope_target::map(spec, bytes, opts)))
+                .map(|_| s.spawn(|| pmscope_mapping::map(spec, bytes, opts)))
                 .collect();
             handles
                 .into_iter()

@@ -4,8 +4,8 @@
 
 use pmscope_core::achieved::Persistence;
 use pmscope_core::units::{GIB1, KIB4, MIB2};
+use pmscope_mapping::{DestroyData, MapOptions, MemoryGuard, TargetSpec, map};
 use pmscope_sys::sysroot::SysRoot;
-use pmscope_target::{DestroyData, MapOptions, MemoryGuard, TargetSpec, map};
 
 fn spec(s: &str) -> TargetSpec {
     s.parse().unwrap()

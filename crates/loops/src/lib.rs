@@ -3,7 +3,7 @@
 //! sequences ([`access`]),
 //! and pmmeter's synchronisation loops.
 //!
-//! Kernels operate on raw memory that a `pmscope_target::Mapping` owns; every entry point
+//! Kernels operate on raw memory that a `pmscope_mapping::Mapping` owns; every entry point
 //! takes a [`Region`], checked once (bounds, alignment) before the loop, and the loops
 //! themselves are inline assembly so the compiler can neither remove nor merge a timed
 //! access. Instructions a CPU lacks are refused through [`Unsupported`] before any loop

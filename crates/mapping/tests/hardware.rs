@@ -13,7 +13,7 @@
 
 use pmscope_core::achieved::Persistence;
 use pmscope_core::units::{KIB4, MIB2};
-use pmscope_target::{DestroyData, MapOptions, Mapping, TargetSpec, map};
+use pmscope_mapping::{DestroyData, MapOptions, Mapping, TargetSpec, map};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! ```
-//! use pmscope_target::TargetSpec;
+//! use pmscope_mapping::TargetSpec;
 //! let spec: TargetSpec = "dram:thp,node=0".parse().unwrap();
 //! assert_eq!(spec.to_string(), "dram:thp,node=0");
 //! ```
