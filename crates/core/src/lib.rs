@@ -6,7 +6,8 @@
 //! * [`summary`] — n, min, percentiles, max, mean, stddev of a sample;
 //! * [`warning`] — a finding about the configuration, always with its remedy;
 //! * [`achieved`] — what the kernel actually gave a target (page sizes, nodes, DAX);
-//! * [`record`] — THE result schema, with its version.
+//! * [`record`] — THE result schema, with its version;
+//! * [`vocab`] — every experiment, parameter and value key, and the enums records carry.
 //!
 //! ```
 //! use pmscope_core::units::Bytes;
@@ -21,4 +22,5 @@ pub mod range;
 pub mod record;
 pub mod summary;
 pub mod units;
+pub mod vocab;
 pub mod warning;
