@@ -11,6 +11,10 @@ pub struct Cli {
     /// Output options shared by every command.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Measure nothing: every timed kernel is replaced by deterministic synthetic samples,
+    /// and every record says so (tests run every command to completion with it).
+    #[arg(long, global = true, hide = true)]
+    pub null_executor: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -146,8 +150,8 @@ pub struct LatencyArgs {
     /// Individually timed loads for the distribution at the largest point (0: none).
     #[arg(long, default_value_t = 200_000)]
     pub samples: usize,
-    /// CPU to pin the measuring thread to.
-    #[arg(long)]
+    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random orders.
     #[arg(long, default_value_t = 0x5EED)]
@@ -189,8 +193,8 @@ pub struct InstArgs {
     /// the CPU has: 64 with AVX-512, 32 with AVX2).
     #[arg(long)]
     pub width: Option<usize>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long)]
+    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random addresses.
     #[arg(long, default_value_t = 0x5EED)]
@@ -254,8 +258,8 @@ pub struct RapArgs {
     /// Timed loads per distance.
     #[arg(long, default_value_t = 20_000)]
     pub samples: usize,
-    /// CPU to pin the thread to.
-    #[arg(long)]
+    /// CPU to pin the thread to (`--cpu` is an alias).
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random line order.
     #[arg(long, default_value_t = 0x5EED)]

@@ -129,7 +129,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
         println!("{}", serde_json::to_string(&info)?);
     } else {
         print_human(&info);
-        sink.warn(&info.warnings);
+        sink.print_warnings(&info.warnings);
     }
     Ok(())
 }

@@ -142,7 +142,6 @@ fn run_job(
         o.commit()?;
     }
     let record = to_record(ctx, &report);
-    sink.warn(&report.table.warnings);
     sink.emit(&record)?;
     if !out.json {
         let text = summary(&report, out.output.as_deref(), demo);

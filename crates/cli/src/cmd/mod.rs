@@ -17,10 +17,16 @@ use crate::args::{Cli, Command};
 use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
+use pmscope_runner::executor::Executor;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    let mut ctx = Context::new();
+    let executor = if cli.null_executor {
+        Executor::Null
+    } else {
+        Executor::Real
+    };
+    let mut ctx = Context::new(executor);
     // Opened per arm: `pmscope kmer` writes its k-mer sets to -o itself and opens its own
     // record sink, every other command sends its records to this one.
     let sink = || Sink::open(&cli.output);

@@ -1,6 +1,7 @@
 //! Where records go: JSON Lines on stdout with `--json`, a human table otherwise, and
-//! JSON Lines into `-o FILE` (created exclusively unless `--force`). Warnings go to stderr
-//! in table mode (they are inside the records in JSON mode).
+//! JSON Lines into `-o FILE` (created exclusively unless `--force`). Warnings live inside
+//! the records; in table mode the sink renders each distinct one to stderr when the first
+//! record carrying it arrives, so stderr never holds a finding the records lack.
 
 pub mod progress;
 pub mod table;
@@ -18,6 +19,7 @@ pub struct Sink {
     json: bool,
     file: Option<(String, BufWriter<File>)>,
     printed: Vec<String>,
+    records: Vec<Record>,
 }
 
 impl Sink {
@@ -50,6 +52,7 @@ impl Sink {
             json: a.json,
             file,
             printed: Vec::new(),
+            records: Vec::new(),
         })
     }
 
@@ -70,15 +73,28 @@ impl Sink {
         if self.json {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}").context("writing stdout")?;
+        } else {
+            self.print_warnings(&r.warnings);
         }
+        self.records.push(r.clone());
         Ok(())
     }
 
-    /// Prints warnings once each (table mode), to stderr.
-    pub fn warn(&mut self, warnings: &[Warning]) {
-        if self.json {
-            return;
-        }
+    /// The records emitted so far: what the human renderers draw their tables from.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The records of `experiment` emitted so far.
+    pub fn of<'a>(&'a self, experiment: &'a str) -> impl Iterator<Item = &'a Record> + 'a {
+        self.records
+            .iter()
+            .filter(move |r| r.experiment == experiment)
+    }
+
+    /// Renders warnings once each (table mode), to stderr. Only for output that is not a
+    /// record (`info`); a record's warnings are rendered when it is emitted.
+    pub fn print_warnings(&mut self, warnings: &[Warning]) {
         for w in warnings {
             let key = format!("{}{}", w.code, w.message);
             if self.printed.contains(&key) {
@@ -94,5 +110,11 @@ impl Sink {
         if !self.json {
             println!("{s}");
         }
+    }
+}
+
+impl pmscope_runner::harness::RecordSink for Sink {
+    fn emit(&mut self, r: &Record) -> Result<()> {
+        Sink::emit(self, r)
     }
 }
