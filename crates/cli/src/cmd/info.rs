@@ -125,9 +125,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
         prefetchers: facts.prefetchers.clone(),
         warnings,
     };
-    if sink.json() {
-        println!("{}", serde_json::to_string(&info)?);
-    } else {
+    sink.emit_value(&info)?;
+    if !sink.json() {
         print_human(&info);
         sink.print_warnings(&info.warnings);
     }

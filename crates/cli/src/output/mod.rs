@@ -80,6 +80,21 @@ impl Sink {
         Ok(())
     }
 
+    /// Emits a JSON object that is not a measurement (`info`'s inventory, `list`'s rows):
+    /// like a record, to `-o` and, with `--json`, to stdout.
+    pub fn emit_value(&mut self, v: &impl serde::Serialize) -> Result<()> {
+        let line = serde_json::to_string(v).context("serialising")?;
+        if let Some((name, f)) = &mut self.file {
+            writeln!(f, "{line}")
+                .and_then(|_| f.flush())
+                .with_context(|| format!("writing {name}"))?;
+        }
+        if self.json {
+            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+        }
+        Ok(())
+    }
+
     /// The records emitted so far: what the human renderers draw their tables from.
     pub fn records(&self) -> &[Record] {
         &self.records
