@@ -6,7 +6,6 @@ use crate::error::usage;
 use crate::output::Sink;
 use anyhow::Result;
 use pmscope_core::record::SystemSummary;
-use pmscope_core::units::Bytes;
 use pmscope_mapping::{DestroyData, MapOptions, MemoryGuard, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::{Harness, Measurement, Session};
@@ -83,22 +82,22 @@ impl Context {
         a: &TargetArgs,
         defaults: &[&str],
     ) -> Result<(Vec<TargetSpec>, MapOptions)> {
-        let given: Vec<String> = if a.targets.is_empty() {
-            defaults.iter().map(|s| s.to_string()).collect()
+        let given: Vec<TargetSpec> = if a.targets.is_empty() {
+            defaults
+                .iter()
+                .map(|s| s.parse().expect("the embedded default targets parse"))
+                .collect()
         } else {
             a.targets.clone()
         };
         let mut specs: Vec<TargetSpec> = Vec::new();
-        for s in &given {
-            let spec: TargetSpec = s
-                .parse()
-                .map_err(|e: pmscope_mapping::SpecError| usage(format!("--target {s}: {e}")))?;
+        for spec in given {
             if specs.contains(&spec) {
                 return Err(usage(format!("--target {spec} is given twice")));
             }
             specs.push(spec);
         }
-        let max_mem = a.max_mem.as_deref().map(parse_size).transpose()?;
+        let max_mem = a.max_mem.map(|m| m.0);
         let opts = MapOptions {
             guard: MemoryGuard::new(&self.root, max_mem),
             root: self.root.clone(),
@@ -121,13 +120,4 @@ pub fn parse_patterns(s: &str) -> Result<Vec<bool>> {
             "'{other}' is not a pattern: use seq, rand or both"
         ))),
     }
-}
-
-/// Parses a size argument, as a usage error when malformed.
-pub fn parse_size(s: &str) -> Result<u64> {
-    let b: Bytes = s.parse().map_err(|e| usage(format!("{e}")))?;
-    if b.0 == 0 {
-        return Err(usage(format!("size '{s}' must be greater than zero")));
-    }
-    Ok(b.0)
 }

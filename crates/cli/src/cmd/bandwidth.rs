@@ -5,12 +5,13 @@
 //! thread interleaving reads and writes at a ratio such as 2:1.
 
 use crate::args::BandwidthArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::measure::{Role, stream_for};
 use crate::output::Sink;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::check_threads;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::summary::Summary;
@@ -144,7 +145,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
     }
     let allowed = pmscope_sys::affinity::allowed_cpus()?;
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        Some(c) => c.0.clone(),
         None => allowed.clone(),
     };
     pmscope_runner::pin::check_cpus(&cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
@@ -156,33 +157,35 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
             .collect(),
         None => (1..=cpus.len()).collect(),
     };
-    if let Some(&t) = threads.iter().find(|&&t| t == 0 || t > cpus.len()) {
-        return Err(usage(format!(
-            "{t} threads asked for but {} CPUs are available (--cpus {}); pmscope pins one thread per CPU",
-            cpus.len(),
-            pmscope_core::cpulist::format_list(&cpus)
-        )));
+    for &t in &threads {
+        check_threads(t, &cpus).map_err(usage)?;
     }
     let width = match a.width {
         Some(w) => w,
         None if ctx.features.avx512f => 64,
         None => 32,
     };
-    let per_thread = parse_size(&a.region)?;
+    let per_thread = a.region.0;
     let max_threads = *threads.iter().max().unwrap_or(&1);
     let map_bytes = if a.shared {
         per_thread
     } else {
         per_thread * max_threads as u64
     };
-    let duration = Duration::from_secs_f64(match a.duration.as_deref() {
-        Some(d) => d
-            .parse::<f64>()
-            .map_err(|_| usage(format!("--duration {d}: give seconds, e.g. 0.5")))?,
-        None if a.full => 1.0,
-        None => 0.15,
-    });
-    let reps = if a.full { 5 } else { a.reps.max(1) };
+    let largest = *sizes.iter().max().unwrap_or(&64) as u64;
+    let least = (2 * largest).max(8192);
+    if per_thread < least {
+        return Err(usage(format!(
+            "--region {} per thread is too small for {}-byte accesses: give at least {} (two accesses and two pages), or no true figure can come of it",
+            Bytes(per_thread),
+            largest,
+            Bytes(least)
+        )));
+    }
+    // --full changes only the defaults: an explicit option always wins.
+    let duration =
+        Duration::from_secs_f64(a.duration.map_or(if a.full { 1.0 } else { 0.15 }, |d| d.0));
+    let reps = a.reps.map_or(if a.full { 5 } else { 3 }, |r| r.0);
     let points = ops.len() * patterns.len() * sizes.len() * threads.len();
     let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
     let json = sink.json();

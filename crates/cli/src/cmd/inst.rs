@@ -5,7 +5,7 @@
 //! has a column per target and the slowdown against the first.
 
 use crate::args::InstArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
@@ -98,7 +98,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
         )));
     }
     let patterns = parse_patterns(&a.pattern)?;
-    let region_bytes = parse_size(&a.region)?;
+    let region_bytes = a.region.0;
     let max_size = *sizes.iter().max().unwrap_or(&64) as u64;
     if region_bytes < max_size * 2 {
         return Err(usage(format!(
@@ -107,11 +107,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             max_size
         )));
     }
-    let count = if a.full {
-        a.count.max(1_000_000)
-    } else {
-        a.count
-    };
+    // --full changes only the defaults: an explicit option always wins.
+    let count = a
+        .count
+        .map_or(if a.full { 1_000_000 } else { 100_000 }, |c| c.0);
     let width = match a.width {
         Some(w) => {
             Width::from_bytes(w).ok_or_else(|| usage(format!("--width {w}: use 16, 32 or 64")))?

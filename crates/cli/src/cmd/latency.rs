@@ -3,7 +3,7 @@
 //! difference between targets at the largest point (the TLB effect between 4k and thp).
 
 use crate::args::LatencyArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
 use crate::measure::{LatencyPlan, chase_distribution, chase_latency};
 use crate::output::Sink;
@@ -57,7 +57,7 @@ struct Plan {
 fn plan(ctx: &Context, a: &LatencyArgs) -> Result<Plan> {
     let (targets, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let order: Order = a.pattern.parse().map_err(usage)?;
-    let element = parse_size(&a.element)? as usize;
+    let element = a.element.0 as usize;
     let llc = cpu::last_level_cache_bytes(&cpu::caches(&ctx.root, 0)).unwrap_or(32 << 20);
     let sizes = match &a.sizes {
         Some(axis) => parse_axis(axis, AxisKind::Size).map_err(|e| usage(e.to_string()))?,
@@ -69,24 +69,27 @@ fn plan(ctx: &Context, a: &LatencyArgs) -> Result<Plan> {
             Bytes(*sizes.iter().min().unwrap_or(&0))
         )));
     }
-    let reps = if a.full { 15 } else { a.reps };
+    // --full changes only the defaults: an explicit option always wins.
+    let reps = a.reps.map_or(if a.full { 15 } else { 5 }, |r| r.0);
     Ok(Plan {
         targets,
         opts,
         chain: ChainSpec {
             order,
             element,
-            tlb_window_pages: a.tlb_window,
+            tlb_window_pages: a.tlb_window.map(|w| w.0),
             mix: !a.no_mix,
             seed: a.seed,
         },
         sizes,
         cpu: a.cpu.unwrap_or(0),
         repetition: LatencyPlan {
-            reps: reps.max(1),
+            reps,
             rep_ns: if a.full { 200e6 } else { 40e6 },
         },
-        samples: if a.full { 1_000_000 } else { a.samples },
+        samples: a
+            .samples
+            .unwrap_or(if a.full { 1_000_000 } else { 200_000 }),
     })
 }
 

@@ -10,7 +10,7 @@
 //! name): the latency of making a line durable while the other threads load the memory.
 
 use crate::args::LoadedArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
 use crate::measure::{LatencyPlan, chase_latency, delayed_traffic};
 use crate::output::Sink;
@@ -196,7 +196,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
         }
     };
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        Some(c) => c.0.clone(),
         None => pmscope_sys::affinity::allowed_cpus()?,
     };
     if cpus.len() < 2 {
@@ -205,9 +205,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             cpus.len()
         )));
     }
-    let probe_bytes = parse_size(&a.probe_region)?;
-    let traffic_bytes = parse_size(&a.traffic_region)?;
-    let access_bytes = parse_size(&a.traffic_access)? as usize;
+    let probe_bytes = a.probe_region.0;
+    let traffic_bytes = a.traffic_region.0;
+    let access_bytes = a.traffic_access.0 as usize;
     let width = if ctx.features.avx512f { 64 } else { 32 };
     let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)
         .map_err(|e| usage(e.to_string()))?;
@@ -217,12 +217,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
         Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)
             .map_err(|e| usage(e.to_string()))?;
     }
-    let samples = if a.full { 200_000 } else { a.samples };
-    if samples == 0 {
-        return Err(usage(
-            "--samples 0 leaves nothing to summarise: give at least 1 timed probe access",
-        ));
-    }
+    let samples = a
+        .samples
+        .map_or(if a.full { 200_000 } else { 50_000 }, |s| s.0);
     if (traffic_bytes as usize) < access_bytes {
         return Err(usage(format!(
             "--traffic-region {} is smaller than one {}-byte traffic access",

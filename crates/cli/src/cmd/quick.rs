@@ -5,7 +5,7 @@
 
 use crate::args::QuickArgs;
 use crate::cmd::verify::verify_targets;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::measure::{LatencyPlan, Role, chase_latency, stream_for};
 use crate::output::Sink;
 use crate::output::table::Table;
@@ -65,7 +65,7 @@ struct Figures {
 }
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
-    let size = parse_size(&a.size)?;
+    let size = a.size.0;
     let (specs, opts) = ctx.targets(&a.targets, &DEFAULT_TARGETS)?;
     let cpus = pmscope_sys::affinity::allowed_cpus()?;
     let width = if ctx.features.avx512f { 64 } else { 32 };

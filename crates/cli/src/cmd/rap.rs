@@ -6,7 +6,7 @@
 //! way on the same target, is printed beside it.
 
 use crate::args::RapArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
@@ -60,7 +60,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
         .into_iter()
         .map(|d| d as usize)
         .collect();
-    let region_bytes = parse_size(&a.region)?;
+    let region_bytes = a.region.0;
     let lines = (region_bytes / 64) as usize;
     let max_d = distances.iter().copied().max().unwrap_or(0);
     if max_d + 1 >= lines {
@@ -69,11 +69,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             max_d + 1
         )));
     }
-    let samples = if a.full {
-        a.samples.max(200_000)
-    } else {
-        a.samples
-    };
+    // --full changes only the defaults: an explicit option always wins.
+    let samples = a
+        .samples
+        .map_or(if a.full { 200_000 } else { 20_000 }, |s| s.0);
     let cpu = a.cpu.unwrap_or(0);
     let progress = Progress::new(
         (specs.len() * (distances.len() + 1)) as u64,

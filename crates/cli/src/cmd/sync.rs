@@ -6,11 +6,12 @@
 //! `--fence sfence` for stores' usual persistence fence.
 
 use crate::args::SyncArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::check_threads;
 use anyhow::Result;
 use pmscope_core::summary::Summary;
 use pmscope_core::vocab::Pattern;
@@ -85,25 +86,18 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         "sfence" => FenceKind::Sfence,
         other => return Err(usage(format!("--fence {other}: use mfence or sfence"))),
     };
-    let region_bytes = parse_size(&a.region)?;
-    let threads = a.threads.max(1);
+    let region_bytes = a.region.0;
+    let threads = a.threads.0;
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
-        None => pmscope_sys::affinity::allowed_cpus()?
-            .into_iter()
-            .cycle()
-            .take(threads)
-            .collect(),
+        Some(c) => c.0.clone(),
+        None => pmscope_sys::affinity::allowed_cpus()?,
     };
-    if cpus.len() < threads {
-        return Err(usage(format!(
-            "--cpus names {} CPUs for {threads} threads",
-            cpus.len()
-        )));
-    }
+    check_threads(threads, &cpus).map_err(usage)?;
     let cpus = &cpus[..threads];
-    let reps = if a.full { 7 } else { 3 };
-    let duration = Duration::from_secs_f64(if a.full { 1.0 } else { 0.2 });
+    // --full changes only the defaults: an explicit option always wins.
+    let reps = a.reps.map_or(if a.full { 7 } else { 3 }, |r| r.0);
+    let duration =
+        Duration::from_secs_f64(a.duration.map_or(if a.full { 1.0 } else { 0.2 }, |d| d.0));
     let features = ctx.features;
     let progress = Progress::new(
         (specs.len() * OPTIONS.len() * patterns.len()) as u64,

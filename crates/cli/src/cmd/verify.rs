@@ -1,7 +1,7 @@
 //! `pmscope verify`: map each target, pre-fault it, and report what the kernel gave.
 
 use crate::args::VerifyArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::output::Sink;
 use crate::output::table::Table;
 use anyhow::Result;
@@ -11,7 +11,7 @@ use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
 use pmscope_runner::harness::{Harness, TargetRun};
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &VerifyArgs) -> Result<()> {
-    let size = parse_size(&a.size)?;
+    let size = a.size.0;
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let cpus = pmscope_sys::affinity::allowed_cpus()?;
     let mut h = ctx.start(sink, &cpus, None, false)?;
