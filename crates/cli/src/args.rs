@@ -62,12 +62,29 @@ pub enum Command {
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
+    /// The offline HTML report (inline SVG figures, observations) of runs written with -o:
+    /// one JSON Lines file per run, side by side. Writes -o FILE (default report.html).
+    Report(ReportArgs),
     /// List target kinds or persist strategies.
     List {
         /// What to list.
         #[arg(value_enum)]
         what: ListWhat,
     },
+}
+
+/// Arguments of `pmscope report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// JSON Lines files written with -o, one run each.
+    #[arg(value_name = "FILE.jsonl", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Also write one SVG per figure into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub svg_dir: Option<PathBuf>,
+    /// Overlay a published reference profile (optane-g1).
+    #[arg(long, value_name = "PROFILE")]
+    pub reference: Option<String>,
 }
 
 /// What `pmscope list` lists.

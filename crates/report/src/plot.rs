@@ -184,14 +184,19 @@ pub fn line_chart(c: &LineChart) -> String {
             let _ = chart.draw_series(std::iter::once(Text::new(
                 label.clone(),
                 (x, y1),
-                ("sans-serif", 10).into_font().color(&RGBColor(100, 100, 100)),
+                ("sans-serif", 10)
+                    .into_font()
+                    .color(&RGBColor(100, 100, 100)),
             )));
         }
         for (y, label, colour) in &c.hmarks {
             let y = c.y.to(*y);
-            let _ = chart.draw_series(
-                DashedLineSeries::new([(x0, y), (x1, y)], 6, 4, colour.stroke_width(1)),
-            );
+            let _ = chart.draw_series(DashedLineSeries::new(
+                [(x0, y), (x1, y)],
+                6,
+                4,
+                colour.stroke_width(1),
+            ));
             let _ = chart.draw_series(std::iter::once(Text::new(
                 label.clone(),
                 (x0, y),
@@ -199,9 +204,14 @@ pub fn line_chart(c: &LineChart) -> String {
             )));
         }
         for s in &c.series {
-            let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (c.x.to(p.0), c.y.to(p.1))).collect();
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .map(|p| (c.x.to(p.0), c.y.to(p.1)))
+                .collect();
             let colour = s.colour;
-            if let Ok(anno) = chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))
+            if let Ok(anno) =
+                chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))
             {
                 anno.label(s.name.clone()).legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
@@ -260,16 +270,25 @@ pub struct BarChart {
 pub fn bar_chart(c: &BarChart) -> String {
     let mut svg = String::new();
     {
-        let width = SIZE.0.max(60 + 28 * c.categories.len() as u32 * c.groups.len().max(1) as u32 / 2);
-        let root = SVGBackend::with_string(&mut svg, (width.min(1300), SIZE.1 + 40)).into_drawing_area();
+        let width = SIZE
+            .0
+            .max(60 + 28 * c.categories.len() as u32 * c.groups.len().max(1) as u32 / 2);
+        let root =
+            SVGBackend::with_string(&mut svg, (width.min(1300), SIZE.1 + 40)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let n = c.categories.len().max(1) as f64;
         let (_, y1) = bounds(
-            c.bars.iter().map(|b| b.value).chain(c.hmarks.iter().map(|m| m.0)),
+            c.bars
+                .iter()
+                .map(|b| b.value)
+                .chain(c.hmarks.iter().map(|m| m.0)),
             true,
         );
         let mut builder = ChartBuilder::on(&root);
-        builder.margin(12).x_label_area_size(80).y_label_area_size(56);
+        builder
+            .margin(12)
+            .x_label_area_size(80)
+            .y_label_area_size(56);
         if let Some(flag) = &c.flag {
             builder.caption(flag, ("sans-serif", 13).into_font().color(&RED));
         }
@@ -338,5 +357,7 @@ pub fn bar_chart(c: &BarChart) -> String {
 }
 
 fn svg_error() -> String {
-    String::from("<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart could not be laid out</text></svg>")
+    String::from(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart could not be laid out</text></svg>",
+    )
 }

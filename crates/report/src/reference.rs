@@ -38,8 +38,12 @@ impl Reference {
     /// A built-in profile by name.
     pub fn named(name: &str) -> Option<Reference> {
         let (name, json) = PROFILES.iter().find(|p| p.0 == name)?;
-        let entries = serde_json::from_str(json).expect("built-in profiles are valid JSON (tested)");
-        Some(Reference { name: name.to_string(), entries })
+        let entries =
+            serde_json::from_str(json).expect("built-in profiles are valid JSON (tested)");
+        Some(Reference {
+            name: name.to_string(),
+            entries,
+        })
     }
 
     /// The entry of a quantity.

@@ -10,6 +10,7 @@ mod list;
 mod loaded;
 mod quick;
 mod rap;
+mod report;
 mod sync;
 mod verify;
 
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Rap(a) => rap::run(&mut ctx, &mut sink()?, a),
         Command::Bandwidth(a) => bandwidth::run(&mut ctx, &mut sink()?, a),
         Command::Loaded(a) => loaded::run(&mut ctx, &mut sink()?, a),
+        Command::Report(a) => report::run(&ctx, &cli.output, a),
         Command::List { what } => list::run(&ctx, &mut sink()?, *what),
         Command::Kmer(a) => kmer::run(&mut ctx, &cli.output, a),
     }

@@ -56,29 +56,65 @@ impl Figure for BandwidthVsThreads {
         let recs = plain(records);
         let mut svgs = Vec::new();
         for op in ops(&recs) {
-            let of_op: Vec<&Record> = recs.iter().copied().filter(|r| data::s(r, "op") == Some(op.as_str())).collect();
-            let pattern = if of_op.iter().any(|r| data::s(r, "pattern") == Some("seq")) { "seq" } else { "rand" };
-            let of_op: Vec<&Record> = of_op.into_iter().filter(|r| data::s(r, "pattern") == Some(pattern)).collect();
-            let Some(access) = largest(&of_op, "access_bytes") else { continue };
-            let curves = group(of_op.iter().filter(|r| data::u(r, "access_bytes") == Some(access)).filter_map(|r| {
-                Some((data::target(r).to_string(), data::u(r, "threads")? as f64, data::median(r)?))
-            }));
+            let of_op: Vec<&Record> = recs
+                .iter()
+                .copied()
+                .filter(|r| data::s(r, "op") == Some(op.as_str()))
+                .collect();
+            let pattern = if of_op.iter().any(|r| data::s(r, "pattern") == Some("seq")) {
+                "seq"
+            } else {
+                "rand"
+            };
+            let of_op: Vec<&Record> = of_op
+                .into_iter()
+                .filter(|r| data::s(r, "pattern") == Some(pattern))
+                .collect();
+            let Some(access) = largest(&of_op, "access_bytes") else {
+                continue;
+            };
+            let curves = group(
+                of_op
+                    .iter()
+                    .filter(|r| data::u(r, "access_bytes") == Some(access))
+                    .filter_map(|r| {
+                        Some((
+                            data::target(r).to_string(),
+                            data::u(r, "threads")? as f64,
+                            data::median(r)?,
+                        ))
+                    }),
+            );
             if curves.is_empty() {
                 continue;
             }
             svgs.push(plot::line_chart(&LineChart {
-                x_label: format!("threads ({op}, {pattern}, {} accesses)", data::bytes(access as f64)),
+                x_label: format!(
+                    "threads ({op}, {pattern}, {} accesses)",
+                    data::bytes(access as f64)
+                ),
                 y_label: "GB/s".into(),
                 x: Axis::Linear,
                 y: Axis::Linear,
-                series: curves.into_iter().map(|(t, points)| Series { name: format!("{t} {op}"), colour: ctx.colour(&t), points }).collect(),
+                series: curves
+                    .into_iter()
+                    .map(|(t, points)| Series {
+                        name: format!("{t} {op}"),
+                        colour: ctx.colour(&t),
+                        points,
+                    })
+                    .collect(),
                 vmarks: vec![],
                 hmarks: reference_marks(ctx, &op),
                 points: vec![],
                 flag: page_size_flag(recs.iter().copied()),
             }));
         }
-        (!svgs.is_empty()).then(|| Panel { svgs, table: None, targets: data::targets(recs.iter().copied()) })
+        (!svgs.is_empty()).then(|| Panel {
+            svgs,
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
     }
 }
 
@@ -99,16 +135,33 @@ impl Figure for BandwidthVsAccessSize {
         let recs = plain(records);
         let mut svgs = Vec::new();
         for op in ops(&recs) {
-            let of_op: Vec<&Record> = recs.iter().copied().filter(|r| data::s(r, "op") == Some(op.as_str())).collect();
-            let Some(threads) = largest(&of_op, "threads") else { continue };
-            let curves = group(of_op.iter().filter(|r| data::u(r, "threads") == Some(threads)).filter_map(|r| {
-                let key = (data::target(r).to_string(), data::s(r, "pattern")?.to_string());
-                Some((key, data::u(r, "access_bytes")? as f64, data::median(r)?))
-            }));
+            let of_op: Vec<&Record> = recs
+                .iter()
+                .copied()
+                .filter(|r| data::s(r, "op") == Some(op.as_str()))
+                .collect();
+            let Some(threads) = largest(&of_op, "threads") else {
+                continue;
+            };
+            let curves = group(
+                of_op
+                    .iter()
+                    .filter(|r| data::u(r, "threads") == Some(threads))
+                    .filter_map(|r| {
+                        let key = (
+                            data::target(r).to_string(),
+                            data::s(r, "pattern")?.to_string(),
+                        );
+                        Some((key, data::u(r, "access_bytes")? as f64, data::median(r)?))
+                    }),
+            );
             if curves.iter().all(|c| c.1.len() < 2) {
                 continue;
             }
-            let mark = ctx.reference("access_granularity_bytes").map(|(v, l)| (v, l)).unwrap_or((256.0, "256 B".into()));
+            let mark = ctx
+                .reference("access_granularity_bytes")
+                .map(|(v, l)| (v, l))
+                .unwrap_or((256.0, "256 B".into()));
             svgs.push(plot::line_chart(&LineChart {
                 x_label: format!("access size ({op}, {threads} threads)"),
                 y_label: "GB/s".into(),
@@ -118,7 +171,11 @@ impl Figure for BandwidthVsAccessSize {
                     .into_iter()
                     .map(|((t, p), points)| {
                         let c = ctx.colour(&t);
-                        Series { name: format!("{t} {p}"), colour: if p == "seq" { plot::light(c) } else { c }, points }
+                        Series {
+                            name: format!("{t} {p}"),
+                            colour: if p == "seq" { plot::light(c) } else { c },
+                            points,
+                        }
                     })
                     .collect(),
                 vmarks: vec![mark],
@@ -127,7 +184,11 @@ impl Figure for BandwidthVsAccessSize {
                 flag: page_size_flag(recs.iter().copied()),
             }));
         }
-        (!svgs.is_empty()).then(|| Panel { svgs, table: None, targets: data::targets(recs.iter().copied()) })
+        (!svgs.is_empty()).then(|| Panel {
+            svgs,
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
     }
 }
 
@@ -151,10 +212,20 @@ impl Figure for MixedReadWrite {
         if recs.is_empty() {
             return None;
         }
-        let pattern = if recs.iter().any(|r| data::s(r, "pattern") == Some("seq")) { "seq" } else { "rand" };
-        let recs: Vec<&Record> = recs.into_iter().filter(|r| data::s(r, "pattern") == Some(pattern)).collect();
+        let pattern = if recs.iter().any(|r| data::s(r, "pattern") == Some("seq")) {
+            "seq"
+        } else {
+            "rand"
+        };
+        let recs: Vec<&Record> = recs
+            .into_iter()
+            .filter(|r| data::s(r, "pattern") == Some(pattern))
+            .collect();
         let access = largest(&recs, "access_bytes")?;
-        let recs: Vec<&Record> = recs.into_iter().filter(|r| data::u(r, "access_bytes") == Some(access)).collect();
+        let recs: Vec<&Record> = recs
+            .into_iter()
+            .filter(|r| data::u(r, "access_bytes") == Some(access))
+            .collect();
         let targets = data::targets(recs.iter().copied());
         let mut categories = Vec::new();
         let mut groups = Vec::new();
@@ -162,11 +233,20 @@ impl Figure for MixedReadWrite {
         for t in &targets {
             for (side, key) in [("read", "read_gb_s"), ("write", "write_gb_s")] {
                 let c = ctx.colour(t);
-                groups.push((format!("{t} {side}"), if side == "write" { plot::light(c) } else { c }));
+                groups.push((
+                    format!("{t} {side}"),
+                    if side == "write" { plot::light(c) } else { c },
+                ));
                 let g = groups.len() - 1;
                 for r in recs.iter().filter(|r| data::target(r) == t) {
-                    let (Some(mix), Some(v)) = (data::s(r, "mix"), r.values.get(key)) else { continue };
-                    bars.push(Bar { category: index_of(&mut categories, mix), group: g, value: *v });
+                    let (Some(mix), Some(v)) = (data::s(r, "mix"), r.values.get(key)) else {
+                        continue;
+                    };
+                    bars.push(Bar {
+                        category: index_of(&mut categories, mix),
+                        group: g,
+                        value: *v,
+                    });
                 }
             }
         }
@@ -181,6 +261,10 @@ impl Figure for MixedReadWrite {
             hmarks: vec![],
             flag: page_size_flag(recs.iter().copied()),
         });
-        Some(Panel { svgs: vec![svg], table: None, targets })
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets,
+        })
     }
 }

@@ -37,20 +37,34 @@ pub(crate) fn pick<'a>(
                 && !r.params.contains_key("unsupported")
         })
         .filter_map(|r| {
-            let fence = fences.iter().position(|f| Some(*f) == data::s(r, "fence"))?;
+            let fence = fences
+                .iter()
+                .position(|f| Some(*f) == data::s(r, "fence"))?;
             let cold = data::b(r, "flushed_before") != Some(true);
-            Some(((fence, cold, u64::MAX - data::u(r, "width_bytes").unwrap_or(0)), r))
+            Some((
+                (
+                    fence,
+                    cold,
+                    u64::MAX - data::u(r, "width_bytes").unwrap_or(0),
+                ),
+                r,
+            ))
         })
         .min_by_key(|(k, _)| *k)
         .map(|(_, r)| r)
 }
 
 fn inst_records(records: &[Record]) -> Vec<&Record> {
-    data::of(records, "inst").filter(|r| r.summary.is_some()).collect()
+    data::of(records, "inst")
+        .filter(|r| r.summary.is_some())
+        .collect()
 }
 
 fn sizes(recs: &[&Record]) -> Vec<u64> {
-    let mut s: Vec<u64> = recs.iter().filter_map(|r| data::u(r, "access_bytes")).collect();
+    let mut s: Vec<u64> = recs
+        .iter()
+        .filter_map(|r| data::u(r, "access_bytes"))
+        .collect();
     s.sort();
     s.dedup();
     s
@@ -76,7 +90,10 @@ impl Figure for InstructionLatency {
             return None;
         }
         let targets = data::targets(recs.iter().copied());
-        let shown: Vec<u64> = sizes(&recs).into_iter().filter(|s| (64..=256).contains(s)).collect();
+        let shown: Vec<u64> = sizes(&recs)
+            .into_iter()
+            .filter(|s| (64..=256).contains(s))
+            .collect();
         let mut categories = Vec::new();
         let mut groups = Vec::new();
         let mut bars = Vec::new();
@@ -91,7 +108,11 @@ impl Figure for InstructionLatency {
                         let colour = ctx.colour(t);
                         let name = format!("{t} {pattern}");
                         if !groups.iter().any(|g: &(String, _)| g.0 == name) {
-                            let c = if pattern == "seq" { plot::light(colour) } else { colour };
+                            let c = if pattern == "seq" {
+                                plot::light(colour)
+                            } else {
+                                colour
+                            };
                             groups.push((name.clone(), c));
                         }
                         bars.push(Bar {
@@ -128,12 +149,37 @@ impl Figure for InstructionLatency {
 
 /// The rows of seed 003 Table 5: (label, pattern, op, preferred fences).
 const TABLE5_ROWS: &[(&str, &str, &[&str], &[&str])] = &[
-    ("rand read", "rand", &["load"], &["none", "mfence", "sfence"]),
-    ("rand write", "rand", &["store"], &["none", "sfence", "mfence"]),
-    ("rand write+flush", "rand", &["store+clwb", "store+clflushopt", "store+clflush"], &["sfence", "mfence", "none"]),
+    (
+        "rand read",
+        "rand",
+        &["load"],
+        &["none", "mfence", "sfence"],
+    ),
+    (
+        "rand write",
+        "rand",
+        &["store"],
+        &["none", "sfence", "mfence"],
+    ),
+    (
+        "rand write+flush",
+        "rand",
+        &["store+clwb", "store+clflushopt", "store+clflush"],
+        &["sfence", "mfence", "none"],
+    ),
     ("seq read", "seq", &["load"], &["none", "mfence", "sfence"]),
-    ("seq write", "seq", &["store"], &["none", "sfence", "mfence"]),
-    ("seq write+flush", "seq", &["store+clwb", "store+clflushopt", "store+clflush"], &["sfence", "mfence", "none"]),
+    (
+        "seq write",
+        "seq",
+        &["store"],
+        &["none", "sfence", "mfence"],
+    ),
+    (
+        "seq write+flush",
+        "seq",
+        &["store+clwb", "store+clflushopt", "store+clflush"],
+        &["sfence", "mfence", "none"],
+    ),
 ];
 
 /// Seed 003 Table 5: single-thread access latency by size, rand/seq × read/write/
@@ -157,11 +203,16 @@ impl Figure for Table5 {
             return None;
         }
         let sizes = sizes(&recs);
-        let mut html = String::from("<table class=\"t5\"><thead><tr><th>Operation</th><th>IO size (bytes)</th>");
+        let mut html = String::from(
+            "<table class=\"t5\"><thead><tr><th>Operation</th><th>IO size (bytes)</th>",
+        );
         for (i, t) in targets.iter().enumerate() {
             html.push_str(&format!("<th>{} mean (ns)</th>", crate::html::esc(t)));
             if i > 0 {
-                html.push_str(&format!("<th>slowdown vs {}</th>", crate::html::esc(&targets[0])));
+                html.push_str(&format!(
+                    "<th>slowdown vs {}</th>",
+                    crate::html::esc(&targets[0])
+                ));
             }
         }
         html.push_str("</tr></thead><tbody>");
@@ -188,7 +239,9 @@ impl Figure for Table5 {
                     });
                     if i > 0 {
                         html.push_str(&match (means[0], m) {
-                            (Some(base), Some(v)) if base > 0.0 => format!("<td>{:.2}</td>", v / base),
+                            (Some(base), Some(v)) if base > 0.0 => {
+                                format!("<td>{:.2}</td>", v / base)
+                            }
                             _ => "<td>-</td>".into(),
                         });
                     }

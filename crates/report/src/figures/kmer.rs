@@ -25,10 +25,18 @@ impl Figure for KmerThroughput {
         let mut bars = Vec::new();
         for r in &recs {
             let v = data::median(r).or_else(|| r.values.get("insert_mips").copied());
-            let (Some(table), Some(v)) = (data::s(r, "table"), v) else { continue };
+            let (Some(table), Some(v)) = (data::s(r, "table"), v) else {
+                continue;
+            };
             let op = data::s(r, "operation").unwrap_or("");
-            let Some(group) = targets.iter().position(|t| t == data::target(r)) else { continue };
-            bars.push(Bar { category: index_of(&mut categories, &format!("{table} {op}")), group, value: v });
+            let Some(group) = targets.iter().position(|t| t == data::target(r)) else {
+                continue;
+            };
+            bars.push(Bar {
+                category: index_of(&mut categories, &format!("{table} {op}")),
+                group,
+                value: v,
+            });
         }
         if bars.is_empty() {
             return None;
@@ -41,6 +49,10 @@ impl Figure for KmerThroughput {
             hmarks: vec![],
             flag: page_size_flag(recs.iter().copied()),
         });
-        Some(Panel { svgs: vec![svg], table: None, targets })
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets,
+        })
     }
 }

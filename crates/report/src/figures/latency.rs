@@ -22,8 +22,15 @@ impl Figure for LatencyVsWorkingSet {
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
         let recs: Vec<&Record> = data::of(records, "latency").collect();
         let curves = group(recs.iter().filter_map(|r| {
-            let key = (data::target(r).to_string(), data::s(r, "pattern")?.to_string());
-            Some((key, data::u(r, "working_set_bytes")? as f64, data::median(r)?))
+            let key = (
+                data::target(r).to_string(),
+                data::s(r, "pattern")?.to_string(),
+            );
+            Some((
+                key,
+                data::u(r, "working_set_bytes")? as f64,
+                data::median(r)?,
+            ))
         }));
         if curves.is_empty() {
             return None;
@@ -35,11 +42,20 @@ impl Figure for LatencyVsWorkingSet {
                 let colour = ctx.colour(t);
                 let plain: Vec<(u64, f64)> = pts.iter().map(|&(x, y)| (x as u64, y)).collect();
                 for (ws, ns) in plateau_ends(&plain) {
-                    points.push((ws as f64, ns, format!("{} {ns:.0} ns", data::bytes(ws as f64)), colour));
+                    points.push((
+                        ws as f64,
+                        ns,
+                        format!("{} {ns:.0} ns", data::bytes(ws as f64)),
+                        colour,
+                    ));
                 }
                 Series {
                     name: format!("{t} {p}"),
-                    colour: if p == "seq" { plot::light(colour) } else { colour },
+                    colour: if p == "seq" {
+                        plot::light(colour)
+                    } else {
+                        colour
+                    },
                     points: pts.clone(),
                 }
             })
@@ -60,7 +76,12 @@ impl Figure for LatencyVsWorkingSet {
                 .options
                 .caches
                 .iter()
-                .map(|c| (c.bytes as f64, format!("{} {}", c.name, data::bytes(c.bytes as f64))))
+                .map(|c| {
+                    (
+                        c.bytes as f64,
+                        format!("{} {}", c.name, data::bytes(c.bytes as f64)),
+                    )
+                })
                 .collect(),
             hmarks,
             points,

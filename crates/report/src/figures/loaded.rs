@@ -78,6 +78,10 @@ impl Figure for LoadedLatency {
             points: vec![],
             flag: page_size_flag(recs.iter().copied()),
         });
-        Some(Panel { svgs: vec![svg], table: None, targets: data::targets(recs.iter().copied()) })
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
     }
 }

@@ -12,8 +12,8 @@ mod sync;
 use crate::Options;
 use crate::data;
 use crate::plot;
-use pmscope_core::record::Record;
 use plotters::style::RGBColor;
+use pmscope_core::record::Record;
 
 /// What a figure drew for one run.
 #[derive(Debug, Clone, Default)]
@@ -37,7 +37,12 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// The colour of a target (by spec), the same in every figure.
     pub fn colour(&self, spec: &str) -> RGBColor {
-        plot::colour(self.targets.iter().position(|t| t == spec).unwrap_or(self.targets.len()))
+        plot::colour(
+            self.targets
+                .iter()
+                .position(|t| t == spec)
+                .unwrap_or(self.targets.len()),
+        )
     }
 
     /// The reference value of a quantity, with its label, when a reference is overlaid.
@@ -99,7 +104,9 @@ pub fn page_size_flag<'a>(records: impl IntoIterator<Item = &'a Record>) -> Opti
 }
 
 /// Points grouped into named curves, in first-seen order of their keys.
-pub(crate) fn group<K: PartialEq + Clone>(items: impl IntoIterator<Item = (K, f64, f64)>) -> Vec<(K, Vec<(f64, f64)>)> {
+pub(crate) fn group<K: PartialEq + Clone>(
+    items: impl IntoIterator<Item = (K, f64, f64)>,
+) -> Vec<(K, Vec<(f64, f64)>)> {
     let mut out: Vec<(K, Vec<(f64, f64)>)> = Vec::new();
     for (k, x, y) in items {
         match out.iter_mut().find(|o| o.0 == k) {

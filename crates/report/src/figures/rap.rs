@@ -20,10 +20,20 @@ impl Figure for ReadAfterPersist {
         &["rap", "rap-idle"]
     }
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
-        let recs: Vec<&Record> = records.iter().filter(|r| r.experiment == "rap" || r.experiment == "rap-idle").collect();
+        let recs: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.experiment == "rap" || r.experiment == "rap-idle")
+            .collect();
         let curves = group(data::of(records, "rap").filter_map(|r| {
-            let key = (data::target(r).to_string(), data::s(r, "persist")?.to_string());
-            Some((key, (data::u(r, "distance_lines")? as f64).max(0.5), data::median(r)?))
+            let key = (
+                data::target(r).to_string(),
+                data::s(r, "persist")?.to_string(),
+            );
+            Some((
+                key,
+                (data::u(r, "distance_lines")? as f64).max(0.5),
+                data::median(r)?,
+            ))
         }));
         if curves.is_empty() {
             return None;
@@ -31,7 +41,11 @@ impl Figure for ReadAfterPersist {
         let hmarks = data::of(records, "rap-idle")
             .filter_map(|r| {
                 let t = data::target(r);
-                Some((data::median(r)?, format!("{t} idle ({})", data::s(r, "persist").unwrap_or("?")), ctx.colour(t)))
+                Some((
+                    data::median(r)?,
+                    format!("{t} idle ({})", data::s(r, "persist").unwrap_or("?")),
+                    ctx.colour(t),
+                ))
             })
             .collect();
         let svg = plot::line_chart(&LineChart {
@@ -41,13 +55,21 @@ impl Figure for ReadAfterPersist {
             y: Axis::Linear,
             series: curves
                 .into_iter()
-                .map(|((t, p), points)| Series { name: format!("{t} {p}"), colour: ctx.colour(&t), points })
+                .map(|((t, p), points)| Series {
+                    name: format!("{t} {p}"),
+                    colour: ctx.colour(&t),
+                    points,
+                })
                 .collect(),
             vmarks: vec![],
             hmarks,
             points: vec![],
             flag: page_size_flag(recs.iter().copied()),
         });
-        Some(Panel { svgs: vec![svg], table: None, targets: data::targets(recs.iter().copied()) })
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
     }
 }

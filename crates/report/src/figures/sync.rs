@@ -19,19 +19,27 @@ impl Figure for SyncCost {
         &["sync", "comparison"]
     }
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
-        let recs: Vec<&Record> = data::of(records, "sync").filter(|r| data::median(r).is_some()).collect();
+        let recs: Vec<&Record> = data::of(records, "sync")
+            .filter(|r| data::median(r).is_some())
+            .collect();
         let targets = data::targets(recs.iter().copied());
         let threads = super::bandwidth::largest(&recs, "threads");
         let mut categories = Vec::new();
         let mut bars = Vec::new();
         for r in &recs {
-            let (Some(opt), Some(v)) = (data::s(r, "option"), data::median(r)) else { continue };
+            let (Some(opt), Some(v)) = (data::s(r, "option"), data::median(r)) else {
+                continue;
+            };
             if data::u(r, "threads") != threads {
                 continue;
             }
             let pattern = data::s(r, "pattern").unwrap_or("");
             let group = targets.iter().position(|t| t == data::target(r))?;
-            bars.push(Bar { category: index_of(&mut categories, &format!("{opt} {pattern}")), group, value: v });
+            bars.push(Bar {
+                category: index_of(&mut categories, &format!("{opt} {pattern}")),
+                group,
+                value: v,
+            });
         }
         if bars.is_empty() {
             return None;
@@ -44,6 +52,10 @@ impl Figure for SyncCost {
             hmarks: vec![],
             flag: page_size_flag(recs.iter().copied()),
         });
-        Some(Panel { svgs: vec![svg], table: None, targets })
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets,
+        })
     }
 }
