@@ -415,3 +415,80 @@ fn list_comes_from_the_registries() {
         assert!(text.contains(s), "{s}");
     }
 }
+
+#[test]
+fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("prev.jsonl");
+    std::fs::write(&out, "old\n").unwrap();
+    // node 99 does not exist: the run fails after the output was prepared.
+    let o = pmscope(&[
+        "verify",
+        "-t",
+        "dram:4k,node=99",
+        "--size",
+        "4MiB",
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    // Nothing else is left in the directory: no temporary file, no empty file.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Without --force a failed run leaves nothing that would block the next one.
+    let new = dir.path().join("new.jsonl");
+    let o = pmscope(&[
+        "verify",
+        "-t",
+        "dram:4k,node=99",
+        "--size",
+        "4MiB",
+        "-o",
+        new.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!new.exists());
+    let o = pmscope(&["verify", "--size", "4MiB", "-o", new.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&new).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn dash_means_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .args(["verify", "--size", "4MiB", "-o", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("only JSON on stdout");
+        assert_eq!(r["experiment"], "verify");
+    }
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named '-' was created"
+    );
+}
+
+#[test]
+fn json_mode_prints_only_json_lines() {
+    for args in [
+        &["info", "--json"][..],
+        &["list", "targets", "--json"],
+        &["list", "strategies", "--json"],
+        &["verify", "--size", "4MiB", "--json"],
+    ] {
+        let o = pmscope(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(!text.trim().is_empty(), "{args:?}");
+        for line in text.lines() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {line}"));
+        }
+    }
+}
