@@ -1,6 +1,7 @@
 //! Exit codes and messages: 2 for what the user asked (usage), 1 for what the system did.
 
 use pmscope_mapping::TargetError;
+use pmscope_runner::interrupt::Interrupted;
 
 /// An error caused by the command line or the request itself (exit code 2).
 #[derive(Debug)]
@@ -19,8 +20,12 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
-/// 2 for usage errors anywhere in the chain, 1 otherwise.
+/// 130/143 for a run stopped by SIGINT/SIGTERM, 2 for usage errors anywhere in the chain,
+/// 1 otherwise.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if let Some(i) = e.chain().find_map(|c| c.downcast_ref::<Interrupted>()) {
+        return i.exit_code();
+    }
     let is_usage = e.chain().any(|c| {
         c.downcast_ref::<UsageError>().is_some()
             || c.downcast_ref::<TargetError>()

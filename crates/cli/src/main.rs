@@ -31,6 +31,9 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("pmscope: internal error: {msg}{at}; this is a bug, please report it");
     }));
+    if let Err(e) = pmscope_runner::interrupt::install() {
+        eprintln!("pmscope: cannot handle Ctrl-C ({e}); an interrupted run may leave files behind");
+    }
     let cli = match args::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -20,6 +20,7 @@ use pmscope_loops::Region;
 use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
 use pmscope_loops::rng::SplitMix64;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use std::collections::BTreeMap;
 
 /// A cell of the table.
@@ -147,6 +148,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             let mut results = BTreeMap::new();
             let mut ticks = vec![0u64; count];
             for &c in &cells {
+                if interrupt::check().is_err() {
+                    break; // the cells so far are recorded, then the run stops
+                }
                 let op = ops[c.op_index];
                 let fence = fences[c.fence_index];
                 let w = if c.size == 8 { Width::W8 } else { width };
@@ -211,7 +215,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             run.emit(&r)?;
         }
         columns.push((run.target().spec.clone(), results));
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();

@@ -18,6 +18,7 @@ use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt::Interrupted;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -33,7 +34,7 @@ pub fn run(cli: Cli) -> Result<()> {
     }
     let mut sink = Sink::open(&cli.output)?;
     let sink = &mut sink;
-    match &cli.command {
+    let outcome = match &cli.command {
         Command::Info => info::run(&mut ctx, sink),
         Command::Quick(a) => quick::run(&mut ctx, sink, a),
         Command::Verify(a) => verify::run(&mut ctx, sink, a),
@@ -45,7 +46,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Loaded(a) => loaded::run(&mut ctx, sink, a),
         Command::List { what } => list::run(&ctx, sink, *what),
         Command::Kmer(_) => unreachable!("handled above"),
-    }?;
+    };
+    if let Err(e) = outcome {
+        if e.downcast_ref::<Interrupted>().is_some() && !sink.json() {
+            crate::output::finished::print(sink.records());
+        }
+        return Err(e);
+    }
     // Only a run that succeeded puts its -o file in place.
     sink.commit()
 }

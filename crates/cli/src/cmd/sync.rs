@@ -123,6 +123,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
                 plus_f
             };
             for &random in &patterns {
+                run.check_interrupt()?;
                 let pattern = Pattern::from_random(random).name();
                 let seq = match Sequence::new(op, fence, unit, &features) {
                     Ok(s) => s,
