@@ -60,6 +60,15 @@ fn main() -> ExitCode {
     let outcome = std::panic::catch_unwind(|| cmd::run(cli));
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e))
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            // The reader went away (`pmscope man | head`): not an error of ours.
+            ExitCode::SUCCESS
+        }
         Ok(Err(e)) => {
             let code = error::exit_code(&e);
             eprintln!("pmscope: {}", error::describe(&e));
