@@ -95,6 +95,12 @@ pub enum Command {
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
+    /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
+    /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
+    )]
+    Numa(NumaArgs),
     /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
     /// 003 Table 5), sync (seed 002).
     #[command(
@@ -150,6 +156,26 @@ pub struct TargetArgs {
     /// Allow writing to devdax devices, destroying their contents.
     #[arg(long)]
     pub destroy_data: bool,
+}
+
+/// `pmscope numa`.
+#[derive(Debug, Args)]
+pub struct NumaArgs {
+    /// The memory kind mapped on every node, without node= (dram:4k, dram:thp, dram:2m...).
+    #[arg(long, default_value = "dram:4k", value_name = "KIND")]
+    pub memory: String,
+    /// Bytes mapped per memory node (the latency chain covers all of it).
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub size: Size,
+    /// Repetitions per cell (one more is run first and dropped).
+    #[arg(long)]
+    pub reps: Option<Count>,
+    /// Seconds each bandwidth repetition streams [default: 0.15].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
+    /// Mapping options (--max-mem, --keep...); targets are made from --memory, not -t.
+    #[command(flatten)]
+    pub targets: TargetArgs,
 }
 
 /// `pmscope suite`.

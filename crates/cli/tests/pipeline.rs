@@ -83,9 +83,29 @@ fn every_measuring_command_runs_to_completion_with_the_null_executor() {
         a.extend_from_slice(args);
         let o = pmscope(&a);
         assert!(o.status.success(), "{cmd}: {}", stderr(&o));
-        let rs = records(&o);
+        check_all(cmd, &records(&o), "dram:4k");
+        // The human rendering of the same run works from the records.
+        let mut a = vec!["--null-executor", cmd, "-t", "dram:4k"];
+        a.extend_from_slice(args);
+        let o = pmscope(&a);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        assert!(!o.stdout.is_empty(), "{cmd}: printed nothing");
+    }
+    // numa makes its own targets: one per memory node, here node 0.
+    let o = pmscope(&["--null-executor", "--json", "numa", "--size", "4MiB"]);
+    assert!(o.status.success(), "numa: {}", stderr(&o));
+    let rs = records(&o);
+    check_all("numa", &rs, "dram:4k,node=0");
+    assert!(rs.iter().any(|r| r.experiment == "numa-latency"));
+    assert!(rs.iter().any(|r| r.experiment == "numa-bandwidth"));
+    let o = pmscope(&["--null-executor", "numa", "--size", "4MiB"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("CPU node \\ memory node"));
+}
+
+fn check_all(cmd: &str, rs: &[Record], spec: &str) {
+    {
         assert!(!rs.is_empty(), "{cmd}: no records");
-        for r in &rs {
+        for r in rs {
             pmscope_core::vocab::check_record(r).unwrap_or_else(|e| panic!("{cmd}: {e}"));
             assert_eq!(r.schema_version, pmscope_core::record::SCHEMA_VERSION);
             assert_eq!(r.params["executor"], "null", "{cmd}");
@@ -95,7 +115,7 @@ fn every_measuring_command_runs_to_completion_with_the_null_executor() {
             );
             assert_eq!(
                 r.target.as_ref().map(|t| t.spec.as_str()),
-                Some("dram:4k"),
+                Some(spec),
                 "{cmd}"
             );
             if r.summary.is_some() {
@@ -106,12 +126,6 @@ fn every_measuring_command_runs_to_completion_with_the_null_executor() {
             }
             assert!(r.system.timer.is_some(), "{cmd}: no timer in the record");
         }
-        // The human rendering of the same run works from the records.
-        let mut a = vec!["--null-executor", cmd, "-t", "dram:4k"];
-        a.extend_from_slice(args);
-        let o = pmscope(&a);
-        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
-        assert!(!o.stdout.is_empty(), "{cmd}: printed nothing");
     }
 }
 

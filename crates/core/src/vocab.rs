@@ -75,6 +75,7 @@ macro_rules! keys {
 /// Every parameter key, in the order the doc lists them.
 pub const PARAMS: &[Key] = keys! {
     "access_bytes" => "bytes per access (one block of a stream, one timed access)",
+    "cpu_node" => "the NUMA node whose CPUs ran the workers",
     "block_bytes" => "bytes per block of a sync stream (64)",
     "delay_ns" => "busy wait after every traffic access (MLC's injected delay); 0 = flat out",
     "duration_s" => "seconds per repetition",
@@ -87,6 +88,7 @@ pub const PARAMS: &[Key] = keys! {
     "genomes_subtracted" => "out-group genomes looked up",
     "distance_lines" => "lines between a persist and the load that reads it back",
     "k" => "k-mer length",
+    "memory_node" => "the NUMA node the memory was bound to (the target's verified placement says where it really is)",
     "mix" => "the threads' roles, e.g. `1R+1W`, `2:1` (empty: every thread runs `op`)",
     "mixer" => "whether chain pointers are spread over the element offsets",
     "op" => "the operation (see `pmscope list ops`)",
@@ -271,6 +273,20 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "samples",
         ],
         values: &["traffic_gb_s", "mean_latency_ns"],
+    },
+    ExperimentDoc {
+        name: "numa-latency",
+        doc: "idle latency of a random chain from a CPU of one node over memory bound to another (MLC's matrix)",
+        metric: Some("latency_ns"),
+        params: &["cpu_node", "memory_node", "pattern", "working_set_bytes"],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "numa-bandwidth",
+        doc: "sequential read bandwidth of all CPUs of one node over memory bound to another",
+        metric: Some("bandwidth_gb_s"),
+        params: &["cpu_node", "memory_node", "op", "threads", "access_bytes"],
+        values: &[],
     },
     ExperimentDoc {
         name: "kmer",

@@ -8,6 +8,7 @@ mod kmer;
 mod latency;
 mod list;
 mod loaded;
+mod numa;
 mod quick;
 mod rap;
 mod suite;
@@ -73,6 +74,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Loaded(a) => loaded::run(ctx, sink, a),
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
+        Command::Numa(a) => numa::run(ctx, sink, a),
         Command::Kmer(_) | Command::Completions { .. } | Command::Man => Err(anyhow::anyhow!(
             "this command does not write into a shared record sink"
         )),
