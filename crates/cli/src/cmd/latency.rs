@@ -183,19 +183,11 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
 }
 
 /// Where the latency curve steps up: the last point before each rise of more than 25 %
-/// between neighbouring points. Consecutive rises form one transition (a cache level ends
-/// over a range of sizes, not at one point), so each transition yields one plateau end.
+/// between neighbouring points (`core::knee::steps`; a cache level ends over a range of
+/// sizes, so consecutive rises are one transition).
 pub fn plateau_ends(points: &[Point]) -> Vec<(u64, f64)> {
-    let mut ends = Vec::new();
-    let mut rising = false;
-    for w in points.windows(2) {
-        let rise = w[1].summary.p50 > w[0].summary.p50 * 1.25;
-        if rise && !rising {
-            ends.push((w[0].ws, w[0].summary.p50));
-        }
-        rising = rise;
-    }
-    ends
+    let curve: Vec<(u64, f64)> = points.iter().map(|p| (p.ws, p.summary.p50)).collect();
+    pmscope_core::knee::steps(&curve, 0.25)
 }
 
 /// The human tables, drawn from the records alone: a curve per target with its plateaus,
