@@ -142,6 +142,7 @@ fn run_job(
     }
     let record = to_record(ctx, &report);
     sink.emit(&record)?;
+    sink.commit()?;
     if !out.json {
         let text = summary(&report, out.output.as_deref(), demo);
         if to_stdout {
