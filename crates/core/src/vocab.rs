@@ -361,7 +361,9 @@ pub fn check_record(r: &Record) -> Result<(), String> {
 /// The generated part of `docs/results-schema.md`: experiments, then every key.
 pub fn schema_markdown() -> String {
     let mut s = String::new();
-    s.push_str("| experiment | one record is | metric | params | values |\n|---|---|---|---|---|\n");
+    s.push_str(
+        "| experiment | one record is | metric | params | values |\n|---|---|---|---|---|\n",
+    );
     let ticks = |v: &[&str]| {
         v.iter()
             .map(|k| format!("`{k}`"))
@@ -373,7 +375,9 @@ pub fn schema_markdown() -> String {
             "| `{}` | {} | {} | {} | {} |\n",
             e.name,
             e.doc,
-            e.metric.map(|m| format!("`{m}`")).unwrap_or_else(|| "-".into()),
+            e.metric
+                .map(|m| format!("`{m}`"))
+                .unwrap_or_else(|| "-".into()),
             ticks(e.params),
             ticks(e.values),
         ));

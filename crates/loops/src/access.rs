@@ -7,10 +7,12 @@
 //! — non-zero and different every time, since some CPUs elide stores of zeros over zeros.
 #![allow(unsafe_code)]
 
-use crate::arch::ops::{
-    self, Clflush, Clflushopt, Clwb, Load, Mfence, NoFence, NoFlush, NtLoad, NtStore, Sfence, Store,
-};
+use crate::arch::ops::{self, Load, NtLoad, NtStore, Store};
 use crate::{Region, Unsupported};
+use pmscope_persist::insn::{
+    Clflush, Clflushopt, Clwb, Fence, Flush, Mfence, NoFence, NoFlush, Sfence,
+};
+pub use pmscope_persist::insn::{FENCES, FenceKind, FlushKind};
 use pmscope_sys::cpu::CpuFeatures;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -93,36 +95,6 @@ impl Op {
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// The fence after an access (inst) or after each 64-byte block (sync).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum FenceKind {
-    /// No fence.
-    None,
-    /// `sfence`.
-    Sfence,
-    /// `mfence`.
-    Mfence,
-}
-
-/// Every fence, in table order.
-pub const FENCES: [FenceKind; 3] = [FenceKind::None, FenceKind::Sfence, FenceKind::Mfence];
-
-impl FenceKind {
-    /// The name the CLI accepts.
-    pub fn name(self) -> &'static str {
-        match self {
-            FenceKind::None => "none",
-            FenceKind::Sfence => "sfence",
-            FenceKind::Mfence => "mfence",
-        }
-    }
-
-    /// Parses a name.
-    pub fn parse(s: &str) -> Option<FenceKind> {
-        FENCES.into_iter().find(|f| f.name() == s)
     }
 }
 
@@ -301,10 +273,11 @@ impl Sequence {
             if flush_before {
                 let line = (p as usize & !63) as *const u8;
                 for l in 0..lines {
-                    // SAFETY: inside the region (the line of p and the following ones).
-                    pmscope_persist::arch::clflush(unsafe { &*line.add(l * 64) });
+                    // SAFETY: the line of p and the following ones are inside the region;
+                    // clflush is baseline x86-64 (CPUID.01H:EDX[19]).
+                    unsafe { Clflush::line(line.add(l * 64)) };
                 }
-                pmscope_persist::arch::mfence();
+                Mfence::fence();
             }
             let v = store_value(i as u64);
             // SAFETY: the CPU supports the sequence (checked in `new`); p is aligned and the

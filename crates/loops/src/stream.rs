@@ -7,6 +7,7 @@
 
 use crate::arch::stream as k;
 use crate::{Region, Unsupported};
+use pmscope_persist::insn::{Fence, Sfence};
 use pmscope_sys::cpu::CpuFeatures;
 use serde::{Deserialize, Serialize};
 
@@ -232,11 +233,11 @@ impl Streamer {
                 (StreamOp::NtStore, false) => k::ntstore32(p, bytes, v),
                 (StreamOp::StoreClwb, true) => {
                     k::store_clwb64(p, bytes, v);
-                    k::sfence();
+                    Sfence::fence();
                 }
                 (StreamOp::StoreClwb, false) => {
                     k::store_clwb32(p, bytes, v);
-                    k::sfence();
+                    Sfence::fence();
                 }
                 (StreamOp::Copy, true) => k::copy64(p, base.add(half + off), bytes),
                 (StreamOp::Copy, false) => k::copy32(p, base.add(half + off), bytes),
@@ -274,7 +275,7 @@ impl Streamer {
     /// `sfence` for ntstore (whose stores are weakly ordered and buffered); nothing otherwise.
     pub fn drain(&self) {
         if self.op == StreamOp::NtStore {
-            k::sfence();
+            Sfence::fence();
         }
     }
 
@@ -324,7 +325,7 @@ impl Streamer {
                 self.one(base, half, i as usize * self.access, v);
             }
             if self.op == StreamOp::NtStore {
-                k::sfence();
+                Sfence::fence();
             }
         }
         self.traffic(idx.len() as u64)
