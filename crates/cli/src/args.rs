@@ -2,7 +2,35 @@
 //! interpreted. Each command turns these into its plan.
 
 use clap::{Args, Parser, Subcommand};
+use pmscope_loops::catalog;
 use std::path::PathBuf;
+
+// Help texts that list ops or strategies are generated from their registries.
+
+fn inst_ops_help() -> String {
+    format!(
+        "Ops (comma list): {}. Default: all. Each op with each fence is a row of `pmscope list ops`",
+        catalog::op_names()
+    )
+}
+
+fn persist_help() -> String {
+    let names: Vec<&str> = pmscope_persist::STRATEGIES
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    format!(
+        "Persist strategy: {} (see `pmscope list strategies`)",
+        names.join(", ")
+    )
+}
+
+fn probe_help() -> String {
+    format!(
+        "What the measuring thread times: chase (dependent loads), a persist strategy ({}) meaning its store, flush and drain, or a storing op of `pmscope list ops` such as store+clwb+sfence or SW",
+        catalog::strategy_names()
+    )
+}
 
 /// pmscope tells the truth about a memory tier.
 #[derive(Debug, Parser)]
@@ -56,7 +84,7 @@ pub enum Command {
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
-    /// List target kinds or persist strategies.
+    /// List target kinds, persist strategies or the op catalog.
     List {
         /// What to list.
         #[arg(value_enum)]
@@ -71,6 +99,9 @@ pub enum ListWhat {
     Targets,
     /// Persist strategies and whether this CPU supports them.
     Strategies,
+    /// The op catalog (access sequences of inst, sync and loaded --probe) and whether this
+    /// CPU runs them.
+    Ops,
 }
 
 /// Options of every command that maps targets.
@@ -163,9 +194,7 @@ pub struct InstArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): load, ntload, store, store+clflush, store+clflushopt, store+clwb,
-    /// ntstore. Default: all.
-    #[arg(long)]
+    #[arg(long, help = inst_ops_help())]
     pub ops: Option<String>,
     /// Fences after each access (comma list): none, sfence, mfence. Default: all.
     #[arg(long)]
@@ -239,8 +268,7 @@ pub struct RapArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Persist strategy: clflush, clflushopt, clwb, ntstore, none or msync.
-    #[arg(long, default_value = "clwb")]
+    #[arg(long, default_value = "clwb", help = persist_help())]
     pub persist: String,
     /// Distances d in lines (sweep axis).
     #[arg(
@@ -321,9 +349,7 @@ pub struct LoadedArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// What the measuring thread times: chase (dependent loads), a persist strategy
-    /// (clflush, clflushopt, clwb, ntstore) or a sequence such as store+clwb+sfence.
-    #[arg(long, default_value = "chase")]
+    #[arg(long, default_value = "chase", help = probe_help())]
     pub probe: String,
     /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
     /// traffic is always measured first).

@@ -1,7 +1,6 @@
 //! The instruction-level kernels pmscope times: dependent-load chains ([`chain`],
 //! [`chase`]), single timed accesses and throughput streams made of load/store/flush/fence
-//! sequences ([`access`]),
-//! and pmmeter's synchronisation loops.
+//! sequences ([`access`], named by the op [`catalog`]), and pmmeter's synchronisation loops.
 //!
 //! Kernels operate on raw memory that a `pmscope_mapping::Mapping` owns; every entry point
 //! takes a [`Region`], checked once (bounds, alignment) before the loop, and the loops
@@ -12,6 +11,7 @@
 
 pub mod access;
 mod arch;
+pub mod catalog;
 pub mod chain;
 pub mod chase;
 mod region;

@@ -14,28 +14,11 @@ use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::summary::Summary;
 use pmscope_loops::Region;
-use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
+use pmscope_loops::access::{FenceKind, Sequence, Width, store_value};
+use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// pmmeter's synchronisation options, in its order.
-pub const OPTIONS: [(&str, Op, FenceKind); 14] = [
-    ("load bare", Op::Load, FenceKind::None),
-    ("load nt", Op::NtLoad, FenceKind::None),
-    ("load bare+F", Op::Load, FenceKind::Mfence),
-    ("load nt+F", Op::NtLoad, FenceKind::Mfence),
-    ("store bare", Op::Store, FenceKind::None),
-    ("store nt", Op::NtStore, FenceKind::None),
-    ("store bare+F", Op::Store, FenceKind::Mfence),
-    ("store nt+F", Op::NtStore, FenceKind::Mfence),
-    ("store clflush", Op::StoreClflush, FenceKind::None),
-    ("store clflushopt", Op::StoreClflushopt, FenceKind::None),
-    ("store clwb", Op::StoreClwb, FenceKind::None),
-    ("store clflush+F", Op::StoreClflush, FenceKind::Mfence),
-    ("store clflushopt+F", Op::StoreClflushopt, FenceKind::Mfence),
-    ("store clwb+F", Op::StoreClwb, FenceKind::Mfence),
-];
 
 /// Lines per call between clock checks: long enough that the check costs nothing, short
 /// enough to stop within a millisecond of the deadline.
@@ -108,7 +91,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
     let (_timer, env) = ctx.start_measuring(cpus, Some(region_bytes), false);
     let features = ctx.features;
     let progress = Progress::new(
-        (specs.len() * OPTIONS.len() * patterns.len()) as u64,
+        (specs.len() * catalog::pmmeter_options().count() * patterns.len()) as u64,
         "sync",
         !sink.json(),
     );
@@ -128,14 +111,16 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
             .map(|r| Mutex::new(Some(r)))
             .collect();
         let mut rows = Vec::new();
-        for &(name, op, fence) in &OPTIONS {
-            let fence = if fence == FenceKind::None {
-                fence
-            } else {
-                plus_f
+        // pmmeter's options, in its order; `+F` is the row with the chosen fence.
+        for option in catalog::pmmeter_options() {
+            let name = option.pmmeter.expect("a pmmeter option");
+            let row = match option.fence {
+                FenceKind::None => option,
+                _ => catalog::of(option.op, plus_f),
             };
+            let (op, fence) = (row.op, row.fence);
             for &random in &patterns {
-                let seq = match Sequence::new(op, fence, unit, &features) {
+                let seq = match row.sequence(unit, &features) {
                     Ok(s) => s,
                     Err(e) => {
                         rows.push((name, random, Err(e.reason.clone())));
