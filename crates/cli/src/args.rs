@@ -1,8 +1,10 @@
 //! The command line as the user typed it (clap derive): validated for form, not yet
 //! interpreted. Each command turns these into its plan.
 
+use crate::values::{Count, Cpus, Seconds, Size};
 use clap::{Args, Parser, Subcommand};
 use pmscope_loops::catalog;
+use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
 
 // Help texts that list ops or strategies are generated from their registries.
@@ -39,6 +41,10 @@ pub struct Cli {
     /// Output options shared by every command.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Measure nothing: every timed kernel is replaced by deterministic synthetic samples,
+    /// and every record says so (tests run every command to completion with it).
+    #[arg(long, global = true, hide = true)]
+    pub null_executor: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -111,10 +117,10 @@ pub struct TargetArgs {
     /// dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp], devdax:/dev/daxX.Y, each with an
     /// optional ,node=N. See `pmscope list targets`.
     #[arg(short = 't', long = "target", value_name = "SPEC")]
-    pub targets: Vec<String>,
+    pub targets: Vec<TargetSpec>,
     /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).
     #[arg(long, value_name = "SIZE")]
-    pub max_mem: Option<String>,
+    pub max_mem: Option<Size>,
     /// Keep files pmscope created for file: and shm targets.
     #[arg(long)]
     pub keep: bool,
@@ -134,7 +140,7 @@ pub struct VerifyArgs {
     pub targets: TargetArgs,
     /// Bytes to map per target.
     #[arg(long, default_value = "64MiB", value_name = "SIZE")]
-    pub size: String,
+    pub size: Size,
 }
 
 /// `pmscope quick`.
@@ -145,7 +151,7 @@ pub struct QuickArgs {
     pub targets: TargetArgs,
     /// Bytes to map per target.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub size: String,
+    pub size: Size,
 }
 
 /// `pmscope latency`.
@@ -159,7 +165,7 @@ pub struct LatencyArgs {
     pub pattern: String,
     /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
     #[arg(long, default_value = "64B", value_name = "SIZE")]
-    pub element: String,
+    pub element: Size,
     /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB). Default: 4 KiB to
     /// max(1 GiB, 4x the last-level cache), every power of two and the midpoint after it.
     #[arg(long, value_name = "AXIS")]
@@ -167,18 +173,19 @@ pub struct LatencyArgs {
     /// Randomise only within groups of this many 4 KiB pages (separates TLB misses from
     /// memory latency).
     #[arg(long, value_name = "PAGES")]
-    pub tlb_window: Option<usize>,
+    pub tlb_window: Option<Count>,
     /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
     #[arg(long)]
     pub no_mix: bool,
-    /// Repetitions per point (one more is run first and dropped).
-    #[arg(long, default_value_t = 5)]
-    pub reps: usize,
-    /// Individually timed loads for the distribution at the largest point (0: none).
-    #[arg(long, default_value_t = 200_000)]
-    pub samples: usize,
-    /// CPU to pin the measuring thread to.
+    /// Repetitions per point (one more is run first and dropped) [default: 5; 15 with --full].
     #[arg(long)]
+    pub reps: Option<Count>,
+    /// Individually timed loads for the distribution at the largest point, 0 for none
+    /// [default: 200000; 1000000 with --full].
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random orders.
     #[arg(long, default_value_t = 0x5EED)]
@@ -207,10 +214,10 @@ pub struct InstArgs {
     pub pattern: String,
     /// Region the addresses fall in.
     #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub region: String,
-    /// Accesses timed per cell.
-    #[arg(long, default_value_t = 100_000)]
-    pub count: usize,
+    pub region: Size,
+    /// Accesses timed per cell [default: 100000; 1000000 with --full].
+    #[arg(long)]
+    pub count: Option<Count>,
     /// Do not flush lines before timed loads (measure cache hits instead of memory).
     #[arg(long)]
     pub no_flush: bool,
@@ -218,8 +225,8 @@ pub struct InstArgs {
     /// the CPU has: 64 with AVX-512, 32 with AVX2).
     #[arg(long)]
     pub width: Option<usize>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long)]
+    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random addresses.
     #[arg(long, default_value_t = 0x5EED)]
@@ -244,13 +251,19 @@ pub struct SyncArgs {
     pub pattern: String,
     /// Region streamed over (split between threads).
     #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub region: String,
+    pub region: Size,
     /// Threads, each on its own part of the region.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    #[arg(long, default_value = "1")]
+    pub threads: Count,
+    /// Repetitions per option (one more is run first and dropped) [default: 3; 7 with --full].
+    #[arg(long)]
+    pub reps: Option<Count>,
+    /// Seconds each thread streams per repetition [default: 0.2; 1 with --full].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
     /// CPUs to pin the threads to (default: the allowed CPUs in order).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<Cpus>,
     /// The fence of the +F options: mfence (pmmeter's default) or sfence.
     #[arg(long, default_value = "mfence")]
     pub fence: String,
@@ -278,12 +291,12 @@ pub struct RapArgs {
     pub distances: String,
     /// Region the lines are taken from.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub region: String,
-    /// Timed loads per distance.
-    #[arg(long, default_value_t = 20_000)]
-    pub samples: usize,
-    /// CPU to pin the thread to.
+    pub region: Size,
+    /// Timed loads per distance [default: 20000; 200000 with --full].
     #[arg(long)]
+    pub samples: Option<Count>,
+    /// CPU to pin the thread to (`--cpu` is an alias).
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random line order.
     #[arg(long, default_value_t = 0x5EED)]
@@ -315,19 +328,19 @@ pub struct BandwidthArgs {
     pub threads: Option<String>,
     /// CPUs to pin threads to, in order (default: all allowed CPUs).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<Cpus>,
     /// All threads stream over one shared region instead of one region each.
     #[arg(long)]
     pub shared: bool,
     /// Memory per thread (the whole region with --shared).
     #[arg(long, default_value = "512MiB", value_name = "SIZE")]
-    pub region: String,
-    /// Seconds each thread streams per repetition (default 0.15; --full 1).
+    pub region: Size,
+    /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
+    /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
     #[arg(long)]
-    pub duration: Option<String>,
-    /// Repetitions per point (one more is run first and dropped).
-    #[arg(long, default_value_t = 3)]
-    pub reps: usize,
+    pub reps: Option<Count>,
     /// Vector width in bytes: 64 (AVX-512) or 32 (AVX2). Default: the widest the CPU has.
     #[arg(long)]
     pub width: Option<usize>,
@@ -363,19 +376,19 @@ pub struct LoadedArgs {
     pub rw: String,
     /// Bytes per traffic access.
     #[arg(long, default_value = "1KiB", value_name = "SIZE")]
-    pub traffic_access: String,
+    pub traffic_access: Size,
     /// Region each traffic thread streams over.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub traffic_region: String,
+    pub traffic_region: Size,
     /// Region of the probe (the chain's working set).
     #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub probe_region: String,
-    /// Individually timed probe operations per point.
-    #[arg(long, default_value_t = 50_000)]
-    pub samples: usize,
+    pub probe_region: Size,
+    /// Individually timed probe operations per point [default: 50000; 200000 with --full].
+    #[arg(long)]
+    pub samples: Option<Count>,
     /// CPUs: the first measures, the others generate traffic (default: all allowed).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<Cpus>,
     /// Seed of the chain and random lines.
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,

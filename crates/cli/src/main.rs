@@ -12,6 +12,7 @@ mod context;
 mod error;
 mod measure;
 mod output;
+mod values;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -33,6 +34,20 @@ fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
+            // A value our parsers refused: the same one sentence as every other usage error.
+            if e.kind() == clap::error::ErrorKind::ValueValidation
+                && let Some(why) = std::error::Error::source(&e)
+            {
+                let ctx = |k| match e.get(k) {
+                    Some(clap::error::ContextValue::String(s)) => s.clone(),
+                    _ => String::new(),
+                };
+                let flag = ctx(clap::error::ContextKind::InvalidArg);
+                let flag = flag.split([' ', '=']).next().unwrap_or_default();
+                let value = ctx(clap::error::ContextKind::InvalidValue);
+                eprintln!("pmscope: {flag} {value}: {why}");
+                return ExitCode::from(2);
+            }
             // clap prints its own usage errors (exit 2) and --help/--version (exit 0).
             let code = e.exit_code();
             let _ = e.print();

@@ -17,24 +17,35 @@ use crate::args::{Cli, Command};
 use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
+use pmscope_runner::executor::Executor;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    let mut ctx = Context::new();
-    // Opened per arm: `pmscope kmer` writes its k-mer sets to -o itself and opens its own
-    // record sink, every other command sends its records to this one.
-    let sink = || Sink::open(&cli.output);
-    match &cli.command {
-        Command::Info => info::run(&mut ctx, &mut sink()?),
-        Command::Quick(a) => quick::run(&mut ctx, &mut sink()?, a),
-        Command::Verify(a) => verify::run(&mut ctx, &mut sink()?, a),
-        Command::Latency(a) => latency::run(&mut ctx, &mut sink()?, a),
-        Command::Inst(a) => inst::run(&mut ctx, &mut sink()?, a),
-        Command::Sync(a) => sync::run(&mut ctx, &mut sink()?, a),
-        Command::Rap(a) => rap::run(&mut ctx, &mut sink()?, a),
-        Command::Bandwidth(a) => bandwidth::run(&mut ctx, &mut sink()?, a),
-        Command::Loaded(a) => loaded::run(&mut ctx, &mut sink()?, a),
-        Command::List { what } => list::run(&ctx, &mut sink()?, *what),
-        Command::Kmer(a) => kmer::run(&mut ctx, &cli.output, a),
+    let executor = if cli.null_executor {
+        Executor::Null
+    } else {
+        Executor::Real
+    };
+    let mut ctx = Context::new(executor);
+    if let Command::Kmer(a) = &cli.command {
+        // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
+        return kmer::run(&mut ctx, &cli.output, a);
     }
+    let mut sink = Sink::open(&cli.output)?;
+    let sink = &mut sink;
+    match &cli.command {
+        Command::Info => info::run(&mut ctx, sink),
+        Command::Quick(a) => quick::run(&mut ctx, sink, a),
+        Command::Verify(a) => verify::run(&mut ctx, sink, a),
+        Command::Latency(a) => latency::run(&mut ctx, sink, a),
+        Command::Inst(a) => inst::run(&mut ctx, sink, a),
+        Command::Sync(a) => sync::run(&mut ctx, sink, a),
+        Command::Rap(a) => rap::run(&mut ctx, sink, a),
+        Command::Bandwidth(a) => bandwidth::run(&mut ctx, sink, a),
+        Command::Loaded(a) => loaded::run(&mut ctx, sink, a),
+        Command::List { what } => list::run(&ctx, sink, *what),
+        Command::Kmer(_) => unreachable!("handled above"),
+    }?;
+    // Only a run that succeeded puts its -o file in place.
+    sink.commit()
 }
