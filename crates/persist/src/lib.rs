@@ -33,10 +33,12 @@
 //! ```
 #![deny(missing_docs)]
 
+mod domain;
 #[cfg(target_arch = "x86_64")]
 pub mod insn;
 mod strategy;
 
+pub use domain::domain_warning;
 pub use strategy::{Drain, PersistStrategy, Persister, Recipe, STRATEGIES, Unsupported};
 
 /// The cache-line size every flush steps by.
