@@ -8,7 +8,7 @@
 #![allow(unsafe_code)]
 
 use crate::arch::ops::{self, Load, NtLoad, NtStore, Store};
-use crate::{Region, Unsupported};
+use crate::{Region, Unavailable};
 use pmscope_persist::Recipe;
 use pmscope_persist::insn::{
     Clflush, Clflushopt, Clwb, Fence, Flush, Mfence, NoFence, NoFlush, Sfence,
@@ -107,7 +107,7 @@ impl Op {
     }
 
     /// Refuses what this CPU cannot run at this unit width.
-    pub fn check(self, width: Width, f: &CpuFeatures) -> Result<(), Unsupported> {
+    pub fn check(self, width: Width, f: &CpuFeatures) -> Result<(), Unavailable> {
         let what = format!("{} with {}-byte instructions", self.name(), width.bytes());
         let flush_missing = self.flush().feature().filter(|&x| !f.has(x));
         let reason = match (self, width) {
@@ -120,7 +120,7 @@ impl Op {
             _ => flush_missing.map(|x| format!("this CPU lacks {x}")),
         };
         match reason {
-            Some(reason) => Err(Unsupported { what, reason }),
+            Some(reason) => Err(Unavailable::asked(what, reason)),
             None => Ok(()),
         }
     }
@@ -255,13 +255,13 @@ impl Sequence {
         fence: FenceKind,
         width: Width,
         f: &CpuFeatures,
-    ) -> Result<Sequence, Unsupported> {
+    ) -> Result<Sequence, Unavailable> {
         op.check(width, f)?;
         if !f.rdtscp {
-            return Err(Unsupported {
-                what: "timing single accesses".into(),
-                reason: "this CPU lacks rdtscp".into(),
-            });
+            return Err(Unavailable::machine(
+                "timing single accesses",
+                "this CPU lacks rdtscp",
+            ));
         }
         Ok(Sequence { op, fence, width })
     }
@@ -429,6 +429,15 @@ mod tests {
             e.to_string(),
             "store+clwb with 8-byte instructions: this CPU lacks clwb"
         );
+        assert!(e.is_usage(), "another op is the remedy");
+        let e = Sequence::new(
+            Op::Load,
+            FenceKind::None,
+            Width::W8,
+            &CpuFeatures::default(),
+        )
+        .unwrap_err();
+        assert!(!e.is_usage(), "no rdtscp: no command line helps");
         assert!(Sequence::new(Op::Load, FenceKind::None, Width::W64, &none).is_err());
         assert!(timing_overhead(11) > 0);
     }

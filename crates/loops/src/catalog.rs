@@ -12,7 +12,7 @@
 //! Adding a sequence of existing instructions is one row here; a new op is a variant of
 //! [`Op`] (with its loop instance in `access`'s `pick!`) and then rows.
 
-use crate::Unsupported;
+use crate::Unavailable;
 use crate::access::{FenceKind, FlushKind, OPS, Op, Sequence, Width};
 use pmscope_persist::{Drain, PersistStrategy};
 use pmscope_sys::cpu::{CpuFeatures, Feature};
@@ -109,7 +109,7 @@ impl OpSpec {
     }
 
     /// The row checked against this CPU at `width`: a runnable sequence, or why not.
-    pub fn sequence(&self, width: Width, f: &CpuFeatures) -> Result<Sequence, Unsupported> {
+    pub fn sequence(&self, width: Width, f: &CpuFeatures) -> Result<Sequence, Unavailable> {
         Sequence::new(self.op, self.fence, width, f)
     }
 }

@@ -6,7 +6,7 @@
 #![allow(unsafe_code)]
 
 use crate::arch::stream as k;
-use crate::{Region, Unsupported};
+use crate::{Region, Unavailable};
 use pmscope_persist::insn::{Fence, Sfence};
 use pmscope_sys::cpu::CpuFeatures;
 use serde::{Deserialize, Serialize};
@@ -169,14 +169,9 @@ impl Streamer {
         width: usize,
         access: usize,
         f: &CpuFeatures,
-    ) -> Result<Streamer, Unsupported> {
+    ) -> Result<Streamer, Unavailable> {
         let what = format!("{} with {width}-byte vectors", op.name());
-        let fail = |reason: &str| {
-            Err(Unsupported {
-                what: what.clone(),
-                reason: reason.into(),
-            })
-        };
+        let fail = |reason: &str| Err(Unavailable::asked(what.clone(), reason));
         match width {
             64 if !f.avx512f => return fail("this CPU lacks AVX-512F"),
             32 if !f.avx2 => return fail("this CPU lacks AVX2"),

@@ -39,7 +39,7 @@ pub mod insn;
 mod strategy;
 
 pub use domain::domain_warning;
-pub use strategy::{Drain, PersistStrategy, Persister, Recipe, STRATEGIES, Unsupported};
+pub use strategy::{Drain, PersistStrategy, Persister, Recipe, STRATEGIES, StrategyError};
 
 /// The cache-line size every flush steps by.
 pub const LINE: usize = 64;

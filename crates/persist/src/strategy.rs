@@ -115,13 +115,12 @@ impl fmt::Display for PersistStrategy {
     }
 }
 
-/// Why a strategy name or choice was refused.
+/// Why a strategy name or choice was refused. Both are usage errors (exit 2): the remedy
+/// is another `--persist` (see [`is_usage`](Self::is_usage)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unsupported {
+pub enum StrategyError {
     /// Not one of the names.
-    #[error(
-        "'{0}' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync"
-    )]
+    #[error("'{0}' is not a persist strategy: use one of {names}", names = strategy_names())]
     Unknown(String),
     /// The CPU lacks the instruction.
     #[error(
@@ -135,13 +134,27 @@ pub enum Unsupported {
     },
 }
 
+impl StrategyError {
+    /// Whether this is a usage error (exit 2) rather than a runtime failure: always, since
+    /// asking for another strategy is the remedy for both kinds.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            StrategyError::Unknown(_) | StrategyError::MissingFeature { .. } => true,
+        }
+    }
+}
+
+fn strategy_names() -> String {
+    STRATEGIES.map(|s| s.name()).join(", ")
+}
+
 impl FromStr for PersistStrategy {
-    type Err = Unsupported;
-    fn from_str(s: &str) -> Result<Self, Unsupported> {
+    type Err = StrategyError;
+    fn from_str(s: &str) -> Result<Self, StrategyError> {
         STRATEGIES
             .into_iter()
             .find(|st| st.name() == s)
-            .ok_or_else(|| Unsupported::Unknown(s.to_string()))
+            .ok_or_else(|| StrategyError::Unknown(s.to_string()))
     }
 }
 
@@ -158,9 +171,9 @@ pub struct Persister {
 
 impl Persister {
     /// Checks `strategy` against the CPU's features.
-    pub fn new(strategy: PersistStrategy, f: &CpuFeatures) -> Result<Persister, Unsupported> {
+    pub fn new(strategy: PersistStrategy, f: &CpuFeatures) -> Result<Persister, StrategyError> {
         if let Some(feature) = strategy.missing_feature(f) {
-            return Err(Unsupported::MissingFeature { strategy, feature });
+            return Err(StrategyError::MissingFeature { strategy, feature });
         }
         let flush = if strategy.recipe().nontemporal {
             if f.clwb {
@@ -360,7 +373,7 @@ mod tests {
         for s in STRATEGIES {
             let p = match Persister::new(s, &f) {
                 Ok(p) => p,
-                Err(Unsupported::MissingFeature { .. }) => {
+                Err(StrategyError::MissingFeature { .. }) => {
                     // Checked in `unsupported_is_an_error`; this machine lacks it.
                     continue;
                 }
@@ -397,7 +410,7 @@ mod tests {
         }
         assert!(matches!(
             "clwbx".parse::<PersistStrategy>(),
-            Err(Unsupported::Unknown(_))
+            Err(StrategyError::Unknown(_))
         ));
     }
 

@@ -209,13 +209,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
     let traffic_bytes = a.traffic_region.0;
     let access_bytes = a.traffic_access.0 as usize;
     let width = if ctx.features.avx512f { 64 } else { 32 };
-    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
-    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
+    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)?;
+    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)?;
     if let Probe::Persist(op, fence) = probe {
-        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)
-            .map_err(|e| usage(e.to_string()))?;
+        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)?;
     }
     let samples = a
         .samples
