@@ -34,9 +34,28 @@ fn probe_help() -> String {
     )
 }
 
+/// `pmscope --version`: the package version, the commit and the build profile.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PMSCOPE_GIT_COMMIT"),
+    ", ",
+    env!("PMSCOPE_BUILD_PROFILE"),
+    " build)"
+);
+
+/// How sweep axes are written, for every command that takes one.
+macro_rules! axis_help {
+    () => {
+        "AXIS is a list (1,2,4) or a range a..b with a step: :x2 multiplies (the default for \
+sizes), :+N adds (the default for counts is +1); e.g. 64..4KiB:x2, 1..8, 4KiB..1GiB,1536MiB. \
+Sizes are binary: 4K = 4KiB = 4096."
+    };
+}
+
 /// pmscope tells the truth about a memory tier.
 #[derive(Debug, Parser)]
-#[command(name = "pmscope", version, about, long_about = None, max_term_width = 100)]
+#[command(name = "pmscope", version = VERSION, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
     /// Output options shared by every command.
     #[command(flatten)]
@@ -72,24 +91,50 @@ pub enum Command {
     Info,
     /// The main job on the embedded default targets (dram:4k, dram:thp, shm): map, verify,
     /// and print a short summary.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope quick\n  pmscope quick -t dram:4k -t file:/mnt/pmem --size 1GiB"
+    )]
     Quick(QuickArgs),
     /// Map targets, pre-fault them and print what the kernel actually gave.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
+    )]
     Verify(VerifyArgs),
     /// Idle load latency by dependent-load chains over a working-set sweep.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
     Latency(LatencyArgs),
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", axis_help!()))]
     Inst(InstArgs),
     /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
+    )]
     Sync(SyncArgs),
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", axis_help!()))]
     Rap(RapArgs),
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
     Bandwidth(BandwidthArgs),
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
     Loaded(LoadedArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope completions bash > /etc/bash_completion.d/pmscope"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to stdout.
+    #[command(after_help = "EXAMPLES:\n  pmscope man > pmscope.1 && man ./pmscope.1")]
+    Man,
     /// List target kinds, persist strategies or the op catalog.
     List {
         /// What to list.
@@ -184,7 +229,7 @@ pub struct LatencyArgs {
     /// [default: 200000; 1000000 with --full].
     #[arg(long)]
     pub samples: Option<usize>,
-    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    /// CPU to pin the measuring thread to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random orders.
@@ -225,7 +270,7 @@ pub struct InstArgs {
     /// the CPU has: 64 with AVX-512, 32 with AVX2).
     #[arg(long)]
     pub width: Option<usize>,
-    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    /// CPU to pin the measuring thread to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random addresses.
@@ -295,7 +340,7 @@ pub struct RapArgs {
     /// Timed loads per distance [default: 20000; 200000 with --full].
     #[arg(long)]
     pub samples: Option<Count>,
-    /// CPU to pin the thread to (`--cpu` is an alias).
+    /// CPU to pin the thread to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random line order.

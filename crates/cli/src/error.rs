@@ -1,6 +1,7 @@
 //! Exit codes and messages: 2 for what the user asked (usage), 1 for what the system did.
 
 use pmscope_mapping::TargetError;
+use pmscope_runner::interrupt::Interrupted;
 
 /// An error caused by the command line or the request itself (exit code 2).
 #[derive(Debug)]
@@ -19,9 +20,13 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
-/// 2 for usage errors anywhere in the chain, 1 otherwise. Library errors carry their own
-/// class (`is_usage`), so a call site only passes them on with `?`.
+/// 130/143 for a run stopped by SIGINT/SIGTERM, 2 for usage errors anywhere in the chain,
+/// 1 otherwise. Library errors carry their own class (`is_usage`), so a call site only passes
+/// them on with `?`.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if let Some(i) = e.chain().find_map(|c| c.downcast_ref::<Interrupted>()) {
+        return i.exit_code();
+    }
     let is_usage = e.chain().any(|c| {
         c.downcast_ref::<UsageError>().is_some()
             || c.downcast_ref::<TargetError>()

@@ -512,3 +512,44 @@ fn json_mode_prints_only_json_lines() {
         }
     }
 }
+
+#[test]
+fn version_completions_and_manual_come_from_the_cli_definition() {
+    let o = pmscope(&["--version"]);
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        v.starts_with("pmscope 0.") && v.contains("(commit ") && v.contains(" build)"),
+        "{v}"
+    );
+    let o = pmscope(&["completions", "bash"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("_pmscope()") && text.contains("latency"));
+    let o = pmscope(&["man"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains(".TH pmscope 1") && text.contains("bandwidth"));
+    // Every measuring command's help shows examples, and the axis grammar where it takes one.
+    for cmd in [
+        "quick",
+        "verify",
+        "latency",
+        "inst",
+        "sync",
+        "rap",
+        "bandwidth",
+        "loaded",
+    ] {
+        let o = pmscope(&[cmd, "--help"]);
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            help.contains("EXAMPLES:\n  pmscope "),
+            "{cmd} --help has no examples"
+        );
+        if ["latency", "inst", "rap", "bandwidth", "loaded"].contains(&cmd) {
+            assert!(
+                help.contains("AXIS is a list"),
+                "{cmd} --help lacks the axis grammar"
+            );
+        }
+    }
+}

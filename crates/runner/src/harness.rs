@@ -15,6 +15,7 @@
 //! inside a record; printing it is the sink's business.
 
 use crate::executor::Executor;
+use crate::interrupt;
 use crate::pin::{self, PinError};
 use crate::sanity;
 use crate::timer::Timer;
@@ -171,6 +172,7 @@ impl<'s> Harness<'s> {
         F: FnMut(&mut TargetRun<'_, 's>, &mut Mapping) -> Result<()>,
     {
         for spec in targets {
+            interrupt::check()?;
             let mut mapping = pmscope_mapping::map(spec, bytes, opts)?;
             let target = mapping.record();
             let mut warnings = mapping.warnings().to_vec();
@@ -313,7 +315,13 @@ impl TargetRun<'_, '_> {
         r
     }
 
-    /// Emits a finished record.
+    /// `Err` once Ctrl-C or SIGTERM arrived: call it between points.
+    pub fn check_interrupt(&self) -> Result<()> {
+        Ok(interrupt::check()?)
+    }
+
+    /// Emits a finished record (after checking for an interrupt: a point finished after
+    /// the signal is still a finished point, so it is emitted first).
     pub fn emit(&mut self, r: &Record) -> Result<()> {
         self.harness
             .sink
@@ -323,13 +331,14 @@ impl TargetRun<'_, '_> {
 }
 
 /// Runs `rep(i)` for `reps + 1` repetitions and keeps the last `reps`: the first warms
-/// caches, TLBs, pages and the clock, and is dropped.
+/// caches, TLBs, pages and the clock, and is dropped. Stops between repetitions on Ctrl-C.
 pub fn repeat_dropping_first<T>(
     reps: usize,
     mut rep: impl FnMut(usize) -> Result<T>,
 ) -> Result<Vec<T>> {
     let mut kept = Vec::with_capacity(reps);
     for i in 0..=reps {
+        interrupt::check()?;
         let r = rep(i)?;
         if i > 0 {
             kept.push(r);

@@ -21,6 +21,7 @@ use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
 use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use std::collections::BTreeMap;
 
 /// A cell of the table.
@@ -145,6 +146,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             let mut results = BTreeMap::new();
             let mut ticks = vec![0u64; count];
             for &c in &cells {
+                if interrupt::check().is_err() {
+                    break; // the cells so far are recorded, then the run stops
+                }
                 let op = ops[c.op_index];
                 let fence = fences[c.fence_index];
                 let w = if c.size == 8 { Width::W8 } else { width };
@@ -209,7 +213,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             run.emit(&r)?;
         }
         columns.push((run.target().spec.clone(), results));
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();

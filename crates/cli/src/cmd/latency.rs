@@ -19,6 +19,7 @@ use pmscope_loops::chain::{ChainSpec, Order};
 use pmscope_loops::chase::Chaser;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use pmscope_sys::cpu;
 
 /// The default sweep: every power of two and the midpoint after it, from 4 KiB to `max`.
@@ -118,6 +119,9 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             let mut points = Vec::new();
             let mut dist = None;
             for &ws in &p.sizes {
+                if interrupt::check().is_err() {
+                    break; // the points so far are recorded, then the run stops
+                }
                 let (ns, d) = executor.run(
                     || -> Result<_> {
                         let mut chaser = Chaser::build(&mut region, ws as usize, &p.chain)
@@ -171,7 +175,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             r.histogram = Some(hist);
             run.emit(&r)?;
         }
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();

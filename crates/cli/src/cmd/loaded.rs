@@ -28,6 +28,7 @@ use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
 use pmscope_persist::PersistStrategy;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 use std::sync::Barrier;
@@ -316,7 +317,16 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             };
             let _ = w;
             let mut points = Vec::new();
-            for &(delay_ns, _) in &schedule {
+            for (i, &(delay_ns, _)) in schedule.iter().enumerate() {
+                if interrupt::check().is_err() {
+                    // Release the traffic threads through the remaining points unmeasured.
+                    failed.store(true, Ordering::SeqCst);
+                    for _ in i..schedule.len() {
+                        team.wait();
+                        team.wait();
+                    }
+                    break;
+                }
                 stop.store(false, Ordering::SeqCst);
                 team.wait();
                 // Let the traffic reach steady state before measuring.
@@ -354,7 +364,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             run.emit(&r)?;
         }
         curves.push((run.target().spec.clone(), points));
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();

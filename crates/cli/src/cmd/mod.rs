@@ -18,6 +18,7 @@ use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt::Interrupted;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -27,13 +28,26 @@ pub fn run(cli: Cli) -> Result<()> {
         Executor::Real
     };
     let mut ctx = Context::new(executor);
+    match &cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "pmscope", &mut std::io::stdout());
+            return Ok(());
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            return Ok(());
+        }
+        _ => {}
+    }
     if let Command::Kmer(a) = &cli.command {
         // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
         return kmer::run(&mut ctx, &cli.output, a);
     }
     let mut sink = Sink::open(&cli.output)?;
     let sink = &mut sink;
-    match &cli.command {
+    let outcome = match &cli.command {
         Command::Info => info::run(&mut ctx, sink),
         Command::Quick(a) => quick::run(&mut ctx, sink, a),
         Command::Verify(a) => verify::run(&mut ctx, sink, a),
@@ -44,8 +58,16 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bandwidth(a) => bandwidth::run(&mut ctx, sink, a),
         Command::Loaded(a) => loaded::run(&mut ctx, sink, a),
         Command::List { what } => list::run(&ctx, sink, *what),
-        Command::Kmer(_) => unreachable!("handled above"),
-    }?;
+        Command::Kmer(_) | Command::Completions { .. } | Command::Man => {
+            unreachable!("handled above")
+        }
+    };
+    if let Err(e) = outcome {
+        if e.downcast_ref::<Interrupted>().is_some() && !sink.json() {
+            crate::output::finished::print(sink.records());
+        }
+        return Err(e);
+    }
     // Only a run that succeeded puts its -o file in place.
     sink.commit()
 }

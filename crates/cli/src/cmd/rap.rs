@@ -19,6 +19,7 @@ use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::rng::SplitMix64;
 use pmscope_persist::{PersistStrategy, Persister};
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 
 /// Latencies (ticks, overhead included) of loading the line persisted `d` lines earlier,
 /// `samples` times, walking `order` (line numbers).
@@ -110,6 +111,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             progress.inc();
             let mut curve = Vec::new();
             for &d in &distances {
+                if interrupt::check().is_err() {
+                    break; // the distances so far are recorded, then the run stops
+                }
                 let s = executor.run(
                     || -> std::io::Result<_> {
                         let t =
@@ -143,7 +147,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             run.emit(&r)?;
         }
         tables.push((run.target().spec.clone(), idle, curve));
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();

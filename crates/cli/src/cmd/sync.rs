@@ -108,6 +108,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
             };
             let (op, fence) = (row.op, row.fence);
             for &random in &patterns {
+                run.check_interrupt()?;
                 let pattern = Pattern::from_random(random).name();
                 let seq = match row.sequence(unit, &features) {
                     Ok(s) => s,

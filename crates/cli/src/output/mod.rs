@@ -4,6 +4,7 @@
 //! record carrying it arrives, so stderr never holds a finding the records lack.
 
 pub mod atomic_file;
+pub mod finished;
 pub mod progress;
 pub mod table;
 
