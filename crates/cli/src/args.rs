@@ -123,6 +123,12 @@ pub enum Command {
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
+    /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
+    /// 003 Table 5), sync (seed 002).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full"
+    )]
+    Suite(SuiteArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     #[command(
         after_help = "EXAMPLES:\n  pmscope completions bash > /etc/bash_completion.d/pmscope"
@@ -175,6 +181,37 @@ pub struct TargetArgs {
     /// Allow writing to devdax devices, destroying their contents.
     #[arg(long)]
     pub destroy_data: bool,
+}
+
+/// `pmscope suite`.
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// The study.
+    #[arg(value_enum)]
+    pub study: Study,
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// The publication-grade version of every step (each command's --full).
+    #[arg(long)]
+    pub full: bool,
+    /// CPUs to use (default: all this process may use).
+    #[arg(long)]
+    pub cpus: Option<Cpus>,
+}
+
+/// The studies `pmscope suite` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Study {
+    /// Seed 004 section 3: idle latency (random, sequential), instruction latency,
+    /// bandwidth vs threads per op, bandwidth vs access size, mixed read/write, loaded
+    /// latency. About 2 minutes for two targets on 2 cores.
+    Basic,
+    /// Seed 003 Table 5: single-thread latency by access size, rand/seq x read/write/
+    /// write+flush, with slowdown factors against the first target.
+    Table5,
+    /// Seed 002: the cost of each synchronisation option (pmmeter).
+    Sync,
 }
 
 /// `pmscope verify`.

@@ -22,6 +22,8 @@ fn stderr(o: &Output) -> String {
 const COMMANDS: &[(&str, &[&str])] = &[
     ("verify", &["--size", "4MiB"]),
     ("quick", &["--size", "8MiB"]),
+    ("suite", &["basic"]),
+    ("suite", &["table5"]),
     ("latency", &["--sizes", "64KiB,1MiB", "--samples", "500"]),
     (
         "inst",

@@ -134,8 +134,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
     }
     let features = ctx.features;
     let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
-    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", !sink.json());
-    let json = sink.json();
+    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", sink.human());
+    let json = !sink.human();
     let mut h = ctx.start(sink, &[cpu], Some(region_bytes), true)?;
     let timer = *h.timer();
     h.per_target(&specs, region_bytes, &opts, None, |run, m| {

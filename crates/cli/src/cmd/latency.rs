@@ -97,7 +97,7 @@ fn plan(ctx: &Context, a: &LatencyArgs) -> Result<Plan> {
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
     let plan = plan(ctx, a)?;
     measure(ctx, sink, &plan)?;
-    if !sink.json() {
+    if sink.human() {
         render(ctx, sink.records());
     }
     Ok(())
@@ -108,7 +108,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     let progress = Progress::new(
         (p.sizes.len() * p.targets.len()) as u64,
         "latency",
-        !sink.json(),
+        sink.human(),
     );
     let mut h = ctx.start(sink, &[p.cpu], Some(max_ws), p.samples > 0)?;
     let timer = *h.timer();

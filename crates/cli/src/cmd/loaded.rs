@@ -237,7 +237,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
         reps: if a.full { 9 } else { 5 },
         rep_ns: if a.full { 100e6 } else { 40e6 },
     };
-    let json = sink.json();
+    let json = !sink.human();
     let mut curves = Vec::new();
     let persists = match probe {
         Probe::Chase => None,

@@ -10,6 +10,7 @@ mod list;
 mod loaded;
 mod quick;
 mod rap;
+mod suite;
 mod sync;
 mod verify;
 
@@ -47,21 +48,7 @@ pub fn run(cli: Cli) -> Result<()> {
     }
     let mut sink = Sink::open(&cli.output)?;
     let sink = &mut sink;
-    let outcome = match &cli.command {
-        Command::Info => info::run(&mut ctx, sink),
-        Command::Quick(a) => quick::run(&mut ctx, sink, a),
-        Command::Verify(a) => verify::run(&mut ctx, sink, a),
-        Command::Latency(a) => latency::run(&mut ctx, sink, a),
-        Command::Inst(a) => inst::run(&mut ctx, sink, a),
-        Command::Sync(a) => sync::run(&mut ctx, sink, a),
-        Command::Rap(a) => rap::run(&mut ctx, sink, a),
-        Command::Bandwidth(a) => bandwidth::run(&mut ctx, sink, a),
-        Command::Loaded(a) => loaded::run(&mut ctx, sink, a),
-        Command::List { what } => list::run(&ctx, sink, *what),
-        Command::Kmer(_) | Command::Completions { .. } | Command::Man => {
-            unreachable!("handled above")
-        }
-    };
+    let outcome = dispatch(&mut ctx, sink, &cli.command);
     if let Err(e) = outcome {
         if e.downcast_ref::<Interrupted>().is_some() && !sink.json() {
             crate::output::finished::print(sink.records());
@@ -70,4 +57,24 @@ pub fn run(cli: Cli) -> Result<()> {
     }
     // Only a run that succeeded puts its -o file in place.
     sink.commit()
+}
+
+/// Runs one record-producing command into `sink` (the suite runs its steps through here).
+pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result<()> {
+    match command {
+        Command::Info => info::run(ctx, sink),
+        Command::Quick(a) => quick::run(ctx, sink, a),
+        Command::Verify(a) => verify::run(ctx, sink, a),
+        Command::Latency(a) => latency::run(ctx, sink, a),
+        Command::Inst(a) => inst::run(ctx, sink, a),
+        Command::Sync(a) => sync::run(ctx, sink, a),
+        Command::Rap(a) => rap::run(ctx, sink, a),
+        Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
+        Command::Loaded(a) => loaded::run(ctx, sink, a),
+        Command::List { what } => list::run(ctx, sink, *what),
+        Command::Suite(a) => suite::run(ctx, sink, a),
+        Command::Kmer(_) | Command::Completions { .. } | Command::Man => Err(anyhow::anyhow!(
+            "this command does not write into a shared record sink"
+        )),
+    }
 }

@@ -74,9 +74,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
     let progress = Progress::new(
         (specs.len() * (distances.len() + 1)) as u64,
         "rap",
-        !sink.json(),
+        sink.human(),
     );
-    let json = sink.json();
+    let json = !sink.human();
     let mut tables = Vec::new();
     let mut h = ctx.start(sink, &[cpu], Some(region_bytes), true)?;
     let timer = *h.timer();

@@ -85,9 +85,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
     let progress = Progress::new(
         (specs.len() * catalog::pmmeter_options().count() * patterns.len()) as u64,
         "sync",
-        !sink.json(),
+        sink.human(),
     );
-    let json = sink.json();
+    let json = !sink.human();
     let mut tables = Vec::new();
     // Each thread's part is first touched by the CPU that streams over it.
     let mut opts = opts;

@@ -18,6 +18,8 @@ use std::io::Write;
 /// The destination of a command's records.
 pub struct Sink {
     json: bool,
+    /// Inside a suite: records only, no per-command tables or progress bars.
+    quiet: bool,
     file: Option<(String, PendingOutput)>,
     printed: Vec<String>,
     records: Vec<Record>,
@@ -39,6 +41,7 @@ impl Sink {
         };
         Ok(Sink {
             json: a.json || to_stdout,
+            quiet: false,
             file,
             printed: Vec::new(),
             records: Vec::new(),
@@ -51,6 +54,17 @@ impl Sink {
             Some((_, pending)) if !self.records.is_empty() || pending.written() => pending.commit(),
             _ => Ok(()),
         }
+    }
+
+    /// Whether commands print their human tables and progress (not under --json, not
+    /// inside a suite).
+    pub fn human(&self) -> bool {
+        !self.json && !self.quiet
+    }
+
+    /// Sets whether commands stay quiet (a suite draws its own progress and summary).
+    pub fn set_quiet(&mut self, quiet: bool) {
+        self.quiet = quiet;
     }
 
     /// Whether stdout takes JSON Lines.
@@ -117,7 +131,7 @@ impl Sink {
 
     /// Prints human text (table mode only).
     pub fn text(&self, s: &str) {
-        if !self.json {
+        if self.human() {
             println!("{s}");
         }
     }
