@@ -3,8 +3,36 @@
 
 use crate::values::{Count, Cpus, Seconds, Size};
 use clap::{Args, Parser, Subcommand};
+use pmscope_loops::catalog;
 use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
+
+// Help texts that list ops or strategies are generated from their registries.
+
+fn inst_ops_help() -> String {
+    format!(
+        "Ops (comma list): {}. Default: all. Each op with each fence is a row of `pmscope list ops`",
+        catalog::op_names()
+    )
+}
+
+fn persist_help() -> String {
+    let names: Vec<&str> = pmscope_persist::STRATEGIES
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    format!(
+        "Persist strategy: {} (see `pmscope list strategies`)",
+        names.join(", ")
+    )
+}
+
+fn probe_help() -> String {
+    format!(
+        "What the measuring thread times: chase (dependent loads), a persist strategy ({}) meaning its store, flush and drain, or a storing op of `pmscope list ops` such as store+clwb+sfence or SW",
+        catalog::strategy_names()
+    )
+}
 
 /// `pmscope --version`: the package version, the commit and the build profile.
 pub const VERSION: &str = concat!(
@@ -119,7 +147,7 @@ pub enum Command {
     /// Print the manual page (roff) to stdout.
     #[command(after_help = "EXAMPLES:\n  pmscope man > pmscope.1 && man ./pmscope.1")]
     Man,
-    /// List target kinds or persist strategies.
+    /// List target kinds, persist strategies or the op catalog.
     List {
         /// What to list.
         #[arg(value_enum)]
@@ -134,6 +162,9 @@ pub enum ListWhat {
     Targets,
     /// Persist strategies and whether this CPU supports them.
     Strategies,
+    /// The op catalog (access sequences of inst, sync and loaded --probe) and whether this
+    /// CPU runs them.
+    Ops,
 }
 
 /// Options of every command that maps targets.
@@ -278,9 +309,7 @@ pub struct InstArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): load, ntload, store, store+clflush, store+clflushopt, store+clwb,
-    /// ntstore. Default: all.
-    #[arg(long)]
+    #[arg(long, help = inst_ops_help())]
     pub ops: Option<String>,
     /// Fences after each access (comma list): none, sfence, mfence. Default: all.
     #[arg(long)]
@@ -360,8 +389,7 @@ pub struct RapArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Persist strategy: clflush, clflushopt, clwb, ntstore, none or msync.
-    #[arg(long, default_value = "clwb")]
+    #[arg(long, default_value = "clwb", help = persist_help())]
     pub persist: String,
     /// Distances d in lines (sweep axis).
     #[arg(
@@ -442,9 +470,7 @@ pub struct LoadedArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// What the measuring thread times: chase (dependent loads), a persist strategy
-    /// (clflush, clflushopt, clwb, ntstore) or a sequence such as store+clwb+sfence.
-    #[arg(long, default_value = "chase")]
+    #[arg(long, default_value = "chase", help = probe_help())]
     pub probe: String,
     /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
     /// traffic is always measured first).

@@ -112,7 +112,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["loaded", "--probe", "load+mfence"],
         2,
-        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence\n",
+        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore, none), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)\n",
     ),
     (
         &["loaded", "--rw", "x"],
@@ -414,6 +414,26 @@ fn list_comes_from_the_registries() {
     for s in ["clflush", "clflushopt", "clwb", "ntstore", "none", "msync"] {
         assert!(text.contains(s), "{s}");
     }
+    // One line per catalog row, with its aliases, and one JSON object per row.
+    let o = pmscope(&["list", "ops"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for row in pmscope_loops::catalog::CATALOG {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(row.id))
+            .unwrap_or_else(|| panic!("no line for {}", row.id));
+        for alias in row.names().skip(1) {
+            assert!(line.contains(alias), "{}: {alias}", row.id);
+        }
+    }
+    let o = pmscope(&["--json", "list", "ops"]);
+    let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["op"].to_string())
+        .collect();
+    assert_eq!(ids.len(), pmscope_loops::catalog::CATALOG.len());
+    assert!(ids.contains(&"\"store+clwb+mfence\"".to_string()));
 }
 
 #[test]

@@ -20,7 +20,7 @@ use crate::pin::{self, PinError};
 use crate::sanity;
 use crate::timer::Timer;
 use anyhow::{Context as _, Result};
-use pmscope_core::achieved::{Achieved, Persistence};
+use pmscope_core::achieved::Achieved;
 use pmscope_core::record::{Record, SystemSummary, TargetRecord, ThreadPlacement};
 use pmscope_core::warning::Warning;
 use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
@@ -177,7 +177,7 @@ impl<'s> Harness<'s> {
             let target = mapping.record();
             let mut warnings = mapping.warnings().to_vec();
             if let Some(s) = persists {
-                warnings.extend(domain_warning(s, &target.spec, &target.achieved));
+                warnings.extend(pmscope_persist::domain_warning(s, &target.achieved));
             }
             let mut pairs: Vec<(String, &Achieved)> =
                 self.seen.iter().map(|(n, a)| (n.clone(), a)).collect();
@@ -229,18 +229,6 @@ impl<'s> Harness<'s> {
         self.sink.emit(&r)?;
         Ok(cross)
     }
-}
-
-/// Why `strategy` cannot make stores durable on a target, pmdk-style: a reason per
-/// (strategy, persistence domain).
-fn domain_warning(strategy: PersistStrategy, spec: &str, a: &Achieved) -> Option<Warning> {
-    (a.persistence == Persistence::PageCache && strategy != PersistStrategy::Msync).then(|| {
-        Warning::new(
-            "persist-on-page-cache",
-            format!("{spec} is a page-cache mapping: {strategy} does not make its stores durable"),
-            "use --persist msync for this target, or a DAX target",
-        )
-    })
 }
 
 /// One target being measured.

@@ -217,9 +217,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
                         }),
                     ) {
                         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                            return Err(usage(e.to_string()));
-                        }
+                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(e.into()),
                     };
                     for &n in &threads {
                         for (label, roles) in thread_roles(n, mix, s_op, s_read, s_write) {

@@ -17,7 +17,8 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
+use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
+use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
@@ -65,10 +66,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             .split(',')
             .map(|s| {
                 Op::parse(s.trim()).ok_or_else(|| {
-                    usage(format!(
-                        "'{s}' is not an op: use {}",
-                        OPS.iter().map(|o| o.name()).collect::<Vec<_>>().join(", ")
-                    ))
+                    usage(format!("'{s}' is not an op: use {}", catalog::op_names()))
                 })
             })
             .collect::<Result<_>>()?,
@@ -154,7 +152,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
                 let op = ops[c.op_index];
                 let fence = fences[c.fence_index];
                 let w = if c.size == 8 { Width::W8 } else { width };
-                let outcome = match Sequence::new(op, fence, w, &features) {
+                let outcome = match catalog::of(op, fence).sequence(w, &features) {
                     Err(e) => Outcome::Unsupported(e.to_string(), e.reason.clone()),
                     Ok(seq) => {
                         let ns = executor.run(

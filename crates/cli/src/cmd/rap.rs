@@ -49,13 +49,9 @@ fn read_after_persist(
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let strategy: PersistStrategy = a
-        .persist
-        .parse()
-        .map_err(|e: pmscope_persist::Unsupported| usage(e.to_string()))?;
-    let persister = Persister::new(strategy, &ctx.features).map_err(|e| usage(e.to_string()))?;
-    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let strategy: PersistStrategy = a.persist.parse()?;
+    let persister = Persister::new(strategy, &ctx.features)?;
+    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)?;
     let distances: Vec<usize> = parse_axis(&a.distances, AxisKind::Count)
         .map_err(|e| usage(e.to_string()))?
         .into_iter()
