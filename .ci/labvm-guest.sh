@@ -50,6 +50,11 @@ targets="file:$LABVM_FSDAX_MNT dram,node=$LABVM_MEMONLY_NODE"
 # keep each run short: the stage has a 5-minute budget for both guests.
 PER_TARGET='verify --size 64MiB
 sync --region 16MiB --reps 1 --duration 0.02 --pattern seq
+probe read-buffer --sizes 1KiB,16KiB --count 100
+probe write-buffer --sizes 1KiB,16KiB --count 100
+probe rw-buffer --sizes 1KiB,16KiB --count 100
+probe prefetch --sizes 1KiB,16KiB --count 100
+probe chase-write --sizes 1KiB,16KiB --count 100
 latency --sizes 4KiB,256KiB,16MiB --reps 2 --samples 2000
 inst --ops load,store+clwb,ntstore --sizes 64,256 --count 2000 --region 16MiB
 bandwidth --pattern seq --sizes 4KiB --threads 1 --region 16MiB --duration 0.05 --reps 1

@@ -22,6 +22,14 @@ fn stderr(o: &Output) -> String {
 const COMMANDS: &[(&str, &[&str])] = &[
     ("verify", &["--size", "4MiB"]),
     ("quick", &["--size", "8MiB"]),
+    (
+        "probe",
+        &["read-buffer", "--sizes", "1KiB..64KiB", "--count", "200"],
+    ),
+    (
+        "probe",
+        &["chase-write", "--sizes", "1KiB..64KiB", "--count", "200"],
+    ),
     ("suite", &["basic"]),
     ("suite", &["table5"]),
     ("latency", &["--sizes", "64KiB,1MiB", "--samples", "500"]),
@@ -236,5 +244,52 @@ fn the_same_failure_exits_with_the_same_code_in_every_command() {
             "{cmd}: {}",
             stderr(&o)
         );
+    }
+}
+
+/// Every buffer probe measures for real on the three kinds of this machine, each curve with
+/// its knee record (found or not), every visit timed.
+#[test]
+fn every_probe_runs_on_dram_thp_and_shm() {
+    for kind in [
+        "read-buffer",
+        "write-buffer",
+        "rw-buffer",
+        "prefetch",
+        "chase-write",
+    ] {
+        let o = pmscope(&[
+            "--json",
+            "probe",
+            kind,
+            "-t",
+            "dram:4k",
+            "-t",
+            "dram:thp",
+            "-t",
+            "shm:4k",
+            "--sizes",
+            "1KiB,16KiB,256KiB",
+            "--count",
+            "300",
+        ]);
+        assert!(o.status.success(), "{kind}: {}", stderr(&o));
+        let rs = records(&o);
+        for r in &rs {
+            pmscope_core::vocab::check_record(r).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        }
+        for spec in ["dram:4k", "dram:thp", "shm:4k"] {
+            let mine = |e: &str| {
+                rs.iter()
+                    .filter(|r| r.experiment == e && r.target.as_ref().unwrap().spec == spec)
+                    .count()
+            };
+            let curves = mine("probe-knee");
+            assert!(curves >= 2, "{kind} {spec}: {curves} curves");
+            assert_eq!(mine("probe"), 3 * curves, "{kind} {spec}");
+            for r in rs.iter().filter(|r| r.experiment == "probe") {
+                assert_eq!(r.summary.as_ref().unwrap().n, 300);
+            }
+        }
     }
 }
