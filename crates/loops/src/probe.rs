@@ -82,7 +82,7 @@ impl VisitWrite {
 fn check_offsets(region: &Region<'_>, offsets: &[usize]) {
     for &o in offsets {
         assert!(
-            o % XPLINE == 0 && o + XPLINE <= region.len(),
+            o.is_multiple_of(XPLINE) && o + XPLINE <= region.len(),
             "XPLine offset {o} outside or misaligned"
         );
     }
@@ -186,7 +186,7 @@ pub fn time_walk(
         } else {
             next
         };
-        debug_assert!(at % XPLINE == 0 && at + XPLINE <= region.len());
+        debug_assert!(at.is_multiple_of(XPLINE) && at + XPLINE <= region.len());
     }
 }
 
