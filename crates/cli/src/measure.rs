@@ -162,6 +162,37 @@ pub fn stream_for(
     (t, start.elapsed().as_secs_f64())
 }
 
+/// GB/s of `cpus` streaming `read` sequentially, each over its own view of `region`, for
+/// `duration` per repetition (`reps` kept, the first dropped): quick's and numa's
+/// read-bandwidth figure. The null executor counts one pass per worker per millisecond.
+pub fn read_bandwidth(
+    run: &mut pmscope_runner::harness::TargetRun<'_, '_>,
+    cpus: &[usize],
+    region: &mut pmscope_loops::Region<'_>,
+    read: Streamer,
+    duration: Duration,
+    reps: usize,
+) -> anyhow::Result<Vec<f64>> {
+    let executor = run.executor();
+    let views = StreamView::of(region, cpus.len(), false);
+    pmscope_runner::harness::repeat_dropping_first(reps, |rep| {
+        let out = run.on_cpus(cpus, |w| {
+            executor.run(
+                || stream_for(Role::Stream(read), views[w], false, duration, rep as u64),
+                || {
+                    let t = Traffic {
+                        read: views[w].len() as u64,
+                        written: 0,
+                    };
+                    (t, 0.001)
+                },
+            )
+        })?;
+        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+        Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
+    })
+}
+
 /// Traffic for loaded latency: `reads` read accesses and `writes` write accesses per round,
 /// each of the streams' access size, sequential through the view (reads in its first
 /// half, writes in its second), with a busy wait of `delay_ticks` TSC ticks after every

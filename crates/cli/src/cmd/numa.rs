@@ -6,7 +6,7 @@
 use crate::args::NumaArgs;
 use crate::context::Context;
 use crate::error::usage;
-use crate::measure::{LatencyPlan, Role, chase_latency, stream_for};
+use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
 use crate::output::Sink;
 use crate::output::table::Table;
 use anyhow::{Context as _, Result};
@@ -120,23 +120,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
             r.metric = Some("latency_ns".into());
             r.summary = Some(Summary::of(&ns).expect("finite"));
             run.emit(&r)?;
-            let views = StreamView::of(&mut region, c.cpus.len(), false);
-            let gbs = repeat_dropping_first(reps, |rep| {
-                let out = run.on_cpus(&c.cpus, |w| {
-                    executor.run(
-                        || stream_for(Role::Stream(read), views[w], false, duration, rep as u64),
-                        || {
-                            let t = Traffic {
-                                read: views[w].len() as u64,
-                                written: 0,
-                            };
-                            (t, 0.001)
-                        },
-                    )
-                })?;
-                let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-                Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
-            })?;
+            let gbs = read_bandwidth(run, &c.cpus, &mut region, read, duration, reps)?;
             let mut r = run
                 .record("numa-bandwidth")
                 .param("cpu_node", c.id)

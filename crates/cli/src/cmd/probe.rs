@@ -28,10 +28,13 @@ use serde_json::{Value, json};
 /// A knee is a rise of more than this fraction between neighbouring working sets.
 const KNEE_RISE: f64 = 0.25;
 
+/// Times the visits of one point: raw ticks for a working set of the given bytes.
+type Measure = Box<dyn Fn(&mut Region<'_>, usize) -> Vec<u64> + Sync>;
+
 /// One curve of a probe: its variant's parameters and a point per working set.
 struct Variant {
     params: Vec<(&'static str, Value)>,
-    measure: Box<dyn Fn(&mut Region<'_>, usize) -> Vec<u64> + Sync>,
+    measure: Measure,
 }
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {

@@ -6,7 +6,7 @@
 use crate::args::QuickArgs;
 use crate::cmd::verify::verify_targets;
 use crate::context::Context;
-use crate::measure::{LatencyPlan, Role, chase_latency, stream_for};
+use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
 use crate::output::Sink;
 use crate::output::table::Table;
 use anyhow::Result;
@@ -110,31 +110,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         r.summary = Some(latency);
         run.emit(&r)?;
         // Bandwidth: every CPU reads its own part sequentially.
-        let views = StreamView::of(&mut region, cpus.len(), false);
-        let gbs = repeat_dropping_first(3, |rep| {
-            let out = run.on_cpus(&cpus, |w| {
-                executor.run(
-                    || {
-                        stream_for(
-                            Role::Stream(read),
-                            views[w],
-                            false,
-                            Duration::from_millis(150),
-                            rep as u64,
-                        )
-                    },
-                    || {
-                        let t = Traffic {
-                            read: views[w].len() as u64,
-                            written: 0,
-                        };
-                        (t, 0.001)
-                    },
-                )
-            })?;
-            let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-            Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
-        })?;
+        let gbs = read_bandwidth(run, &cpus, &mut region, read, Duration::from_millis(150), 3)?;
         let mut r = run
             .record("quick")
             .param("op", "read")
