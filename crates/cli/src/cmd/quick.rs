@@ -17,9 +17,8 @@ use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;
-use pmscope_loops::stream::{StreamOp, StreamView, Streamer, Traffic};
+use pmscope_loops::stream::{StreamOp, Streamer};
 use pmscope_runner::executor::Executor;
-use pmscope_runner::harness::repeat_dropping_first;
 use std::time::Duration;
 
 /// The embedded default targets.
