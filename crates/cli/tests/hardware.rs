@@ -148,7 +148,7 @@ mod needs_fsdax {
             expected[at..at + src.len()].copy_from_slice(&src);
             // In-place stores persisted afterwards.
             m.bytes_mut()[at + 7] = 0xA5;
-            p.persist(&m.bytes()[at..at + 64]).unwrap();
+            p.persist(&m.bytes_mut()[at..at + 64]).unwrap();
             expected[at + 7] = 0xA5;
         }
         drop(m);

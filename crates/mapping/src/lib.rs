@@ -31,6 +31,6 @@ pub mod verify;
 
 pub use error::TargetError;
 pub use guard::MemoryGuard;
-pub use mapping::{DestroyData, MapOptions, Mapping, map};
+pub use mapping::{DestroyData, Handoff, MapOptions, Mapping, Pod, map};
 pub use pmscope_core::warning::Warning;
 pub use spec::{KindSpec, PagePolicy, SpecError, TargetSpec};
