@@ -23,6 +23,7 @@ use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
+use pmscope_workload::kmer::table::TableKind;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -91,7 +92,9 @@ fn run_job(
             .unwrap_or(1)
             .max(1),
     };
-    let KmerTableKind::Volatile = r.table;
+    let table = match r.table {
+        KmerTableKind::Volatile => TableKind::Volatile,
+    };
     let (specs, map_options) = ctx.targets(&r.targets, &["dram:thp"])?;
     if specs.len() != 1 {
         return Err(usage(
@@ -131,6 +134,7 @@ fn run_job(
         },
         sorted: r.sorted,
         preview: if demo { 5 } else { 3 },
+        table,
     };
     let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
     let mut sink = Sink::open(&OutputArgs {

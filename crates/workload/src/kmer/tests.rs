@@ -4,6 +4,7 @@
 use super::job::{Job, Operation, run};
 use super::output::Format;
 use super::read::Split;
+use super::table::TableKind;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -65,6 +66,7 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         format: Format::Tsv,
         sorted: true,
         preview: 0,
+        table: TableKind::default(),
     }
 }
 
@@ -92,7 +94,10 @@ proptest! {
         split_at in 1usize..4,
         k in prop::sample::select(vec![3usize, 5, 12, 33, 70]),
         threads in 1usize..4,
+        table in prop::sample::select(TableKind::ALL.to_vec()),
     ) {
+        // Every table kind runs the same operations against the same model.
+        let job = |operation, k, threads| Job { table, ..job(operation, k, threads) };
         let dir = tempfile::tempdir().unwrap();
         // Keep only genomes that have a k-mer (shorter ones are an error, tested elsewhere).
         let genomes: Vec<_> = genomes.into_iter().filter(|g| !kmer_set(g, k).is_empty()).collect();
@@ -174,4 +179,44 @@ fn per_record_genomes_count_separately() {
     let got: Vec<String> = written(&j).into_iter().map(|(x, _)| x).collect();
     // ACGT is in both records; TTTT/AAAA are not shared.
     assert_eq!(got, vec!["ACGT".to_string()]);
+}
+
+#[test]
+fn preview_rows_are_the_first_written_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &[b"ACGTTGCAAGGCTTACA".to_vec()]);
+    let b = write(dir.path(), "b", &[b"ACGTTGCAACCCTTACA".to_vec()]);
+    for kind in TableKind::ALL {
+        for op in [
+            Operation::Count {
+                genomes: vec![a.clone(), b.clone()],
+            },
+            Operation::Primers {
+                in_group: vec![a.clone()],
+                out_group: vec![b.clone()],
+            },
+        ] {
+            let mut j = job(op, 5, 2);
+            j.table = kind;
+            j.preview = 3;
+            let mut out = Vec::new();
+            let report = run(&j, Some(&mut out)).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let first: Vec<String> = text.lines().skip(1).take(3).map(String::from).collect();
+            assert_eq!(report.preview, first, "{kind}");
+            assert_eq!(report.table.kind, kind.name());
+        }
+    }
+}
+
+#[test]
+fn table_kinds_parse_by_name() {
+    for kind in TableKind::ALL {
+        assert_eq!(kind.name().parse::<TableKind>(), Ok(kind));
+    }
+    let err = "nope".parse::<TableKind>().unwrap_err();
+    assert!(
+        err.starts_with("unknown table 'nope': choose one of volatile"),
+        "{err}"
+    );
 }
