@@ -27,8 +27,10 @@
 
 pub mod arch;
 mod strategy;
+pub mod words;
 
 pub use strategy::{PersistStrategy, Persister, STRATEGIES, Unsupported};
+pub use words::{PersistCounts, PersistentWords};
 
 /// The cache-line size every flush steps by.
 pub const LINE: usize = 64;

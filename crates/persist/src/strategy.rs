@@ -132,6 +132,11 @@ impl Persister {
         self.strategy
     }
 
+    /// The write-back used for data written by ordinary stores under `ntstore`.
+    pub fn fallback(&self) -> PersistStrategy {
+        self.fallback
+    }
+
     /// The width in bytes of the non-temporal stores `ntstore` uses, chosen from CPUID:
     /// 64 (AVX-512F), 32 (AVX) or 16 (SSE2 `movnti` pairs).
     pub fn nt_width(&self) -> usize {

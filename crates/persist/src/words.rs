@@ -1,0 +1,122 @@
+//! The seam persistent structures write through: a memory of 64-bit words with 8-byte
+//! atomic stores, per-line flushes and fences ([`PersistentWords`]). Production runs it on
+//! a mapping through a [`Persister`]; the crash-image checker runs the same
+//! structure code on a model of cache lines instead, so what it checks is the real code
+//! path. [`Persister::flush_word`] and [`Persister::fence_words`] are the instructions a
+//! production implementation runs on a mapping's words.
+#![allow(unsafe_code)]
+
+use crate::{PersistStrategy, Persister, arch};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Word memory with explicit persistence: what a log-free persistent structure needs.
+///
+/// Durability model: a store is durable once its line was flushed ([`flush`](Self::flush))
+/// and a [`fence`](Self::fence) followed; before that it may or may not have reached the
+/// persistence domain (a line can be evicted at any moment).
+pub trait PersistentWords: Sync {
+    /// Number of words.
+    fn len(&self) -> usize;
+    /// Whether there are no words.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Loads word `i` (acquire).
+    fn load(&self, i: usize) -> u64;
+    /// Stores word `i` with one 8-byte store (release).
+    fn store(&self, i: usize, v: u64);
+    /// Compare-and-swap of word `i`: `Ok(old)` if it held `old`, else `Err(current)`.
+    fn compare_exchange(&self, i: usize, old: u64, new: u64) -> Result<u64, u64>;
+    /// Writes back the cache line holding word `i` (no ordering by itself).
+    fn flush(&self, i: usize);
+    /// Orders every earlier flush before every later store: flushed lines are durable.
+    fn fence(&self);
+}
+
+/// Flushes and fences issued, for "per insert" figures.
+#[derive(Debug, Default)]
+pub struct PersistCounts {
+    flushes: AtomicU64,
+    fences: AtomicU64,
+}
+
+impl PersistCounts {
+    /// Counts one flush.
+    #[inline]
+    pub fn flush(&self) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts one fence.
+    #[inline]
+    pub fn fence(&self) {
+        self.fences.fetch_add(1, Ordering::Relaxed);
+    }
+    /// (flushes, fences) so far.
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.flushes.load(Ordering::Relaxed),
+            self.fences.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Persister {
+    /// Writes back the cache line holding `word` with this strategy's flush (no drain).
+    #[inline]
+    pub fn flush_word(&self, word: &AtomicU64) {
+        let how = match self.strategy() {
+            PersistStrategy::Ntstore => self.fallback(),
+            s => s,
+        };
+        // SAFETY: the pointer comes from a live `&AtomicU64`, so the byte is mapped; the
+        // reference is handed only to a flush instruction, which reads nothing Rust sees.
+        let byte = unsafe { &*word.as_ptr().cast::<u8>() };
+        match how {
+            PersistStrategy::Clflush => arch::clflush(byte),
+            // SAFETY: `Persister::new` checked CPUID for the strategy (and its fallback).
+            PersistStrategy::Clflushopt => unsafe { arch::clflushopt(byte) },
+            // SAFETY: as above, for clwb.
+            PersistStrategy::Clwb => unsafe { arch::clwb(byte) },
+            PersistStrategy::Ntstore | PersistStrategy::None | PersistStrategy::Msync => {}
+        }
+    }
+
+    /// This strategy's drain for flushes of words in `view` (msync has no per-line form,
+    /// so it syncs the pages of the whole view).
+    #[inline]
+    pub fn fence_words(&self, view: &[AtomicU64]) {
+        match self.strategy() {
+            PersistStrategy::Clflushopt | PersistStrategy::Clwb | PersistStrategy::Ntstore => {
+                arch::sfence()
+            }
+            PersistStrategy::Msync => {
+                let ptr = view.as_ptr().cast::<u8>();
+                // SAFETY: the range is the live view, inside one mapping.
+                let _ = unsafe { pmscope_sys::mman::msync(ptr, std::mem::size_of_val(view)) };
+            }
+            // clflush is ordered with later stores by itself; `none` persists nothing.
+            PersistStrategy::Clflush | PersistStrategy::None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_sys::cpu::CpuFeatures;
+
+    #[test]
+    fn flushes_words_and_counts() {
+        let mem: Vec<AtomicU64> = (0..16).map(|_| AtomicU64::new(0)).collect();
+        let p = Persister::new(PersistStrategy::Clflush, &CpuFeatures::detect()).unwrap();
+        mem[3].store(7, Ordering::Relaxed);
+        p.flush_word(&mem[3]);
+        p.fence_words(&mem);
+        let c = PersistCounts::default();
+        c.flush();
+        c.fence();
+        c.fence();
+        assert_eq!(c.get(), (1, 2));
+        assert_eq!(mem[3].load(Ordering::Relaxed), 7);
+    }
+}
