@@ -29,6 +29,7 @@ pub use super::table::TableFacts;
 use super::table::{Create, Entry, KmerTable, TableError, TableKind, TableRequest, WithTable};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_persist::PersistStrategy;
 use pmscope_runner::pin::PinError;
 use rayon::prelude::*;
 use std::io::Write;
@@ -119,6 +120,10 @@ pub struct Job {
     pub preview: usize,
     /// The table implementation.
     pub table: TableKind,
+    /// A pool file a persistent table creates or reopens (none: a fresh pool on the target).
+    pub pool: Option<PathBuf>,
+    /// How a persistent table makes its stores durable.
+    pub persist: PersistStrategy,
 }
 
 /// Why a job failed.
@@ -296,6 +301,17 @@ fn read_all(files: &[PathBuf], split: Split, k: usize) -> Result<Vec<Genome>, Re
     Ok(genomes)
 }
 
+/// Identifies the inserted genomes (names, sizes, k-mer counts), so a pool reopened for
+/// another job is refused.
+fn fingerprint(left: &[Genome]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for g in left {
+        (&g.name, g.stats.bases, g.stats.kmers, g.stats.skipped_kmers).hash(&mut h);
+    }
+    h.finish()
+}
+
 /// What the phases share: the job, its thread pool and its pinned workers.
 struct Run<'a, const W: usize> {
     job: &'a Job,
@@ -361,7 +377,12 @@ fn run_words<const W: usize, T: Create<W>>(
     t.stop(&mut phases.estimate, &mut cpu.estimate);
 
     let t = Stopwatch::start();
-    let mut table = T::create(&run.request((estimate.total as f64 * 1.02) as u64 + 1024))?;
+    let expected = (estimate.total as f64 * 1.02) as u64 + 1024;
+    let mut table = T::create(&TableRequest {
+        pool: job.pool.as_deref(),
+        inputs: fingerprint(&left),
+        ..run.request(expected)
+    })?;
     t.stop(&mut phases.map, &mut cpu.map);
 
     let t = Stopwatch::start();
@@ -415,6 +436,9 @@ impl<const W: usize> Run<'_, W> {
             map_options: &self.job.map_options,
             expected_distinct,
             parallel: self.job.threads,
+            pool: None,
+            persist: self.job.persist,
+            inputs: 0,
         }
     }
 
@@ -464,7 +488,10 @@ impl<const W: usize> Run<'_, W> {
         estimate: &Estimate,
     ) -> Result<Vec<ThreadPlacement>, JobError> {
         let mut placements = Vec::new();
-        for (i, g) in left.iter().enumerate() {
+        // A reopened persistent table has these genomes already (the one after them is
+        // inserted again: a genome counts a k-mer at most once, so that is idempotent).
+        let resume = table.resume_after() as usize;
+        for (i, g) in left.iter().enumerate().skip(resume) {
             // Room for what the estimate expects this genome to add (with 3 % to spare,
             // about four standard errors), but never less than a 0.5 % margin for all its
             // k-mers.
@@ -481,6 +508,7 @@ impl<const W: usize> Run<'_, W> {
                 .driver
                 .insert_genome(table, g, (i + 1) as u32, self.job.k)?;
             placements = p;
+            table.completed((i + 1) as u32);
         }
         Ok(placements)
     }

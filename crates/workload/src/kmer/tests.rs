@@ -67,6 +67,8 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         sorted: true,
         preview: 0,
         table: TableKind::default(),
+        pool: None,
+        persist: pmscope_persist::PersistStrategy::Clflush,
     }
 }
 
@@ -219,4 +221,101 @@ fn table_kinds_parse_by_name() {
         err.starts_with("unknown table 'nope': choose one of volatile"),
         "{err}"
     );
+}
+
+fn file_digest(p: &std::path::Path) -> (u64, Vec<u8>) {
+    let bytes = std::fs::read(p).unwrap();
+    let words: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        })
+        .collect();
+    (super::table::static_pm::header_checksum(&words), bytes)
+}
+
+fn refusal(j: &Job) -> String {
+    match run(j, None) {
+        Err(super::job::JobError::Table(super::table::TableError::Refused(m))) => m,
+        Err(e) => panic!("expected a refusal, got {e}"),
+        Ok(_) => panic!("expected a refusal, the job ran"),
+    }
+}
+
+#[test]
+fn static_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &[b"ACGTTGCAAGGCTTACAGGATTACA".to_vec()]);
+    let b = write(dir.path(), "b", &[b"ACGTTGCAACCCTTACAGGATTTTT".to_vec()]);
+    let pool = dir.path().join("pool");
+    let count = Operation::Count {
+        genomes: vec![a.clone(), b.clone()],
+    };
+    let mut j = job(count.clone(), 7, 2);
+    let want = written(&j);
+    j.table = TableKind::StaticPm;
+    j.pool = Some(pool.clone());
+    assert_eq!(
+        written(&j),
+        want,
+        "a new pool counts like the volatile table"
+    );
+    // Reopened with everything done: nothing is inserted again.
+    assert_eq!(written(&j), want, "a reopened pool holds the same counts");
+    // Reopened as if the process died inside genome 2 (its inserts are idempotent).
+    let mut bytes = std::fs::read(&pool).unwrap();
+    bytes[64..72].copy_from_slice(&1u64.to_le_bytes());
+    std::fs::write(&pool, &bytes).unwrap();
+    assert_eq!(
+        written(&j),
+        want,
+        "resuming after genome 1 gives the same counts"
+    );
+
+    // Other K.
+    let before = file_digest(&pool);
+    let mut other_k = j.clone();
+    other_k.k = 9;
+    let m = refusal(&other_k);
+    assert!(m.contains("holds k-mers of K = 7, not 9"), "{m}");
+    // Other genomes.
+    let mut other_genomes = j.clone();
+    other_genomes.operation = Operation::Count { genomes: vec![a] };
+    let m = refusal(&other_genomes);
+    assert!(m.contains("is counting other genomes"), "{m}");
+    // Other persist strategy.
+    let mut other_persist = j.clone();
+    other_persist.persist = pmscope_persist::PersistStrategy::None;
+    let m = refusal(&other_persist);
+    assert!(m.contains("was written with --persist clflush"), "{m}");
+    assert_eq!(
+        file_digest(&pool),
+        before,
+        "refused pools are left unchanged"
+    );
+
+    // Corrupt header: one bit of K flipped.
+    let mut bad = before.1.clone();
+    bad[16] ^= 1;
+    std::fs::write(&pool, &bad).unwrap();
+    let digest = file_digest(&pool);
+    let m = refusal(&j);
+    assert!(m.contains("corrupt header (checksum mismatch)"), "{m}");
+    assert_eq!(file_digest(&pool), digest);
+
+    // Truncated: the header promises more slots than the file holds.
+    std::fs::write(&pool, &before.1[..2 * 4096]).unwrap();
+    let digest = file_digest(&pool);
+    let m = refusal(&j);
+    assert!(m.contains("is truncated"), "{m}");
+    assert_eq!(file_digest(&pool), digest);
+
+    // Foreign: a file of the right size that is not a pool.
+    let foreign: Vec<u8> = (0..4 * 4096).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(&pool, &foreign).unwrap();
+    let m = refusal(&j);
+    assert!(m.contains("is not a pmscope k-mer pool"), "{m}");
+    assert_eq!(std::fs::read(&pool).unwrap(), foreign);
 }

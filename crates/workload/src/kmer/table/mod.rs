@@ -15,12 +15,15 @@
 //! listed; a table makes itself through [`Create`], and the job is generic over it (see
 //! [`super::job`]), so the job never names a concrete table.
 
+pub mod static_pm;
 pub mod volatile;
 
 use super::encode::Kmer;
 use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
 use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_persist::PersistStrategy;
+use std::path::Path;
 
 /// A genome's number as tables store it: 1, 2, ... in insertion order (0 is never used).
 pub type GenomeId = u32;
@@ -54,6 +57,10 @@ pub enum TableError {
     /// A limit of the slot layout.
     #[error("{0}")]
     Limit(String),
+    /// A pool or persistence request refused (foreign, corrupt or mismatching pool, an
+    /// unsupported strategy): the request is at fault, nothing was changed.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The table implementations, as `--table` names them.
@@ -62,16 +69,20 @@ pub enum TableKind {
     /// [`volatile::VolatileTable`]: concurrent open addressing in the target's memory.
     #[default]
     Volatile,
+    /// [`static_pm::StaticPmTable`]: the seed's Static-HT, log-free and crash-consistent
+    /// in a persistent pool.
+    StaticPm,
 }
 
 impl TableKind {
     /// Every kind, in the order help and benchmarks list them.
-    pub const ALL: [TableKind; 1] = [TableKind::Volatile];
+    pub const ALL: [TableKind; 2] = [TableKind::Volatile, TableKind::StaticPm];
 
     /// The kind's name, as the CLI spells it and records carry it.
     pub fn name(self) -> &'static str {
         match self {
             TableKind::Volatile => "volatile",
+            TableKind::StaticPm => "static-pm",
         }
     }
 }
@@ -109,6 +120,7 @@ impl TableKind {
     pub fn with<const W: usize, F: WithTable<W>>(self, f: F) -> F::Output {
         match self {
             TableKind::Volatile => f.run::<volatile::VolatileTable<W>>(),
+            TableKind::StaticPm => f.run::<static_pm::StaticPmTable<W>>(),
         }
     }
 }
@@ -126,6 +138,12 @@ pub struct TableRequest<'a> {
     pub expected_distinct: u64,
     /// Threads that may map (and pre-fault) the table in parallel.
     pub parallel: usize,
+    /// A pool file to create or reopen (persistent tables; others ignore it).
+    pub pool: Option<&'a Path>,
+    /// How a persistent table makes its stores durable.
+    pub persist: PersistStrategy,
+    /// A fingerprint of the genomes inserted, so a reopened pool resumes only its own job.
+    pub inputs: u64,
 }
 
 /// A table kind that can be made from a [`TableRequest`]: what the job is generic over.
@@ -158,6 +176,8 @@ pub struct TableFacts {
     pub target: TargetRecord,
     /// Where the mapping differs from the request.
     pub warnings: Vec<Warning>,
+    /// (flushes, fences) a persistent table issued.
+    pub persist: Option<(u64, u64)>,
 }
 
 /// A concurrent set of canonical k-mers with a genome count per k-mer.
@@ -202,4 +222,13 @@ pub trait KmerTable<const W: usize>: Sync {
 
     /// What the record says about the table: kind, geometry, target and warnings.
     fn facts(&self) -> TableFacts;
+
+    /// Genomes 1..=`genome` are all inserted: a persistent table records it durably, so
+    /// a reopened table resumes after it.
+    fn completed(&self, _genome: GenomeId) {}
+
+    /// The last genome a reopened table had completed (0 for a new table).
+    fn resume_after(&self) -> GenomeId {
+        0
+    }
 }

@@ -326,6 +326,7 @@ impl<const W: usize> KmerTable<W> for VolatileTable<W> {
             grown: self.times_grown(),
             target: self.target_record(),
             warnings: self.warnings(),
+            persist: None,
         }
     }
 
