@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod arch;
+pub mod shadow;
 mod strategy;
 pub mod words;
 

@@ -15,6 +15,8 @@
 //! listed; a table makes itself through [`Create`], and the job is generic over it (see
 //! [`super::job`]), so the job never names a concrete table.
 
+#[cfg(test)]
+mod crash_check;
 pub mod static_pm;
 pub mod volatile;
 

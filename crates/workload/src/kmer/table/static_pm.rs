@@ -31,6 +31,11 @@
 //! magic last (flush, fence, then magic, flush, fence), so a torn creation never looks like
 //! a pool.
 //!
+//! Proof: `crash_check` (tests) replays every store, flush and fence of long insert
+//! streams through the crash model of `pmscope_persist::shadow`, enumerates every crash
+//! image at every operation boundary, recovers each and checks the invariants; deliberate
+//! bugs ([`Bug`]) are each caught there.
+//!
 //! Marks (set operations) live in a DRAM bitmap beside the pool: they belong to one job and
 //! never reach the pool.
 
@@ -201,6 +206,20 @@ pub struct StaticPm<const W: usize, M: PersistentWords> {
     marks: Vec<AtomicU64>,
     distinct: AtomicU64,
     recovery: Recovery,
+    bug: Option<Bug>,
+}
+
+/// Deliberate ordering bugs, for proving that the crash-image checker catches them. Never
+/// set outside tests.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bug {
+    /// Publishes the slot (VALID meta) before storing its key.
+    PublishBeforeKey,
+    /// Flushes but never fences: inserts return before they are durable.
+    MissingFence,
+    /// Updates the count with two stores (tag, then count) instead of one atomic store.
+    TornCount,
 }
 
 impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
@@ -264,6 +283,21 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
             distinct: AtomicU64::new(recovery.valid),
             header,
             recovery,
+            bug: None,
+        }
+    }
+
+    /// Builds in a deliberate bug (checker tests only).
+    #[doc(hidden)]
+    pub fn with_bug(mut self, bug: Bug) -> Self {
+        self.bug = Some(bug);
+        self
+    }
+
+    fn durable(&self, at: usize) {
+        self.mem.flush(at);
+        if self.bug != Some(Bug::MissingFence) {
+            self.mem.fence();
         }
     }
 
@@ -277,6 +311,13 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
         self.recovery
     }
 
+    /// The published k-mers and their counts, slot by slot.
+    pub fn contents(&self) -> Vec<(Kmer<W>, u32)> {
+        (0..self.header.capacity)
+            .filter_map(|i| self.slot_entry(i).map(|(x, e)| (x, e.genomes)))
+            .collect()
+    }
+
     /// The memory.
     pub fn memory(&self) -> &M {
         &self.mem
@@ -285,8 +326,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     /// Records that genomes 1..=`genome` are complete (persisted before it returns).
     pub fn complete(&self, genome: GenomeId) {
         self.mem.store(H_DONE, genome as u64);
-        self.mem.flush(H_DONE);
-        self.mem.fence();
+        self.durable(H_DONE);
     }
 
     #[inline(always)]
@@ -353,14 +393,21 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
             let at = base + META;
             let mut m = self.mem.load(at);
             if m == 0 {
-                match self.mem.compare_exchange(at, 0, CLAIMED) {
+                let publish_first = self.bug == Some(Bug::PublishBeforeKey);
+                let claim = if publish_first {
+                    VALID | tag | 1
+                } else {
+                    CLAIMED
+                };
+                match self.mem.compare_exchange(at, 0, claim) {
                     Ok(_) => {
                         for (j, &x) in kmer.0.iter().enumerate() {
                             self.mem.store(base + j, x);
                         }
-                        self.mem.store(at, VALID | tag | 1);
-                        self.mem.flush(at);
-                        self.mem.fence();
+                        if !publish_first {
+                            self.mem.store(at, VALID | tag | 1);
+                        }
+                        self.durable(at);
                         return Inserted::New;
                     }
                     Err(current) => m = current,
@@ -375,10 +422,16 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                         return Inserted::Repeat;
                     }
                     let counted = (m & !(TAG_MASK << TAG_SHIFT)) | tag;
+                    if self.bug == Some(Bug::TornCount) {
+                        // The tag and the count as two separate stores.
+                        self.mem.store(at, counted);
+                        self.mem.store(at, counted + 1);
+                        self.durable(at);
+                        return Inserted::Counted;
+                    }
                     match self.mem.compare_exchange(at, m, counted + 1) {
                         Ok(_) => {
-                            self.mem.flush(at);
-                            self.mem.fence();
+                            self.durable(at);
                             return Inserted::Counted;
                         }
                         Err(current) => m = current,
