@@ -6,7 +6,7 @@
 //! production implementation runs on a mapping's words.
 #![allow(unsafe_code)]
 
-use crate::{PersistStrategy, Persister, arch};
+use crate::Persister;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Word memory with explicit persistence: what a log-free persistent structure needs.
@@ -64,39 +64,25 @@ impl Persister {
     /// Writes back the cache line holding `word` with this strategy's flush (no drain).
     #[inline]
     pub fn flush_word(&self, word: &AtomicU64) {
-        let how = match self.strategy() {
-            PersistStrategy::Ntstore => self.fallback(),
-            s => s,
-        };
-        // SAFETY: the pointer comes from a live `&AtomicU64`, so the byte is mapped; the
-        // reference is handed only to a flush instruction, which reads nothing Rust sees.
-        let byte = unsafe { &*word.as_ptr().cast::<u8>() };
-        match how {
-            PersistStrategy::Clflush => arch::clflush(byte),
-            // SAFETY: `Persister::new` checked CPUID for the strategy (and its fallback).
-            PersistStrategy::Clflushopt => unsafe { arch::clflushopt(byte) },
-            // SAFETY: as above, for clwb.
-            PersistStrategy::Clwb => unsafe { arch::clwb(byte) },
-            PersistStrategy::Ntstore | PersistStrategy::None | PersistStrategy::Msync => {}
-        }
+        // SAFETY: the pointer comes from a live `&AtomicU64`, so its 8 bytes are mapped and
+        // aligned; the byte view is handed only to the flush instructions, which read
+        // nothing Rust can observe, so concurrent atomic stores do not race with it.
+        let bytes = unsafe { std::slice::from_raw_parts(word.as_ptr().cast::<u8>(), 8) };
+        self.flush(bytes);
     }
 
     /// This strategy's drain for flushes of words in `view` (msync has no per-line form,
     /// so it syncs the pages of the whole view).
     #[inline]
     pub fn fence_words(&self, view: &[AtomicU64]) {
-        match self.strategy() {
-            PersistStrategy::Clflushopt | PersistStrategy::Clwb | PersistStrategy::Ntstore => {
-                arch::sfence()
-            }
-            PersistStrategy::Msync => {
-                let ptr = view.as_ptr().cast::<u8>();
-                // SAFETY: the range is the live view, inside one mapping.
-                let _ = unsafe { pmscope_sys::mman::msync(ptr, std::mem::size_of_val(view)) };
-            }
-            // clflush is ordered with later stores by itself; `none` persists nothing.
-            PersistStrategy::Clflush | PersistStrategy::None => {}
-        }
+        // SAFETY: as in `flush_word`: a live view, handed only to the fence or to msync,
+        // which reads nothing Rust can observe.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(view.as_ptr().cast::<u8>(), std::mem::size_of_val(view))
+        };
+        // An msync failure leaves the stores in the page cache: nothing a table can do
+        // about it mid-insert, and the next fence tries again.
+        let _ = self.drain(bytes);
     }
 }
 
