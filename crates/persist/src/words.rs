@@ -89,6 +89,7 @@ impl Persister {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PersistStrategy;
     use pmscope_sys::cpu::CpuFeatures;
 
     #[test]
