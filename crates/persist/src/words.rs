@@ -31,6 +31,8 @@ pub trait PersistentWords: Sync {
     fn flush(&self, i: usize);
     /// Orders every earlier flush before every later store: flushed lines are durable.
     fn fence(&self);
+    /// Starts loading word `i` into the cache (a hint; no effect on durability).
+    fn prefetch(&self, _i: usize) {}
 }
 
 /// Flushes and fences issued, for "per insert" figures.

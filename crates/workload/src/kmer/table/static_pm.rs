@@ -502,7 +502,10 @@ fn recover<M: PersistentWords>(mem: &M, h: &Header) -> Recovery {
 }
 
 impl<const W: usize, M: PersistentWords + PoolInfo> KmerTable<W> for StaticPm<W, M> {
-    fn prefetch(&self, _hash: u64) {}
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        self.mem.prefetch(Self::base(self.start(hash)));
+    }
 
     fn insert(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted {
         self.insert_kmer(kmer, hash, genome)
@@ -626,6 +629,10 @@ impl PersistentWords for PoolWords {
     #[inline]
     fn compare_exchange(&self, i: usize, old: u64, new: u64) -> Result<u64, u64> {
         self.words()[i].compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire)
+    }
+    #[inline]
+    fn prefetch(&self, i: usize) {
+        pmscope_sys::prefetch::prefetch(&self.words()[i]);
     }
     #[inline]
     fn flush(&self, i: usize) {
