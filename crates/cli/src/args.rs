@@ -604,6 +604,16 @@ pub enum KmerCommand {
     Demo(KmerDemoArgs),
     /// Write a synthetic reference and strains derived from it (SNPs, indels) as FASTA.
     Synth(KmerSynthArgs),
+    /// Check a static-pm pool after a crash: header, cut-short inserts cleared, contents.
+    Recover(KmerRecoverArgs),
+}
+
+/// Options of `pmscope kmer recover`.
+#[derive(Debug, Args, Clone)]
+pub struct KmerRecoverArgs {
+    /// The pool file.
+    #[arg(long, value_name = "PATH")]
+    pub pool: PathBuf,
 }
 
 /// Options of every k-mer command that builds a table.
@@ -615,6 +625,14 @@ pub struct KmerRunArgs {
     /// The table implementation.
     #[arg(long, value_enum, default_value = "volatile")]
     pub table: KmerTableKind,
+    /// Pool file of a persistent table: created exclusively, or reopened to resume the
+    /// job it holds (default: a fresh pool on the target, gone afterwards).
+    #[arg(long, value_name = "PATH")]
+    pub pool: Option<PathBuf>,
+    /// How a persistent table makes stores durable: clflush, clflushopt, clwb, ntstore,
+    /// none or msync.
+    #[arg(long, default_value = "clwb", value_name = "STRATEGY")]
+    pub persist: String,
     /// Worker threads (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -640,6 +658,8 @@ pub struct KmerRunArgs {
 pub enum KmerTableKind {
     /// Concurrent open addressing in the target's memory.
     Volatile,
+    /// The seed's Static-HT: log-free, crash-consistent, in a persistent pool.
+    StaticPm,
 }
 
 /// Formats of k-mer lists.

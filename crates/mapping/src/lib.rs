@@ -26,6 +26,7 @@ mod error;
 mod guard;
 pub mod kinds;
 mod mapping;
+pub mod pool;
 mod spec;
 pub mod verify;
 

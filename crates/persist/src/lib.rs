@@ -36,10 +36,13 @@
 mod domain;
 #[cfg(target_arch = "x86_64")]
 pub mod insn;
+pub mod shadow;
 mod strategy;
+pub mod words;
 
 pub use domain::domain_warning;
 pub use strategy::{Drain, PersistStrategy, Persister, Recipe, STRATEGIES, StrategyError};
+pub use words::{PersistCounts, PersistentWords};
 
 /// The cache-line size every flush steps by.
 pub const LINE: usize = 64;

@@ -8,8 +8,8 @@
 //! `--force`. The record goes to stdout with `--json` and to `--record FILE`.
 
 use crate::args::{
-    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRunArgs, KmerSynthArgs, KmerTableKind,
-    OutputArgs,
+    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRecoverArgs, KmerRunArgs, KmerSynthArgs,
+    KmerTableKind, OutputArgs,
 };
 use crate::context::Context;
 use crate::error::usage;
@@ -24,6 +24,7 @@ use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
+use pmscope_workload::kmer::table::TableKind;
 use std::path::{Path, PathBuf};
 
 /// Runs a `pmscope kmer` command.
@@ -63,7 +64,32 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerArgs) -> Result<()> {
         }
         KmerCommand::Demo(d) => demo(ctx, out, d),
         KmerCommand::Synth(s) => synth(s),
+        KmerCommand::Recover(r) => recover(r),
     }
+}
+
+/// `pmscope kmer recover`: checks a pool and says what it holds.
+fn recover(r: &KmerRecoverArgs) -> Result<()> {
+    let opts = pmscope_mapping::MapOptions::host();
+    let (h, rec) = pmscope_workload::kmer::table::static_pm::check_pool(&r.pool, &opts)
+        .map_err(job_error_table)?;
+    println!(
+        "{}: static-pm pool, K = {}, {} slots, written with --persist {}\n  \
+         {} genomes completed; {} k-mers ({} genome counts); {} cut-short inserts cleared",
+        r.pool.display(),
+        h.k,
+        h.capacity,
+        h.strategy,
+        h.done,
+        rec.valid,
+        rec.counted,
+        rec.cleared
+    );
+    Ok(())
+}
+
+fn job_error_table(e: pmscope_workload::kmer::table::TableError) -> anyhow::Error {
+    job_error(JobError::Table(e))
 }
 
 /// Validates the run options, runs the job, writes the k-mers and the record, and prints
@@ -90,7 +116,19 @@ fn run_job(
             .unwrap_or(1)
             .max(1),
     };
-    let KmerTableKind::Volatile = r.table;
+    let table = match r.table {
+        KmerTableKind::Volatile => TableKind::Volatile,
+        KmerTableKind::StaticPm => TableKind::StaticPm,
+    };
+    let persist: pmscope_persist::PersistStrategy = r
+        .persist
+        .parse()
+        .map_err(|e| usage(format!("--persist: {e}")))?;
+    if r.pool.is_some() && table == TableKind::Volatile {
+        return Err(usage(
+            "--pool holds a persistent table; add --table static-pm",
+        ));
+    }
     let (specs, map_options) = ctx.targets(&r.targets, &["dram:thp"])?;
     if specs.len() != 1 {
         return Err(usage(
@@ -130,6 +168,9 @@ fn run_job(
         },
         sorted: r.sorted,
         preview: if demo { 5 } else { 3 },
+        table,
+        pool: r.pool.clone(),
+        persist,
     };
     let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
     let mut sink = Sink::open(&OutputArgs {
@@ -160,6 +201,10 @@ fn job_error(e: JobError) -> anyhow::Error {
     match e {
         JobError::Read(r) if r.is_usage => usage(r.to_string()),
         JobError::Usage(m) => usage(m),
+        JobError::Table(pmscope_workload::kmer::table::TableError::Refused(m)) => usage(m),
+        JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) if t.is_usage() => {
+            usage(t.to_string())
+        }
         JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) => {
             anyhow::Error::new(t).context("mapping the k-mer table")
         }
