@@ -25,6 +25,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         c.downcast_ref::<UsageError>().is_some()
             || c.downcast_ref::<TargetError>()
                 .is_some_and(|t| t.is_usage())
+            || c.downcast_ref::<pmscope_store::StoreError>()
+                .is_some_and(|s| s.is_usage())
     });
     if is_usage { 2 } else { 1 }
 }

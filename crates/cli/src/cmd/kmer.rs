@@ -136,7 +136,7 @@ fn run_job(
     let mut sink = Sink::open(&OutputArgs {
         json: out.json,
         output: r.record.clone(),
-        force: out.force,
+        ..out.clone()
     })?;
     if let Some(o) = kmers_out {
         o.commit()?;
@@ -144,6 +144,7 @@ fn run_job(
     let record = to_record(ctx, &report);
     sink.warn(&report.table.warnings);
     sink.emit(&record)?;
+    sink.finish()?;
     if !out.json {
         let text = summary(&report, out.output.as_deref(), demo);
         if to_stdout {

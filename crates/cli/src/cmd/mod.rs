@@ -10,6 +10,7 @@ mod list;
 mod loaded;
 mod quick;
 mod rap;
+mod results;
 mod sync;
 mod verify;
 
@@ -23,18 +24,26 @@ pub fn run(cli: Cli) -> Result<()> {
     let mut ctx = Context::new();
     // Opened per arm: `pmscope kmer` writes its k-mer sets to -o itself and opens its own
     // record sink, every other command sends its records to this one.
-    let sink = || Sink::open(&cli.output);
+    // `with_sink` marks the stored run complete when the command succeeds.
+    let with_sink = |f: &mut dyn FnMut(&mut Sink) -> Result<()>| -> Result<()> {
+        let mut sink = Sink::open(&cli.output)?;
+        f(&mut sink)?;
+        sink.finish()
+    };
+    let no_store = crate::args::OutputArgs { no_store: true, ..cli.output.clone() };
     match &cli.command {
-        Command::Info => info::run(&mut ctx, &mut sink()?),
-        Command::Quick(a) => quick::run(&mut ctx, &mut sink()?, a),
-        Command::Verify(a) => verify::run(&mut ctx, &mut sink()?, a),
-        Command::Latency(a) => latency::run(&mut ctx, &mut sink()?, a),
-        Command::Inst(a) => inst::run(&mut ctx, &mut sink()?, a),
-        Command::Sync(a) => sync::run(&mut ctx, &mut sink()?, a),
-        Command::Rap(a) => rap::run(&mut ctx, &mut sink()?, a),
-        Command::Bandwidth(a) => bandwidth::run(&mut ctx, &mut sink()?, a),
-        Command::Loaded(a) => loaded::run(&mut ctx, &mut sink()?, a),
-        Command::List { what } => list::run(&ctx, &mut sink()?, *what),
+        Command::Info => info::run(&mut ctx, &mut Sink::open(&no_store)?),
+        Command::Quick(a) => with_sink(&mut |s| quick::run(&mut ctx, s, a)),
+        Command::Verify(a) => with_sink(&mut |s| verify::run(&mut ctx, s, a)),
+        Command::Latency(a) => with_sink(&mut |s| latency::run(&mut ctx, s, a)),
+        Command::Inst(a) => with_sink(&mut |s| inst::run(&mut ctx, s, a)),
+        Command::Sync(a) => with_sink(&mut |s| sync::run(&mut ctx, s, a)),
+        Command::Rap(a) => with_sink(&mut |s| rap::run(&mut ctx, s, a)),
+        Command::Bandwidth(a) => with_sink(&mut |s| bandwidth::run(&mut ctx, s, a)),
+        Command::Loaded(a) => with_sink(&mut |s| loaded::run(&mut ctx, s, a)),
+        Command::List { what } => list::run(&ctx, &mut Sink::open(&no_store)?, *what),
         Command::Kmer(a) => kmer::run(&mut ctx, &cli.output, a),
+        Command::Results(a) => results::run(&cli.output, a),
+        Command::Compare(a) => results::compare(&cli.output, a),
     }
 }

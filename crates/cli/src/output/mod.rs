@@ -1,6 +1,7 @@
 //! Where records go: JSON Lines on stdout with `--json`, a human table otherwise, and
 //! JSON Lines into `-o FILE` (created exclusively unless `--force`). Warnings go to stderr
-//! in table mode (they are inside the records in JSON mode).
+//! in table mode (they are inside the records in JSON mode). Unless `--no-store`, every
+//! record also joins the results store as one point of this command's run.
 
 pub mod progress;
 pub mod table;
@@ -10,6 +11,7 @@ use crate::error::usage;
 use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
+use pmscope_store::{RunId, Store};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
@@ -18,6 +20,24 @@ pub struct Sink {
     json: bool,
     file: Option<(String, BufWriter<File>)>,
     printed: Vec<String>,
+    store: Option<StoreRun>,
+}
+
+/// The results store and this command's run in it (begun at the first record).
+struct StoreRun {
+    store: Store,
+    tags: Vec<String>,
+    run: Option<RunId>,
+}
+
+/// Opens the results store `--results`, `$PMSCOPE_RESULTS` or the default names.
+pub fn open_store(a: &OutputArgs) -> Result<Store> {
+    let path = a
+        .results
+        .clone()
+        .or_else(pmscope_store::default_path)
+        .ok_or_else(|| usage("no results store location: set $HOME, $PMSCOPE_RESULTS or pass --results PATH"))?;
+    Ok(Store::open(&path)?)
 }
 
 impl Sink {
@@ -46,10 +66,16 @@ impl Sink {
                 Some((path.display().to_string(), BufWriter::new(f)))
             }
         };
+        let store = if a.no_store {
+            None
+        } else {
+            Some(StoreRun { store: open_store(a)?, tags: a.tags.clone(), run: None })
+        };
         Ok(Sink {
             json: a.json,
             file,
             printed: Vec::new(),
+            store,
         })
     }
 
@@ -67,9 +93,24 @@ impl Sink {
                 .and_then(|_| f.flush())
                 .with_context(|| format!("writing {name}"))?;
         }
+        if let Some(s) = &mut self.store {
+            let run = match s.run {
+                Some(run) => run,
+                None => *s.run.insert(s.store.begin_run(&r.command_line, &s.tags)?),
+            };
+            s.store.add_record(run, r)?;
+        }
         if self.json {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}").context("writing stdout")?;
+        }
+        Ok(())
+    }
+
+    /// Marks the stored run complete: the command ended without error.
+    pub fn finish(self) -> Result<()> {
+        if let Some(StoreRun { store, run: Some(run), .. }) = &self.store {
+            store.finish_run(*run)?;
         }
         Ok(())
     }
