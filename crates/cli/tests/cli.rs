@@ -56,17 +56,17 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["verify", "--size", "12Q"],
         2,
-        "pmscope: '12Q' has an unknown unit: use B, K/KiB, M/MiB, G/GiB or T/TiB (binary: 1K = 1024)\n",
+        "pmscope: --size 12Q: '12Q' has an unknown unit: use B, K/KiB, M/MiB, G/GiB or T/TiB (binary: 1K = 1024)\n",
     ),
     (
         &["verify", "--size", "0"],
         2,
-        "pmscope: size '0' must be greater than zero\n",
+        "pmscope: --size 0: a size must be greater than zero\n",
     ),
     (
         &["verify", "--max-mem", "lots"],
         2,
-        "pmscope: 'lots' is not a size: expected a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB)\n",
+        "pmscope: --max-mem lots: 'lots' is not a size: expected a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB)\n",
     ),
     (
         &["verify", "-t", "devdax:/dev/dax9.9"],
@@ -82,7 +82,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["latency", "--pattern", "zigzag"],
         2,
-        "pmscope: 'zigzag' is not a chain pattern: use random, sequential or random-in-page\n",
+        "pmscope: 'zigzag' is not a chain pattern: use rand (random), seq (sequential) or random-in-page\n",
     ),
     (
         &["latency", "--sizes", "64"],
@@ -118,7 +118,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["loaded", "--probe", "load+mfence"],
         2,
-        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence\n",
+        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore, none), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)\n",
     ),
     (
         &["loaded", "--rw", "x"],
@@ -126,6 +126,117 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
         "pmscope: --rw x: give the traffic's read:write ratio, e.g. 1:0, 2:1 or 1:1\n",
     ),
     (&["verify", "-t", "file:/proc/nonexistent-dir/x"], 2, ""),
+    // Zero, negative, infinite and NaN values, refused with the flag named (issue 17).
+    (
+        &["bandwidth", "--duration", "inf"],
+        2,
+        "pmscope: --duration inf: give a finite number of seconds greater than zero, e.g. 0.5\n",
+    ),
+    (
+        &["bandwidth", "--duration", "NaN"],
+        2,
+        "pmscope: --duration NaN: give a finite number of seconds greater than zero, e.g. 0.5\n",
+    ),
+    (
+        &["bandwidth", "--duration", "0"],
+        2,
+        "pmscope: --duration 0: give a finite number of seconds greater than zero, e.g. 0.5\n",
+    ),
+    (
+        &["bandwidth", "--duration=-1"],
+        2,
+        "pmscope: --duration -1: give a finite number of seconds greater than zero, e.g. 0.5\n",
+    ),
+    (
+        &["sync", "--duration", "inf"],
+        2,
+        "pmscope: --duration inf: give a finite number of seconds greater than zero, e.g. 0.5\n",
+    ),
+    (
+        &["inst", "--count", "0"],
+        2,
+        "pmscope: --count 0: must be at least 1\n",
+    ),
+    (
+        &["rap", "--samples", "0"],
+        2,
+        "pmscope: --samples 0: must be at least 1\n",
+    ),
+    (
+        &["loaded", "--samples", "0"],
+        2,
+        "pmscope: --samples 0: must be at least 1\n",
+    ),
+    (
+        &["latency", "--reps", "0"],
+        2,
+        "pmscope: --reps 0: must be at least 1\n",
+    ),
+    (
+        &["bandwidth", "--reps", "0"],
+        2,
+        "pmscope: --reps 0: must be at least 1\n",
+    ),
+    (
+        &["sync", "--reps", "0"],
+        2,
+        "pmscope: --reps 0: must be at least 1\n",
+    ),
+    (
+        &["sync", "--threads", "0"],
+        2,
+        "pmscope: --threads 0: must be at least 1\n",
+    ),
+    (
+        &["latency", "--tlb-window", "0"],
+        2,
+        "pmscope: --tlb-window 0: must be at least 1\n",
+    ),
+    (
+        &["inst", "--count=-5"],
+        2,
+        "pmscope: --count -5: not a whole number: give a count of at least 1\n",
+    ),
+    // One rule for thread counts everywhere.
+    (
+        &["sync", "--threads", "1000", "--cpus", "0"],
+        2,
+        "pmscope: 1000 threads asked for but 1 CPUs are available (--cpus 0); pmscope pins one thread per CPU\n",
+    ),
+    (
+        &["bandwidth", "--threads", "1000", "--cpus", "0"],
+        2,
+        "pmscope: 1000 threads asked for but 1 CPUs are available (--cpus 0); pmscope pins one thread per CPU\n",
+    ),
+    // A parameter that cannot produce a true figure is refused.
+    (
+        &["bandwidth", "--region", "32B", "--sizes", "64"],
+        2,
+        "pmscope: --region 32B per thread is too small for 64-byte accesses: give at least 8KiB (two accesses and two pages), or no true figure can come of it\n",
+    ),
+    (
+        &[
+            "loaded",
+            "--traffic-region",
+            "1KiB",
+            "--traffic-access",
+            "4KiB",
+            "--samples",
+            "100",
+        ],
+        2,
+        "pmscope: --traffic-region 1KiB is smaller than one 4096-byte traffic access\n",
+    ),
+    (
+        &["loaded", "--probe-region", "64B", "--delays", "0"],
+        2,
+        "pmscope: --probe-region 64B cannot hold a chain of two 64-byte elements\n",
+    ),
+    (
+        &["loaded", "--cpus", "0-x"],
+        2,
+        "pmscope: --cpus 0-x: '0-x' is not a CPU list: expected numbers and ranges such as 0-3,8\n",
+    ),
 ];
 
 #[test]
@@ -177,7 +288,7 @@ fn output_file_is_never_clobbered_without_force() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
     let r: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], 2);
     assert_eq!(r["experiment"], "verify");
     assert_eq!(r["target"]["spec"], "dram:4k");
 }
@@ -308,5 +419,143 @@ fn list_comes_from_the_registries() {
     let text = String::from_utf8_lossy(&o.stdout);
     for s in ["clflush", "clflushopt", "clwb", "ntstore", "none", "msync"] {
         assert!(text.contains(s), "{s}");
+    }
+    // One line per catalog row, with its aliases, and one JSON object per row.
+    let o = pmscope(&["list", "ops"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for row in pmscope_loops::catalog::CATALOG {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(row.id))
+            .unwrap_or_else(|| panic!("no line for {}", row.id));
+        for alias in row.names().skip(1) {
+            assert!(line.contains(alias), "{}: {alias}", row.id);
+        }
+    }
+    let o = pmscope(&["--json", "list", "ops"]);
+    let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["op"].to_string())
+        .collect();
+    assert_eq!(ids.len(), pmscope_loops::catalog::CATALOG.len());
+    assert!(ids.contains(&"\"store+clwb+mfence\"".to_string()));
+}
+
+#[test]
+fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("prev.jsonl");
+    std::fs::write(&out, "old\n").unwrap();
+    // node 99 does not exist: the run fails after the output was prepared.
+    let o = pmscope(&[
+        "verify",
+        "-t",
+        "dram:4k,node=99",
+        "--size",
+        "4MiB",
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    // Nothing else is left in the directory: no temporary file, no empty file.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Without --force a failed run leaves nothing that would block the next one.
+    let new = dir.path().join("new.jsonl");
+    let o = pmscope(&[
+        "verify",
+        "-t",
+        "dram:4k,node=99",
+        "--size",
+        "4MiB",
+        "-o",
+        new.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!new.exists());
+    let o = pmscope(&["verify", "--size", "4MiB", "-o", new.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&new).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn dash_means_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .args(["verify", "--size", "4MiB", "-o", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("only JSON on stdout");
+        assert_eq!(r["experiment"], "verify");
+    }
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named '-' was created"
+    );
+}
+
+#[test]
+fn json_mode_prints_only_json_lines() {
+    for args in [
+        &["info", "--json"][..],
+        &["list", "targets", "--json"],
+        &["list", "strategies", "--json"],
+        &["verify", "--size", "4MiB", "--json"],
+    ] {
+        let o = pmscope(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(!text.trim().is_empty(), "{args:?}");
+        for line in text.lines() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {line}"));
+        }
+    }
+}
+
+#[test]
+fn version_completions_and_manual_come_from_the_cli_definition() {
+    let o = pmscope(&["--version"]);
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        v.starts_with("pmscope 0.") && v.contains("(commit ") && v.contains(" build)"),
+        "{v}"
+    );
+    let o = pmscope(&["completions", "bash"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("_pmscope()") && text.contains("latency"));
+    let o = pmscope(&["man"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains(".TH pmscope 1") && text.contains("bandwidth"));
+    // Every measuring command's help shows examples, and the axis grammar where it takes one.
+    for cmd in [
+        "quick",
+        "verify",
+        "latency",
+        "inst",
+        "sync",
+        "rap",
+        "bandwidth",
+        "loaded",
+    ] {
+        let o = pmscope(&[cmd, "--help"]);
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            help.contains("EXAMPLES:\n  pmscope "),
+            "{cmd} --help has no examples"
+        );
+        if ["latency", "inst", "rap", "bandwidth", "loaded"].contains(&cmd) {
+            assert!(
+                help.contains("AXIS is a list"),
+                "{cmd} --help lacks the axis grammar"
+            );
+        }
     }
 }

@@ -202,6 +202,61 @@ mod needs_devdax {
 mod needs_memonly_node {
     use super::*;
 
+    /// The NUMA matrix has a cell from every CPU node to every memory node, the memory-only
+    /// node included, each with its pages verified on the node it names. (Under TCG the
+    /// guest's nodes are all host memory, so the cells' figures are not compared.)
+    #[test]
+    #[ignore = "needs a memory-only NUMA node and two CPU nodes (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
+    fn numa_matrix_covers_every_cpu_node_and_the_memory_only_node() {
+        let memonly: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
+        let out = success(&pmscope(&[
+            "numa",
+            "--json",
+            "--size",
+            "16MiB",
+            "--reps",
+            "1",
+            "--duration",
+            "0.02",
+        ]));
+        let records: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let cells = |exp: &str| -> Vec<(u64, u64)> {
+            records
+                .iter()
+                .filter(|r| r["experiment"] == exp)
+                .map(|r| {
+                    (
+                        r["params"]["cpu_node"].as_u64().unwrap(),
+                        r["params"]["memory_node"].as_u64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        let lat = cells("numa-latency");
+        let cpu_nodes: std::collections::BTreeSet<u64> = lat.iter().map(|c| c.0).collect();
+        let mem_nodes: std::collections::BTreeSet<u64> = lat.iter().map(|c| c.1).collect();
+        assert!(cpu_nodes.len() >= 2, "{lat:?}");
+        assert!(
+            mem_nodes.contains(&memonly) && !cpu_nodes.contains(&memonly),
+            "{lat:?}"
+        );
+        assert_eq!(lat.len(), cpu_nodes.len() * mem_nodes.len());
+        assert_eq!(cells("numa-bandwidth").len(), lat.len());
+        for r in records.iter().filter(|r| r["experiment"] == "numa-latency") {
+            let m = r["params"]["memory_node"].as_u64().unwrap();
+            let nodes = r["target"]["achieved"]["nodes"].as_object().unwrap();
+            assert_eq!(
+                nodes.keys().collect::<Vec<_>>(),
+                vec![&m.to_string()],
+                "{r}"
+            );
+            assert!(r["summary"]["p50"].as_f64().unwrap() > 0.0);
+        }
+    }
+
     #[test]
     #[ignore = "needs a NUMA node with memory, no CPUs and HMAT figures (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
     fn info_lists_the_memory_only_node_with_its_hmat_figures() {

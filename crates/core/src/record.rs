@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the record layout. Bump it whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One measurement (or one verified configuration) with everything needed to interpret it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,7 +165,7 @@ mod tests {
             .param("threads", 2)
             .value("prefault_ms", 1.5);
         let json = serde_json::to_string(&r).unwrap();
-        assert!(json.contains("\"schema_version\":1"));
+        assert!(json.contains("\"schema_version\":2"));
         let back: Record = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
     }

@@ -6,7 +6,8 @@
 #![allow(unsafe_code)]
 
 use crate::arch::stream as k;
-use crate::{Region, Unsupported};
+use crate::{Region, Unavailable};
+use pmscope_persist::insn::{Fence, Sfence};
 use pmscope_sys::cpu::CpuFeatures;
 use serde::{Deserialize, Serialize};
 
@@ -168,14 +169,9 @@ impl Streamer {
         width: usize,
         access: usize,
         f: &CpuFeatures,
-    ) -> Result<Streamer, Unsupported> {
+    ) -> Result<Streamer, Unavailable> {
         let what = format!("{} with {width}-byte vectors", op.name());
-        let fail = |reason: &str| {
-            Err(Unsupported {
-                what: what.clone(),
-                reason: reason.into(),
-            })
-        };
+        let fail = |reason: &str| Err(Unavailable::asked(what.clone(), reason));
         match width {
             64 if !f.avx512f => return fail("this CPU lacks AVX-512F"),
             32 if !f.avx2 => return fail("this CPU lacks AVX2"),
@@ -232,11 +228,11 @@ impl Streamer {
                 (StreamOp::NtStore, false) => k::ntstore32(p, bytes, v),
                 (StreamOp::StoreClwb, true) => {
                     k::store_clwb64(p, bytes, v);
-                    k::sfence();
+                    Sfence::fence();
                 }
                 (StreamOp::StoreClwb, false) => {
                     k::store_clwb32(p, bytes, v);
-                    k::sfence();
+                    Sfence::fence();
                 }
                 (StreamOp::Copy, true) => k::copy64(p, base.add(half + off), bytes),
                 (StreamOp::Copy, false) => k::copy32(p, base.add(half + off), bytes),
@@ -274,7 +270,7 @@ impl Streamer {
     /// `sfence` for ntstore (whose stores are weakly ordered and buffered); nothing otherwise.
     pub fn drain(&self) {
         if self.op == StreamOp::NtStore {
-            k::sfence();
+            Sfence::fence();
         }
     }
 
@@ -324,7 +320,7 @@ impl Streamer {
                 self.one(base, half, i as usize * self.access, v);
             }
             if self.op == StreamOp::NtStore {
-                k::sfence();
+                Sfence::fence();
             }
         }
         self.traffic(idx.len() as u64)

@@ -5,18 +5,21 @@
 //! thread interleaving reads and writes at a ratio such as 2:1.
 
 use crate::args::BandwidthArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::measure::{Role, stream_for};
 use crate::output::Sink;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::check_threads;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::stream::{STREAM_OPS, StreamOp, StreamView, Streamer};
+use pmscope_loops::stream::{STREAM_OPS, StreamOp, StreamView, Streamer, Traffic};
+use pmscope_runner::harness::repeat_dropping_first;
 use std::time::Duration;
 
 /// How reads and writes are mixed.
@@ -142,7 +145,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
     }
     let allowed = pmscope_sys::affinity::allowed_cpus()?;
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        Some(c) => c.0.clone(),
         None => allowed.clone(),
     };
     pmscope_runner::pin::check_cpus(&cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
@@ -154,37 +157,38 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
             .collect(),
         None => (1..=cpus.len()).collect(),
     };
-    if let Some(&t) = threads.iter().find(|&&t| t == 0 || t > cpus.len()) {
-        return Err(usage(format!(
-            "{t} threads asked for but {} CPUs are available (--cpus {}); pmscope pins one thread per CPU",
-            cpus.len(),
-            pmscope_core::cpulist::format_list(&cpus)
-        )));
+    for &t in &threads {
+        check_threads(t, &cpus).map_err(usage)?;
     }
     let width = match a.width {
         Some(w) => w,
         None if ctx.features.avx512f => 64,
         None => 32,
     };
-    let per_thread = parse_size(&a.region)?;
+    let per_thread = a.region.0;
     let max_threads = *threads.iter().max().unwrap_or(&1);
     let map_bytes = if a.shared {
         per_thread
     } else {
         per_thread * max_threads as u64
     };
-    let duration = Duration::from_secs_f64(match a.duration.as_deref() {
-        Some(d) => d
-            .parse::<f64>()
-            .map_err(|_| usage(format!("--duration {d}: give seconds, e.g. 0.5")))?,
-        None if a.full => 1.0,
-        None => 0.15,
-    });
-    let reps = if a.full { 5 } else { a.reps.max(1) };
-    // The timer is calibrated for the records; streams are timed by their own clock.
-    let (_timer, env) = ctx.start_measuring(&cpus, Some(per_thread), false);
+    let largest = *sizes.iter().max().unwrap_or(&64) as u64;
+    let least = (2 * largest).max(8192);
+    if per_thread < least {
+        return Err(usage(format!(
+            "--region {} per thread is too small for {}-byte accesses: give at least {} (two accesses and two pages), or no true figure can come of it",
+            Bytes(per_thread),
+            largest,
+            Bytes(least)
+        )));
+    }
+    // --full changes only the defaults: an explicit option always wins.
+    let duration =
+        Duration::from_secs_f64(a.duration.map_or(if a.full { 1.0 } else { 0.15 }, |d| d.0));
+    let reps = a.reps.map_or(if a.full { 5 } else { 3 }, |r| r.0);
     let points = ops.len() * patterns.len() * sizes.len() * threads.len();
-    let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
+    let progress = Progress::new((points * specs.len()) as u64, "bandwidth", sink.human());
+    let json = !sink.human();
     let mut results: Vec<Point> = Vec::new();
     // Each thread's part is first touched by the CPU that streams over it, as likwid and MLC
     // place it (with --shared there is no own part: the calling thread touches it all).
@@ -192,17 +196,17 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
     if !a.shared {
         opts.first_touch_cpus = cpus[..max_threads].to_vec();
     }
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, map_bytes, &opts)?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
+    let features = ctx.features;
+    // The timer is calibrated for the records; streams are timed by their own clock.
+    let mut h = ctx.start(sink, &cpus, Some(per_thread), false)?;
+    h.per_target(&specs, map_bytes, &opts, None, |run, m| {
+        let executor = run.executor();
         let mut region = Region::from_slice(m.bytes_mut());
         let views = StreamView::of(&mut region, max_threads, a.shared);
         for &op in &ops {
             for &random in &patterns {
                 for &size in &sizes {
-                    let mk = |o: StreamOp| Streamer::new(o, width, size, &ctx.features);
+                    let mk = |o: StreamOp| Streamer::new(o, width, size, &features);
                     let (s_op, s_read, s_write) = match (
                         mk(op),
                         mk(StreamOp::Read),
@@ -213,45 +217,42 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
                         }),
                     ) {
                         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                            return Err(usage(e.to_string()));
-                        }
+                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(e.into()),
                     };
                     for &n in &threads {
                         for (label, roles) in thread_roles(n, mix, s_op, s_read, s_write) {
-                            let mut total = Vec::new();
-                            let mut read = Vec::new();
-                            let mut written = Vec::new();
-                            let mut placements = Vec::new();
-                            for rep in 0..=reps {
-                                let out = pmscope_runner::pin::run_pinned(&cpus[..n], |w| {
-                                    stream_for(
-                                        roles[w],
-                                        views[w],
-                                        random,
-                                        duration,
-                                        a.seed ^ (w as u64) << 8 ^ rep as u64,
+                            let reps_out = repeat_dropping_first(reps, |rep| {
+                                let out = run.on_cpus(&cpus[..n], |w| {
+                                    executor.run(
+                                        || {
+                                            stream_for(
+                                                roles[w],
+                                                views[w],
+                                                random,
+                                                duration,
+                                                a.seed ^ (w as u64) << 8 ^ rep as u64,
+                                            )
+                                        },
+                                        || synthetic_traffic(roles[w], views[w].len()),
                                     )
-                                })
-                                .map_err(|e| anyhow::anyhow!("{e}"))?;
-                                if rep == 0 {
-                                    continue; // warm-up: pages, TLBs, frequency
-                                }
-                                let secs = out.iter().map(|((_, s), _)| *s).fold(0.0, f64::max);
-                                let r: u64 = out.iter().map(|((t, _), _)| t.read).sum();
-                                let wr: u64 = out.iter().map(|((t, _), _)| t.written).sum();
-                                total.push((r + wr) as f64 / secs / 1e9);
-                                read.push(r as f64 / secs / 1e9);
-                                written.push(wr as f64 / secs / 1e9);
-                                placements = out.into_iter().map(|(_, p)| p).collect();
-                            }
-                            let s = Summary::of(&total).expect("finite");
-                            let rs = Summary::of(&read).expect("finite");
-                            let ws = Summary::of(&written).expect("finite");
-                            let mut rec = ctx
+                                })?;
+                                let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+                                let r: u64 = out.iter().map(|(t, _)| t.read).sum();
+                                let wr: u64 = out.iter().map(|(t, _)| t.written).sum();
+                                Ok((r, wr, secs))
+                            })?;
+                            let gb = |f: &dyn Fn(&(u64, u64, f64)) -> u64| -> Summary {
+                                let v: Vec<f64> =
+                                    reps_out.iter().map(|x| f(x) as f64 / x.2 / 1e9).collect();
+                                Summary::of(&v).expect("finite")
+                            };
+                            let s = gb(&|x| x.0 + x.1);
+                            let rs = gb(&|x| x.0);
+                            let ws = gb(&|x| x.1);
+                            let mut rec = run
                                 .record("bandwidth")
                                 .param("op", op.name())
-                                .param("pattern", if random { "rand" } else { "seq" })
+                                .param("pattern", Pattern::from_random(random).name())
                                 .param("access_bytes", size)
                                 .param("threads", n)
                                 .param("shared", a.shared)
@@ -263,13 +264,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
                                 .value("write_gb_s", ws.p50);
                             rec.metric = Some("bandwidth_gb_s".into());
                             rec.summary = Some(s.clone());
-                            rec.target = Some(target.clone());
-                            rec.threads = placements;
-                            rec.warnings = warnings.clone();
-                            rec.warnings.extend(env.iter().cloned());
-                            sink.emit(&rec)?;
+                            run.emit(&rec)?;
                             results.push(Point {
-                                target: target.spec.clone(),
+                                target: run.target().spec.clone(),
                                 op,
                                 random,
                                 size,
@@ -285,9 +282,11 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
                 }
             }
         }
-    }
+        Ok(())
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
+    if !json {
         println!(
             "bandwidth in GB/s (10^9 B/s), {width}-byte vectors, {} per thread{}, median of {reps} x {:.2} s",
             Bytes(per_thread),
@@ -296,8 +295,34 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
         );
         print_points(&results);
     }
-    sink.warn(&env);
     Ok(())
+}
+
+/// What the null executor says one worker streamed: one pass of its role over its view in
+/// a millisecond.
+fn synthetic_traffic(role: Role, len: usize) -> (Traffic, f64) {
+    let len = len as u64;
+    let t = match role {
+        Role::Stream(s) => match s.op() {
+            StreamOp::Read => Traffic {
+                read: len,
+                written: 0,
+            },
+            StreamOp::Copy => Traffic {
+                read: len / 2,
+                written: len / 2,
+            },
+            _ => Traffic {
+                read: 0,
+                written: len,
+            },
+        },
+        Role::Interleave { reads, writes, .. } => Traffic {
+            read: len * reads as u64 / (reads + writes) as u64,
+            written: len * writes as u64 / (reads + writes) as u64,
+        },
+    };
+    (t, 0.001)
 }
 
 fn print_points(results: &[Point]) {

@@ -125,11 +125,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
         prefetchers: facts.prefetchers.clone(),
         warnings,
     };
-    if sink.json() {
-        println!("{}", serde_json::to_string(&info)?);
-    } else {
+    sink.emit_value(&info)?;
+    if !sink.json() {
         print_human(&info);
-        sink.warn(&info.warnings);
+        sink.print_warnings(&info.warnings);
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! has a column per target and the slowdown against the first.
 
 use crate::args::InstArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
@@ -15,11 +15,14 @@ use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
+use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
+use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 /// A cell of the table.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -63,10 +66,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             .split(',')
             .map(|s| {
                 Op::parse(s.trim()).ok_or_else(|| {
-                    usage(format!(
-                        "'{s}' is not an op: use {}",
-                        OPS.iter().map(|o| o.name()).collect::<Vec<_>>().join(", ")
-                    ))
+                    usage(format!("'{s}' is not an op: use {}", catalog::op_names()))
                 })
             })
             .collect::<Result<_>>()?,
@@ -97,7 +97,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
         )));
     }
     let patterns = parse_patterns(&a.pattern)?;
-    let region_bytes = parse_size(&a.region)?;
+    let region_bytes = a.region.0;
     let max_size = *sizes.iter().max().unwrap_or(&64) as u64;
     if region_bytes < max_size * 2 {
         return Err(usage(format!(
@@ -106,11 +106,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             max_size
         )));
     }
-    let count = if a.full {
-        a.count.max(1_000_000)
-    } else {
-        a.count
-    };
+    // --full changes only the defaults: an explicit option always wins.
+    let count = a
+        .count
+        .map_or(if a.full { 1_000_000 } else { 100_000 }, |c| c.0);
     let width = match a.width {
         Some(w) => {
             Width::from_bytes(w).ok_or_else(|| usage(format!("--width {w}: use 16, 32 or 64")))?
@@ -118,8 +117,6 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
         None => Width::widest(&ctx.features),
     };
     let cpu = a.cpu.unwrap_or(0);
-    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
-    let (timer, env) = ctx.start_measuring(&[cpu], Some(region_bytes), true);
     let mut cells: Vec<Cell> = Vec::new();
     for (oi, _) in ops.iter().enumerate() {
         for (fi, _) in fences.iter().enumerate() {
@@ -137,53 +134,54 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
     }
     let features = ctx.features;
     let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
-    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", !sink.json());
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
-        let shared = Mutex::new(&mut m);
-        let mut out = pmscope_runner::pin::run_pinned(&[cpu], |_| {
-            let mut m = shared.lock().expect("one worker");
-            let mut region = Region::from_slice(m.bytes_mut());
-            let overhead = access::timing_overhead(100_001);
+    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", sink.human());
+    let json = !sink.human();
+    let mut h = ctx.start(sink, &[cpu], Some(region_bytes), true)?;
+    let timer = *h.timer();
+    h.per_target(&specs, region_bytes, &opts, None, |run, m| {
+        let executor = run.executor();
+        let (results, overhead_ns) = run.on_cpu(cpu, m.bytes_mut(), |bytes| {
+            let mut region = Region::from_slice(bytes);
+            let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
             let mut results = BTreeMap::new();
             let mut ticks = vec![0u64; count];
             for &c in &cells {
+                if interrupt::check().is_err() {
+                    break; // the cells so far are recorded, then the run stops
+                }
                 let op = ops[c.op_index];
                 let fence = fences[c.fence_index];
                 let w = if c.size == 8 { Width::W8 } else { width };
-                let outcome = match Sequence::new(op, fence, w, &features) {
+                let outcome = match catalog::of(op, fence).sequence(w, &features) {
                     Err(e) => Outcome::Unsupported(e.to_string(), e.reason.clone()),
                     Ok(seq) => {
-                        let offs = offsets(
-                            count,
-                            c.size,
-                            region.len(),
-                            c.random,
-                            a.seed ^ c.size as u64,
+                        let ns = executor.run(
+                            || {
+                                let offs = offsets(
+                                    count,
+                                    c.size,
+                                    region.len(),
+                                    c.random,
+                                    a.seed ^ c.size as u64,
+                                );
+                                let flush = !op.writes() && !a.no_flush;
+                                // Warm-up: the first accesses of a cell pay for code and TLB.
+                                let warm = count.min(1000);
+                                seq.time_each(
+                                    &mut region,
+                                    c.size,
+                                    &offs[..warm],
+                                    flush,
+                                    &mut ticks[..warm],
+                                );
+                                seq.time_each(&mut region, c.size, &offs, flush, &mut ticks);
+                                ticks
+                                    .iter()
+                                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                                    .collect::<Vec<f64>>()
+                            },
+                            || Executor::synthetic(count, 50.0 + c.size as f64),
                         );
-                        // Warm-up: the first accesses of a cell pay for code and TLB.
-                        let warm = count.min(1000);
-                        seq.time_each(
-                            &mut region,
-                            c.size,
-                            &offs[..warm],
-                            !op.writes() && !a.no_flush,
-                            &mut ticks[..warm],
-                        );
-                        seq.time_each(
-                            &mut region,
-                            c.size,
-                            &offs,
-                            !op.writes() && !a.no_flush,
-                            &mut ticks,
-                        );
-                        let ns: Vec<f64> = ticks
-                            .iter()
-                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                            .collect();
                         Outcome::Measured(Summary::of(&ns).expect("finite"))
                     }
                 };
@@ -191,16 +189,14 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
                 progress.inc();
             }
             (results, timer.tsc_ticks_to_ns(overhead))
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let ((results, overhead_ns), placement) = out.remove(0);
+        })?;
         for (c, outcome) in &results {
-            let mut r: Record = ctx
+            let mut r: Record = run
                 .record("inst")
                 .param("op", ops[c.op_index].name())
                 .param("fence", fences[c.fence_index].name())
                 .param("access_bytes", c.size)
-                .param("pattern", if c.random { "rand" } else { "seq" })
+                .param("pattern", Pattern::from_random(c.random).name())
                 .param("width_bytes", if c.size == 8 { 8 } else { width.bytes() })
                 .param("flushed_before", !ops[c.op_index].writes() && !a.no_flush)
                 .param("region_bytes", region_bytes)
@@ -214,19 +210,16 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
                     r = r.param("unsupported", why.as_str());
                 }
             }
-            r.target = Some(target.clone());
-            r.warnings = warnings.clone();
-            r.warnings.extend(env.iter().cloned());
-            r.threads = vec![placement];
-            sink.emit(&r)?;
+            run.emit(&r)?;
         }
-        columns.push((target.spec.clone(), results));
-    }
+        columns.push((run.target().spec.clone(), results));
+        run.check_interrupt()
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
+    if !json {
         print_table(&columns, &cells, &ops, &fences, width);
     }
-    sink.warn(&env);
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use crate::args::{
 use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::atomic_file::PendingOutput;
 use crate::output::table::Table;
 use anyhow::{Context as _, Result, anyhow};
 use pmscope_core::record::Record;
@@ -23,8 +24,6 @@ use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Runs a `pmscope kmer` command.
@@ -142,9 +141,8 @@ fn run_job(
         o.commit()?;
     }
     let record = to_record(ctx, &report);
-    sink.warn(&report.table.warnings);
     sink.emit(&record)?;
-    sink.finish()?;
+    sink.commit()?;
     if !out.json {
         let text = summary(&report, out.output.as_deref(), demo);
         if to_stdout {
@@ -166,106 +164,6 @@ fn job_error(e: JobError) -> anyhow::Error {
             anyhow::Error::new(t).context("mapping the k-mer table")
         }
         other => anyhow!("{other}"),
-    }
-}
-
-/// Where the k-mers go: stdout, or a hidden file linked to its name on success.
-enum PendingOutput {
-    Stdout(BufWriter<std::io::Stdout>),
-    File {
-        temp: PathBuf,
-        dest: PathBuf,
-        force: bool,
-        writer: Option<BufWriter<File>>,
-    },
-}
-
-impl PendingOutput {
-    fn prepare(dest: &Path, force: bool) -> Result<PendingOutput> {
-        if dest == Path::new("-") {
-            return Ok(PendingOutput::Stdout(BufWriter::with_capacity(
-                1 << 20,
-                std::io::stdout(),
-            )));
-        }
-        if dest.exists() && !force {
-            return Err(usage(format!(
-                "{} already exists; pass --force to overwrite it or choose another -o file",
-                dest.display()
-            )));
-        }
-        let name = dest
-            .file_name()
-            .ok_or_else(|| usage(format!("-o {}: not a file name", dest.display())))?;
-        let temp = dest.with_file_name(format!(
-            ".{}.pmscope-{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| usage(format!("cannot create {}: {e}", dest.display())))?;
-        Ok(PendingOutput::File {
-            temp,
-            dest: dest.to_path_buf(),
-            force,
-            writer: Some(BufWriter::with_capacity(1 << 20, file)),
-        })
-    }
-
-    fn writer(&mut self) -> &mut dyn Write {
-        match self {
-            PendingOutput::Stdout(w) => w,
-            PendingOutput::File { writer, .. } => writer.as_mut().expect("open until commit"),
-        }
-    }
-
-    /// Puts the finished file in place: a hard link fails if the name exists (no clobber
-    /// even if it appeared meanwhile); --force renames over it.
-    fn commit(mut self) -> Result<()> {
-        match &mut self {
-            PendingOutput::Stdout(w) => w.flush().context("writing stdout"),
-            PendingOutput::File {
-                temp,
-                dest,
-                force,
-                writer,
-            } => {
-                let w = writer.take().expect("open until commit");
-                let file = w
-                    .into_inner()
-                    .map_err(|e| anyhow!("writing {}: {e}", dest.display()))?;
-                file.sync_all().ok();
-                if *force {
-                    std::fs::rename(&temp, &dest)
-                        .with_context(|| format!("writing {}", dest.display()))?;
-                } else {
-                    match std::fs::hard_link(&temp, &dest) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            return Err(usage(format!(
-                                "{} already exists; pass --force to overwrite it or choose another -o file",
-                                dest.display()
-                            )));
-                        }
-                        // File systems without hard links: the existence check above stands.
-                        Err(_) => std::fs::rename(&temp, &dest)
-                            .with_context(|| format!("writing {}", dest.display()))?,
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Drop for PendingOutput {
-    fn drop(&mut self) {
-        if let PendingOutput::File { temp, .. } = self {
-            let _ = std::fs::remove_file(temp);
-        }
     }
 }
 

@@ -10,7 +10,7 @@
 //! name): the latency of making a line durable while the other threads load the memory.
 
 use crate::args::LoadedArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
 use crate::measure::{LatencyPlan, chase_latency, delayed_traffic};
 use crate::output::Sink;
@@ -22,11 +22,17 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width};
+use pmscope_loops::catalog;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
+use pmscope_persist::PersistStrategy;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
+use pmscope_runner::timer::Timer;
+use pmscope_sys::cpu::CpuFeatures;
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex};
 use std::time::Duration;
 
 /// What the measuring thread measures.
@@ -38,27 +44,26 @@ pub enum Probe {
     Persist(Op, FenceKind),
 }
 
-/// Parses `--probe`: `chase`, `store+<flush>+<fence>`, `ntstore+<fence>`, or a persist
-/// strategy name (clflush, clflushopt, clwb, ntstore) meaning its store, flush and drain.
+/// Parses `--probe`: `chase`, a persist strategy name (meaning the catalog row that
+/// performs its store, flush and drain), or any storing row of the op catalog by id or
+/// alias (`store+clwb+sfence`, `SW`).
 pub fn parse_probe(s: &str) -> Result<Probe, String> {
-    let err = || {
-        format!(
-            "'{s}' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence"
-        )
-    };
-    Ok(match s {
-        "chase" => Probe::Chase,
-        "clflush" => Probe::Persist(Op::StoreClflush, FenceKind::None),
-        "clflushopt" => Probe::Persist(Op::StoreClflushopt, FenceKind::Sfence),
-        "clwb" => Probe::Persist(Op::StoreClwb, FenceKind::Sfence),
-        "ntstore" => Probe::Persist(Op::NtStore, FenceKind::Sfence),
-        _ => {
-            let (op, fence) = s.rsplit_once('+').ok_or_else(err)?;
-            let fence = FenceKind::parse(fence).ok_or_else(err)?;
-            let op = Op::parse(op).filter(|o| o.writes()).ok_or_else(err)?;
-            Probe::Persist(op, fence)
-        }
-    })
+    if s == "chase" {
+        return Ok(Probe::Chase);
+    }
+    let row = s
+        .parse::<pmscope_persist::PersistStrategy>()
+        .ok()
+        .and_then(catalog::for_strategy)
+        .or_else(|| catalog::find(s))
+        .filter(|r| r.op.writes())
+        .ok_or_else(|| {
+            format!(
+                "'{s}' is not a probe: use chase, a persist strategy ({}), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)",
+                catalog::strategy_names()
+            )
+        })?;
+    Ok(Probe::Persist(row.op, row.fence))
 }
 
 /// The delay schedule: idle (no traffic) first, then the delays from the largest (lightest
@@ -73,6 +78,96 @@ pub fn delay_schedule(delays_ns: &[u64], hz: f64) -> Vec<(Option<u64>, u64)> {
                 .map(|ns| (Some(ns), (ns as f64 * hz / 1e9).round() as u64)),
         )
         .collect()
+}
+
+/// What each worker of the team holds: the probe's region, or a traffic view.
+enum Part<'a, 'm> {
+    Probe(Region<'m>),
+    Traffic(StreamView<'a>),
+}
+
+/// The persist strategy a persist probe's op amounts to (for the persistence-domain
+/// finding), if it persists at all.
+fn persist_strategy_of(op: Op) -> Option<PersistStrategy> {
+    match op {
+        Op::StoreClflush => Some(PersistStrategy::Clflush),
+        Op::StoreClflushopt => Some(PersistStrategy::Clflushopt),
+        Op::StoreClwb => Some(PersistStrategy::Clwb),
+        Op::NtStore => Some(PersistStrategy::Ntstore),
+        _ => None,
+    }
+}
+
+/// Builds what measures one point of the probe (the chain is built once, here); each call
+/// measures one point (its `delay_ns` is filled in by the caller).
+#[allow(clippy::too_many_arguments)]
+fn probe_measurer<'r>(
+    probe: Probe,
+    region: &'r mut Region<'_>,
+    executor: Executor,
+    timer: &'r Timer,
+    plan: LatencyPlan,
+    samples: usize,
+    seed: u64,
+    features: &CpuFeatures,
+) -> Result<Box<dyn FnMut() -> Point + 'r>> {
+    if executor == Executor::Null {
+        return Ok(Box::new(move || {
+            let s = Summary::of(&Executor::synthetic(samples, 120.0)).expect("finite");
+            Point {
+                delay_ns: None,
+                traffic_gb_s: 0.0,
+                mean_ns: s.mean,
+                samples: s,
+            }
+        }));
+    }
+    Ok(match probe {
+        Probe::Chase => {
+            let spec = ChainSpec {
+                seed,
+                ..ChainSpec::default()
+            };
+            let len = region.len();
+            let mut chaser = Chaser::build(region, len, &spec)?;
+            let overhead = single_timing_overhead(10_001);
+            Box::new(move || {
+                let means = chase_latency(&mut chaser, timer, plan);
+                let mut ticks = vec![0u64; samples];
+                chaser.time_each(&mut ticks);
+                let ns: Vec<f64> = ticks
+                    .iter()
+                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                    .collect();
+                Point {
+                    delay_ns: None,
+                    traffic_gb_s: 0.0,
+                    mean_ns: Summary::of(&means).expect("finite").p50,
+                    samples: Summary::of(&ns).expect("finite"),
+                }
+            })
+        }
+        Probe::Persist(op, fence) => {
+            let seq = Sequence::new(op, fence, Width::widest(features), features)?;
+            let offs = crate::cmd::inst::offsets(samples, 64, region.len(), true, seed);
+            let overhead = access::timing_overhead(10_001);
+            Box::new(move || {
+                let mut ticks = vec![0u64; samples];
+                seq.time_each(region, 64, &offs, false, &mut ticks);
+                let ns: Vec<f64> = ticks
+                    .iter()
+                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                    .collect();
+                let s = Summary::of(&ns).expect("finite");
+                Point {
+                    delay_ns: None,
+                    traffic_gb_s: 0.0,
+                    mean_ns: s.mean,
+                    samples: s,
+                }
+            })
+        }
+    })
 }
 
 /// One point of the curve.
@@ -102,7 +197,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
         }
     };
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        Some(c) => c.0.clone(),
         None => pmscope_sys::affinity::allowed_cpus()?,
     };
     if cpus.len() < 2 {
@@ -111,147 +206,149 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             cpus.len()
         )));
     }
-    pmscope_runner::pin::check_cpus(&cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
-    let probe_bytes = parse_size(&a.probe_region)?;
-    let traffic_bytes = parse_size(&a.traffic_region)?;
-    let access_bytes = parse_size(&a.traffic_access)? as usize;
+    let probe_bytes = a.probe_region.0;
+    let traffic_bytes = a.traffic_region.0;
+    let access_bytes = a.traffic_access.0 as usize;
     let width = if ctx.features.avx512f { 64 } else { 32 };
-    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
-    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
+    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)?;
+    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)?;
     if let Probe::Persist(op, fence) = probe {
-        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)
-            .map_err(|e| usage(e.to_string()))?;
+        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)?;
     }
-    let samples = if a.full { 200_000 } else { a.samples };
-    let (timer, env) = ctx.start_measuring(&cpus, Some(probe_bytes), true);
-    let schedule = delay_schedule(&delays, timer.info().hz);
+    let samples = a
+        .samples
+        .map_or(if a.full { 200_000 } else { 50_000 }, |s| s.0);
+    if (traffic_bytes as usize) < access_bytes {
+        return Err(usage(format!(
+            "--traffic-region {} is smaller than one {}-byte traffic access",
+            Bytes(traffic_bytes),
+            access_bytes
+        )));
+    }
+    if probe == Probe::Chase && probe_bytes < 2 * 64 {
+        return Err(usage(format!(
+            "--probe-region {} cannot hold a chain of two 64-byte elements",
+            Bytes(probe_bytes)
+        )));
+    }
     let traffic_threads = cpus.len() - 1;
     let features = ctx.features;
     let plan = LatencyPlan {
         reps: if a.full { 9 } else { 5 },
         rep_ns: if a.full { 100e6 } else { 40e6 },
     };
-    let progress = Progress::new(
-        (specs.len() * schedule.len()) as u64,
-        "loaded",
-        !sink.json(),
-    );
+    let json = !sink.human();
     let mut curves = Vec::new();
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(
-            spec,
-            probe_bytes + traffic_bytes * traffic_threads as u64,
-            &opts,
-        )?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
+    let persists = match probe {
+        Probe::Chase => None,
+        Probe::Persist(op, _) => persist_strategy_of(op),
+    };
+    let mut h = ctx.start(sink, &cpus, Some(probe_bytes), true)?;
+    let timer = *h.timer();
+    let schedule = delay_schedule(&delays, timer.info().hz);
+    let progress = Progress::new((specs.len() * schedule.len()) as u64, "loaded", !json);
+    let map_bytes = probe_bytes + traffic_bytes * traffic_threads as u64;
+    h.per_target(&specs, map_bytes, &opts, persists, |run, m| {
+        let executor = run.executor();
         let (probe_region, mut traffic_region) =
             Region::from_slice(m.bytes_mut()).split_at(probe_bytes as usize);
-        let views = StreamView::of(&mut traffic_region, traffic_threads, false);
-        let probe_region = Mutex::new(probe_region);
+        let mut parts: Vec<Part> = std::iter::once(Part::Probe(probe_region))
+            .chain(
+                StreamView::of(&mut traffic_region, traffic_threads, false)
+                    .into_iter()
+                    .map(Part::Traffic),
+            )
+            .collect();
         // One pinned team per target: worker 0 measures every point in turn, the others
         // generate the point's traffic between two barriers, so the chain is built once.
+        // Worker 0 passes every barrier even when it fails, so no worker waits for ever.
         let team = Barrier::new(cpus.len());
         let stop = AtomicBool::new(false);
-        let traffic_per_point: Mutex<Vec<Vec<(u64, f64)>>> =
-            Mutex::new(vec![Vec::new(); schedule.len()]);
-        let out = pmscope_runner::pin::run_pinned(&cpus, |w| -> Vec<Point> {
-            if w > 0 {
-                for (i, &(delay_ns, ticks)) in schedule.iter().enumerate() {
-                    team.wait();
-                    if delay_ns.is_some() {
-                        let (t, secs) =
-                            delayed_traffic(read, write, reads, writes, views[w - 1], ticks, &stop);
-                        traffic_per_point.lock().expect("traffic")[i].push((t.total(), secs));
+        let failed = AtomicBool::new(false);
+        let out = run.on_each(&cpus, &mut parts, |w, part| -> Result<Vec<Point>> {
+            let region = match part {
+                Part::Traffic(view) => {
+                    let mut traffic = Vec::new();
+                    for &(delay_ns, ticks) in &schedule {
+                        team.wait();
+                        if delay_ns.is_some() && !failed.load(Ordering::SeqCst) {
+                            traffic.push(executor.run(
+                                || {
+                                    let (t, secs) = delayed_traffic(
+                                        read, write, reads, writes, *view, ticks, &stop,
+                                    );
+                                    (t.total(), secs)
+                                },
+                                || (view.len() as u64, 0.001),
+                            ));
+                        } else {
+                            traffic.push((0, 0.0));
+                        }
+                        team.wait();
                     }
-                    team.wait();
+                    return Ok(traffic
+                        .into_iter()
+                        .map(|(bytes, secs)| Point {
+                            delay_ns: None,
+                            traffic_gb_s: if secs > 0.0 {
+                                bytes as f64 / secs / 1e9
+                            } else {
+                                0.0
+                            },
+                            mean_ns: 0.0,
+                            samples: Summary::of(&[0.0]).expect("finite"),
+                        })
+                        .collect());
                 }
-                return Vec::new();
-            }
-            let mut region = probe_region.lock().expect("probe region");
+                Part::Probe(region) => region,
+            };
+            let mut measure = match probe_measurer(
+                probe, region, executor, &timer, plan, samples, a.seed, &features,
+            ) {
+                Ok(m) => m,
+                Err(e) => {
+                    failed.store(true, Ordering::SeqCst);
+                    for _ in &schedule {
+                        team.wait();
+                        team.wait();
+                    }
+                    return Err(e);
+                }
+            };
+            let _ = w;
             let mut points = Vec::new();
-            let mut schedule_points = |measure: &mut dyn FnMut(Option<u64>) -> Point| {
-                for &(delay_ns, _) in &schedule {
-                    stop.store(false, Ordering::SeqCst);
-                    team.wait();
-                    // Let the traffic reach steady state before measuring.
+            for (i, &(delay_ns, _)) in schedule.iter().enumerate() {
+                if interrupt::check().is_err() {
+                    // Release the traffic threads through the remaining points unmeasured.
+                    failed.store(true, Ordering::SeqCst);
+                    for _ in i..schedule.len() {
+                        team.wait();
+                        team.wait();
+                    }
+                    break;
+                }
+                stop.store(false, Ordering::SeqCst);
+                team.wait();
+                // Let the traffic reach steady state before measuring.
+                if executor == Executor::Real {
                     std::thread::sleep(Duration::from_millis(20));
-                    let point = measure(delay_ns);
-                    progress.inc();
-                    stop.store(true, Ordering::SeqCst);
-                    team.wait();
-                    points.push(point);
                 }
-            };
-            match probe {
-                Probe::Chase => {
-                    let spec = ChainSpec {
-                        seed: a.seed,
-                        ..ChainSpec::default()
-                    };
-                    let mut chaser = Chaser::build(&mut region, probe_bytes as usize, &spec)
-                        .expect("the probe region holds a chain");
-                    let overhead = single_timing_overhead(10_001);
-                    schedule_points(&mut |delay_ns| {
-                        let means = chase_latency(&mut chaser, &timer, plan);
-                        let mut ticks = vec![0u64; samples];
-                        chaser.time_each(&mut ticks);
-                        let ns: Vec<f64> = ticks
-                            .iter()
-                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                            .collect();
-                        Point {
-                            delay_ns,
-                            traffic_gb_s: 0.0,
-                            mean_ns: Summary::of(&means).expect("finite").p50,
-                            samples: Summary::of(&ns).expect("finite"),
-                        }
-                    });
-                }
-                Probe::Persist(op, fence) => {
-                    let seq = Sequence::new(op, fence, Width::widest(&features), &features)
-                        .expect("checked above");
-                    let offs = crate::cmd::inst::offsets(samples, 64, region.len(), true, a.seed);
-                    let overhead = access::timing_overhead(10_001);
-                    schedule_points(&mut |delay_ns| {
-                        let mut ticks = vec![0u64; samples];
-                        seq.time_each(&mut region, 64, &offs, false, &mut ticks);
-                        let ns: Vec<f64> = ticks
-                            .iter()
-                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                            .collect();
-                        let s = Summary::of(&ns).expect("finite");
-                        Point {
-                            delay_ns,
-                            traffic_gb_s: 0.0,
-                            mean_ns: s.mean,
-                            samples: s,
-                        }
-                    });
-                }
+                let mut point = measure();
+                point.delay_ns = delay_ns;
+                progress.inc();
+                stop.store(true, Ordering::SeqCst);
+                team.wait();
+                points.push(point);
             }
-            points
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let placements: Vec<_> = out.iter().map(|(_, p)| *p).collect();
-        let mut points = out
-            .into_iter()
-            .next()
-            .map(|(p, _)| p)
-            .expect("worker 0 measures");
-        let traffic = traffic_per_point.into_inner().expect("traffic");
-        for (point, t) in points.iter_mut().zip(&traffic) {
-            let secs = t.iter().map(|x| x.1).fold(0.0, f64::max);
-            point.traffic_gb_s = if secs > 0.0 {
-                t.iter().map(|x| x.0).sum::<u64>() as f64 / secs / 1e9
-            } else {
-                0.0
-            };
+            Ok(points)
+        })?;
+        let mut out = out.into_iter();
+        let mut points = out.next().expect("worker 0 measures")?;
+        let traffic: Vec<Vec<Point>> = out.collect::<Result<_>>()?;
+        for (i, point) in points.iter_mut().enumerate() {
+            point.traffic_gb_s = traffic.iter().map(|t| t[i].traffic_gb_s).sum();
             let active = point.delay_ns.is_some();
-            let mut r = ctx
+            let mut r = run
                 .record("loaded")
                 .param("probe", a.probe.as_str())
                 .param("delay_ns", point.delay_ns)
@@ -264,16 +361,14 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
                 .value("mean_latency_ns", point.mean_ns);
             r.metric = Some("latency_ns".into());
             r.summary = Some(point.samples.clone());
-            r.target = Some(target.clone());
-            r.threads = placements.clone();
-            r.warnings = warnings.clone();
-            r.warnings.extend(env.iter().cloned());
-            sink.emit(&r)?;
+            run.emit(&r)?;
         }
-        curves.push((target.spec.clone(), points));
-    }
+        curves.push((run.target().spec.clone(), points));
+        run.check_interrupt()
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
+    if !json {
         for (spec, points) in &curves {
             println!(
                 "{spec}: probe {} on CPU {} ({}), traffic {} on {} thread(s), {} accesses, read:write {}",
@@ -328,7 +423,6 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             }
         }
     }
-    sink.warn(&env);
     Ok(())
 }
 
@@ -364,6 +458,15 @@ mod tests {
         assert_eq!(
             parse_probe("clwb"),
             Ok(Probe::Persist(Op::StoreClwb, FenceKind::Sfence))
+        );
+        assert_eq!(
+            parse_probe("SW"),
+            Ok(Probe::Persist(Op::StoreClwb, FenceKind::Mfence))
+        );
+        assert_eq!(
+            parse_probe("ntstore"),
+            Ok(Probe::Persist(Op::NtStore, FenceKind::Sfence)),
+            "the strategy, not the undrained row"
         );
         assert!(parse_probe("load+mfence").is_err());
         assert!(parse_probe("store+clwb+xfence").is_err());

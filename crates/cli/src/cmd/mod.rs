@@ -8,9 +8,12 @@ mod kmer;
 mod latency;
 mod list;
 mod loaded;
+mod numa;
+mod probe;
 mod quick;
 mod rap;
 mod results;
+mod suite;
 mod sync;
 mod verify;
 
@@ -18,32 +21,79 @@ use crate::args::{Cli, Command};
 use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt::Interrupted;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    let mut ctx = Context::new();
-    // Opened per arm: `pmscope kmer` writes its k-mer sets to -o itself and opens its own
-    // record sink, every other command sends its records to this one.
-    // `with_sink` marks the stored run complete when the command succeeds.
-    let with_sink = |f: &mut dyn FnMut(&mut Sink) -> Result<()>| -> Result<()> {
-        let mut sink = Sink::open(&cli.output)?;
-        f(&mut sink)?;
-        sink.finish()
+    let executor = if cli.null_executor {
+        Executor::Null
+    } else {
+        Executor::Real
     };
-    let no_store = crate::args::OutputArgs { no_store: true, ..cli.output.clone() };
+    let mut ctx = Context::new(executor);
     match &cli.command {
-        Command::Info => info::run(&mut ctx, &mut Sink::open(&no_store)?),
-        Command::Quick(a) => with_sink(&mut |s| quick::run(&mut ctx, s, a)),
-        Command::Verify(a) => with_sink(&mut |s| verify::run(&mut ctx, s, a)),
-        Command::Latency(a) => with_sink(&mut |s| latency::run(&mut ctx, s, a)),
-        Command::Inst(a) => with_sink(&mut |s| inst::run(&mut ctx, s, a)),
-        Command::Sync(a) => with_sink(&mut |s| sync::run(&mut ctx, s, a)),
-        Command::Rap(a) => with_sink(&mut |s| rap::run(&mut ctx, s, a)),
-        Command::Bandwidth(a) => with_sink(&mut |s| bandwidth::run(&mut ctx, s, a)),
-        Command::Loaded(a) => with_sink(&mut |s| loaded::run(&mut ctx, s, a)),
-        Command::List { what } => list::run(&ctx, &mut Sink::open(&no_store)?, *what),
-        Command::Kmer(a) => kmer::run(&mut ctx, &cli.output, a),
-        Command::Results(a) => results::run(&cli.output, a),
-        Command::Compare(a) => results::compare(&cli.output, a),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "pmscope", &mut std::io::stdout());
+            return Ok(());
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            return Ok(());
+        }
+        _ => {}
+    }
+    if let Command::Kmer(a) = &cli.command {
+        // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
+        return kmer::run(&mut ctx, &cli.output, a);
+    }
+    match &cli.command {
+        Command::Results(a) => return results::run(&cli.output, a),
+        Command::Compare(a) => return results::compare(&cli.output, a),
+        _ => {}
+    }
+    // `info` and `list` measure nothing: they do not touch the results store.
+    let measures = !matches!(cli.command, Command::Info | Command::List { .. });
+    let mut sink = Sink::open(&crate::args::OutputArgs {
+        no_store: cli.output.no_store || !measures,
+        ..cli.output.clone()
+    })?;
+    let sink = &mut sink;
+    let outcome = dispatch(&mut ctx, sink, &cli.command);
+    if let Err(e) = outcome {
+        if e.downcast_ref::<Interrupted>().is_some() && !sink.json() {
+            crate::output::finished::print(sink.records());
+        }
+        return Err(e);
+    }
+    // Only a run that succeeded puts its -o file in place.
+    sink.commit()
+}
+
+/// Runs one record-producing command into `sink` (the suite runs its steps through here).
+pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result<()> {
+    match command {
+        Command::Info => info::run(ctx, sink),
+        Command::Quick(a) => quick::run(ctx, sink, a),
+        Command::Verify(a) => verify::run(ctx, sink, a),
+        Command::Latency(a) => latency::run(ctx, sink, a),
+        Command::Inst(a) => inst::run(ctx, sink, a),
+        Command::Sync(a) => sync::run(ctx, sink, a),
+        Command::Rap(a) => rap::run(ctx, sink, a),
+        Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
+        Command::Loaded(a) => loaded::run(ctx, sink, a),
+        Command::List { what } => list::run(ctx, sink, *what),
+        Command::Suite(a) => suite::run(ctx, sink, a),
+        Command::Numa(a) => numa::run(ctx, sink, a),
+        Command::Probe(a) => probe::run(ctx, sink, a),
+        Command::Kmer(_)
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Results(_)
+        | Command::Compare(_) => Err(anyhow::anyhow!(
+            "this command does not write into a shared record sink"
+        )),
     }
 }

@@ -6,7 +6,7 @@
 //! way on the same target, is printed beside it.
 
 use crate::args::RapArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
@@ -18,7 +18,8 @@ use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::rng::SplitMix64;
 use pmscope_persist::{PersistStrategy, Persister};
-use std::sync::Mutex;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 
 /// Latencies (ticks, overhead included) of loading the line persisted `d` lines earlier,
 /// `samples` times, walking `order` (line numbers).
@@ -48,19 +49,15 @@ fn read_after_persist(
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let strategy: PersistStrategy = a
-        .persist
-        .parse()
-        .map_err(|e: pmscope_persist::Unsupported| usage(e.to_string()))?;
-    let persister = Persister::new(strategy, &ctx.features).map_err(|e| usage(e.to_string()))?;
-    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let strategy: PersistStrategy = a.persist.parse()?;
+    let persister = Persister::new(strategy, &ctx.features)?;
+    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)?;
     let distances: Vec<usize> = parse_axis(&a.distances, AxisKind::Count)
         .map_err(|e| usage(e.to_string()))?
         .into_iter()
         .map(|d| d as usize)
         .collect();
-    let region_bytes = parse_size(&a.region)?;
+    let region_bytes = a.region.0;
     let lines = (region_bytes / 64) as usize;
     let max_d = distances.iter().copied().max().unwrap_or(0);
     if max_d + 1 >= lines {
@@ -69,41 +66,25 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             max_d + 1
         )));
     }
-    let samples = if a.full {
-        a.samples.max(200_000)
-    } else {
-        a.samples
-    };
+    // --full changes only the defaults: an explicit option always wins.
+    let samples = a
+        .samples
+        .map_or(if a.full { 200_000 } else { 20_000 }, |s| s.0);
     let cpu = a.cpu.unwrap_or(0);
-    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
-    let (timer, env) = ctx.start_measuring(&[cpu], Some(region_bytes), true);
     let progress = Progress::new(
         (specs.len() * (distances.len() + 1)) as u64,
         "rap",
-        !sink.json(),
+        sink.human(),
     );
+    let json = !sink.human();
     let mut tables = Vec::new();
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
-        sink.warn(m.warnings());
-        if m.achieved().persistence == pmscope_core::achieved::Persistence::PageCache
-            && strategy != PersistStrategy::Msync
-        {
-            sink.warn(&[pmscope_core::warning::Warning::new(
-                "persist-on-page-cache",
-                format!(
-                    "{spec} is a page-cache mapping: {strategy} does not make its stores durable"
-                ),
-                "use --persist msync for this target, or a DAX target",
-            )]);
-        }
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
-        let shared = Mutex::new(&mut m);
-        let mut out = pmscope_runner::pin::run_pinned(&[cpu], |_| -> std::io::Result<_> {
-            let mut m = shared.lock().expect("one worker");
-            let mut region = Region::from_slice(m.bytes_mut());
-            let overhead = access::timing_overhead(100_001);
+    let mut h = ctx.start(sink, &[cpu], Some(region_bytes), true)?;
+    let timer = *h.timer();
+    h.per_target(&specs, region_bytes, &opts, Some(strategy), |run, m| {
+        let executor = run.executor();
+        let (idle, curve) = run.on_cpu(cpu, m.bytes_mut(), |bytes| -> std::io::Result<_> {
+            let mut region = Region::from_slice(bytes);
+            let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
             let mut order: Vec<u32> = (0..lines as u32).collect();
             SplitMix64::new(a.seed).shuffle(&mut order);
             let to_ns = |t: &[u64]| -> Summary {
@@ -114,49 +95,63 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
                 Summary::of(&ns).expect("finite")
             };
             // Baseline: loads of lines flushed just before, far from any recent persist.
-            let idle_offsets: Vec<usize> = order[lines / 2..]
-                .iter()
-                .take(samples)
-                .map(|&l| l as usize * 64)
-                .collect();
-            let mut idle = vec![0u64; idle_offsets.len()];
-            load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
-            let idle = to_ns(&idle);
+            let idle = executor.run(
+                || {
+                    let idle_offsets: Vec<usize> = order[lines / 2..]
+                        .iter()
+                        .take(samples)
+                        .map(|&l| l as usize * 64)
+                        .collect();
+                    let mut idle = vec![0u64; idle_offsets.len()];
+                    load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
+                    to_ns(&idle)
+                },
+                || Summary::of(&Executor::synthetic(samples, 100.0)).expect("finite"),
+            );
             progress.inc();
             let mut curve = Vec::new();
             for &d in &distances {
-                let t = read_after_persist(&mut region, &persister, &load, &order, d, samples)?;
-                curve.push((d, to_ns(&t)));
+                if interrupt::check().is_err() {
+                    break; // the distances so far are recorded, then the run stops
+                }
+                let s = executor.run(
+                    || -> std::io::Result<_> {
+                        let t =
+                            read_after_persist(&mut region, &persister, &load, &order, d, samples)?;
+                        Ok(to_ns(&t))
+                    },
+                    || Ok(Summary::of(&Executor::synthetic(samples, 150.0)).expect("finite")),
+                )?;
+                curve.push((d, s));
                 progress.inc();
             }
             Ok((idle, curve))
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (result, placement) = out.remove(0);
-        let (idle, curve) = result?;
-        let mut base = ctx
+        })??;
+        let mut base = run
             .record("rap-idle")
             .param("persist", strategy.name())
             .param("region_bytes", region_bytes)
             .param("samples", samples);
         base.metric = Some("latency_ns".into());
         base.summary = Some(idle.clone());
-        base.target = Some(target.clone());
-        base.threads = vec![placement];
-        base.warnings = warnings.clone();
-        base.warnings.extend(env.iter().cloned());
-        sink.emit(&base)?;
+        run.emit(&base)?;
         for (d, s) in &curve {
-            let mut r = base.clone();
-            r.experiment = "rap".into();
-            r.params.insert("distance_lines".into(), (*d).into());
+            let mut r = run
+                .record("rap")
+                .param("persist", strategy.name())
+                .param("region_bytes", region_bytes)
+                .param("samples", samples)
+                .param("distance_lines", *d);
+            r.metric = Some("latency_ns".into());
             r.summary = Some(s.clone());
-            sink.emit(&r)?;
+            run.emit(&r)?;
         }
-        tables.push((target.spec.clone(), idle, curve));
-    }
+        tables.push((run.target().spec.clone(), idle, curve));
+        run.check_interrupt()
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
+    if !json {
         for (spec, idle, curve) in &tables {
             println!(
                 "{spec}: load of the line persisted d lines earlier ({} + its fence), random lines; timer overhead subtracted",
@@ -180,7 +175,6 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             println!("{}\n", t.render());
         }
     }
-    sink.warn(&env);
     Ok(())
 }
 

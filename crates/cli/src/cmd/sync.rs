@@ -6,36 +6,21 @@
 //! `--fence sfence` for stores' usual persistence fence.
 
 use crate::args::SyncArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::check_threads;
 use anyhow::Result;
 use pmscope_core::summary::Summary;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
+use pmscope_loops::access::{FenceKind, Sequence, Width, store_value};
+use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
-use std::sync::Mutex;
+use pmscope_runner::harness::repeat_dropping_first;
 use std::time::{Duration, Instant};
-
-/// pmmeter's synchronisation options, in its order.
-pub const OPTIONS: [(&str, Op, FenceKind); 14] = [
-    ("load bare", Op::Load, FenceKind::None),
-    ("load nt", Op::NtLoad, FenceKind::None),
-    ("load bare+F", Op::Load, FenceKind::Mfence),
-    ("load nt+F", Op::NtLoad, FenceKind::Mfence),
-    ("store bare", Op::Store, FenceKind::None),
-    ("store nt", Op::NtStore, FenceKind::None),
-    ("store bare+F", Op::Store, FenceKind::Mfence),
-    ("store nt+F", Op::NtStore, FenceKind::Mfence),
-    ("store clflush", Op::StoreClflush, FenceKind::None),
-    ("store clflushopt", Op::StoreClflushopt, FenceKind::None),
-    ("store clwb", Op::StoreClwb, FenceKind::None),
-    ("store clflush+F", Op::StoreClflush, FenceKind::Mfence),
-    ("store clflushopt+F", Op::StoreClflushopt, FenceKind::Mfence),
-    ("store clwb+F", Op::StoreClwb, FenceKind::Mfence),
-];
 
 /// Lines per call between clock checks: long enough that the check costs nothing, short
 /// enough to stop within a millisecond of the deadline.
@@ -84,116 +69,110 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         "sfence" => FenceKind::Sfence,
         other => return Err(usage(format!("--fence {other}: use mfence or sfence"))),
     };
-    let region_bytes = parse_size(&a.region)?;
-    let threads = a.threads.max(1);
+    let region_bytes = a.region.0;
+    let threads = a.threads.0;
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
-        None => pmscope_sys::affinity::allowed_cpus()?
-            .into_iter()
-            .cycle()
-            .take(threads)
-            .collect(),
+        Some(c) => c.0.clone(),
+        None => pmscope_sys::affinity::allowed_cpus()?,
     };
-    if cpus.len() < threads {
-        return Err(usage(format!(
-            "--cpus names {} CPUs for {threads} threads",
-            cpus.len()
-        )));
-    }
+    check_threads(threads, &cpus).map_err(usage)?;
     let cpus = &cpus[..threads];
-    pmscope_runner::pin::check_cpus(cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
-    let reps = if a.full { 7 } else { 3 };
-    let duration = Duration::from_secs_f64(if a.full { 1.0 } else { 0.2 });
-    // The timer is calibrated for the records; streams are timed by their own clock.
-    let (_timer, env) = ctx.start_measuring(cpus, Some(region_bytes), false);
+    // --full changes only the defaults: an explicit option always wins.
+    let reps = a.reps.map_or(if a.full { 7 } else { 3 }, |r| r.0);
+    let duration =
+        Duration::from_secs_f64(a.duration.map_or(if a.full { 1.0 } else { 0.2 }, |d| d.0));
     let features = ctx.features;
     let progress = Progress::new(
-        (specs.len() * OPTIONS.len() * patterns.len()) as u64,
+        (specs.len() * catalog::pmmeter_options().count() * patterns.len()) as u64,
         "sync",
-        !sink.json(),
+        sink.human(),
     );
+    let json = !sink.human();
     let mut tables = Vec::new();
     // Each thread's part is first touched by the CPU that streams over it.
     let mut opts = opts;
     opts.first_touch_cpus = cpus.to_vec();
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
+    // The timer is calibrated for the records; streams are timed by their own clock.
+    let mut h = ctx.start(sink, cpus, Some(region_bytes), false)?;
+    h.per_target(&specs, region_bytes, &opts, None, |run, m| {
+        let executor = run.executor();
         let lines_per_thread = m.len() / threads / 64;
-        let regions: Vec<Mutex<Option<Region<'_>>>> = Region::from_slice(m.bytes_mut())
-            .split(threads, 64)
-            .into_iter()
-            .map(|r| Mutex::new(Some(r)))
-            .collect();
+        let mut regions = Region::from_slice(m.bytes_mut()).split(threads, 64);
         let mut rows = Vec::new();
-        for &(name, op, fence) in &OPTIONS {
-            let fence = if fence == FenceKind::None {
-                fence
-            } else {
-                plus_f
+        // pmmeter's options, in its order; `+F` is the row with the chosen fence.
+        for option in catalog::pmmeter_options() {
+            let name = option.pmmeter.expect("a pmmeter option");
+            let row = match option.fence {
+                FenceKind::None => option,
+                _ => catalog::of(option.op, plus_f),
             };
+            let (op, fence) = (row.op, row.fence);
             for &random in &patterns {
-                let seq = match Sequence::new(op, fence, unit, &features) {
+                run.check_interrupt()?;
+                let pattern = Pattern::from_random(random).name();
+                let seq = match row.sequence(unit, &features) {
                     Ok(s) => s,
                     Err(e) => {
+                        let r = run
+                            .record("sync")
+                            .param("option", name)
+                            .param("op", op.name())
+                            .param("fence", fence.name())
+                            .param("unit_bytes", unit.bytes())
+                            .param("pattern", pattern)
+                            .param("unsupported", e.to_string());
+                        run.emit(&r)?;
                         rows.push((name, random, Err(e.reason.clone())));
                         progress.inc();
                         continue;
                     }
                 };
-                let mut gb_s = Vec::new();
-                let mut placements = Vec::new();
-                for rep in 0..=reps {
-                    let out = pmscope_runner::pin::run_pinned(cpus, |w| {
-                        let mut guard = regions[w].lock().expect("own region");
-                        let region = guard.as_mut().expect("region present");
-                        let idx: Option<Vec<u32>> = random.then(|| {
-                            let mut v: Vec<u32> = (0..lines_per_thread as u32).collect();
-                            SplitMix64::new(a.seed ^ w as u64).shuffle(&mut v);
-                            v
-                        });
-                        stream_for(&seq, region, idx.as_deref(), duration)
-                    })
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
-                    // The first repetition warms caches, TLBs and pages; it is dropped.
-                    if rep > 0 {
-                        let bytes: f64 = out.iter().map(|((l, _), _)| *l as f64 * 64.0).sum();
-                        let secs = out.iter().map(|((_, s), _)| *s).fold(0.0, f64::max);
-                        gb_s.push(bytes / secs / 1e9);
-                    }
-                    placements = out.into_iter().map(|(_, p)| p).collect();
-                }
+                let gb_s = repeat_dropping_first(reps, |_| {
+                    let out = run.on_each(cpus, &mut regions, |w, region| {
+                        let lines = (region.len() / 64) as u64;
+                        executor.run(
+                            || {
+                                let idx: Option<Vec<u32>> = random.then(|| {
+                                    let mut v: Vec<u32> = (0..lines_per_thread as u32).collect();
+                                    SplitMix64::new(a.seed ^ w as u64).shuffle(&mut v);
+                                    v
+                                });
+                                stream_for(&seq, region, idx.as_deref(), duration)
+                            },
+                            || (lines, 0.001),
+                        )
+                    })?;
+                    let bytes: f64 = out.iter().map(|(l, _)| *l as f64 * 64.0).sum();
+                    let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+                    Ok(bytes / secs / 1e9)
+                })?;
                 let s = Summary::of(&gb_s).expect("finite");
                 let per_block = (64 / unit.bytes()) as f64;
                 let minstr = s.p50 * 1e9 / 64.0 * per_block / 1e6;
-                let mut r = ctx
+                let mut r = run
                     .record("sync")
                     .param("option", name)
                     .param("op", op.name())
                     .param("fence", fence.name())
                     .param("unit_bytes", unit.bytes())
                     .param("block_bytes", 64)
-                    .param("pattern", if random { "rand" } else { "seq" })
+                    .param("pattern", pattern)
                     .param("threads", threads)
                     .param("region_bytes", region_bytes)
                     .value("million_instructions_per_s", minstr);
                 r.metric = Some("bandwidth_gb_s".into());
                 r.summary = Some(s.clone());
-                r.target = Some(target.clone());
-                r.threads = placements;
-                r.warnings = warnings.clone();
-                r.warnings.extend(env.iter().cloned());
-                sink.emit(&r)?;
+                run.emit(&r)?;
                 rows.push((name, random, Ok((s, minstr))));
                 progress.inc();
             }
         }
-        tables.push((target.spec.clone(), rows));
-    }
+        tables.push((run.target().spec.clone(), rows));
+        Ok(())
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
+    if !json {
         for (spec, rows) in &tables {
             println!(
                 "{spec}: 64-byte blocks of {}-byte instructions, {threads} thread{}, GB/s = 10^9 B/s, +F = {} after each block",
@@ -226,6 +205,5 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
             println!("{}\n", t.render());
         }
     }
-    sink.warn(&env);
     Ok(())
 }
