@@ -485,6 +485,7 @@ fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
 fn dash_means_standard_output() {
     let dir = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .env("PMSCOPE_RESULTS", test_store())
         .args(["verify", "--size", "4MiB", "-o", "-"])
         .current_dir(dir.path())
         .output()
