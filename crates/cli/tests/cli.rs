@@ -14,7 +14,10 @@ fn pmscope(args: &[&str]) -> Output {
 
 /// A results store of this test process's own, so no test writes into the user's store.
 fn test_store() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("pmscope-test-{}/results.sqlite", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }
 
 fn stderr(o: &Output) -> String {

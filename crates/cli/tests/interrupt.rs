@@ -136,5 +136,8 @@ fn interrupted_runs_stop_report_and_leave_nothing_behind() {
 
 /// A results store of this test process's own, so no test writes into the user's store.
 fn test_store() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("pmscope-test-{}/results.sqlite", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }

@@ -297,5 +297,8 @@ fn every_probe_runs_on_dram_thp_and_shm() {
 
 /// A results store of this test process's own, so no test writes into the user's store.
 fn test_store() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("pmscope-test-{}/results.sqlite", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }

@@ -24,8 +24,9 @@ pub enum Direction {
 impl Direction {
     /// From the unit at the end of a metric name (`latency_ns`, `bandwidth_gb_s`).
     pub fn of_metric(metric: &str) -> Direction {
-        const RATES: [&str; 8] =
-            ["_gb_s", "_gib_s", "_mb_s", "_mib_s", "_ops_s", "_per_s", "_mops_s", "_kops_s"];
+        const RATES: [&str; 8] = [
+            "_gb_s", "_gib_s", "_mb_s", "_mib_s", "_ops_s", "_per_s", "_mops_s", "_kops_s",
+        ];
         const TIMES: [&str; 6] = ["_ns", "_us", "_ms", "_s", "_cycles", "_ticks"];
         if RATES.iter().any(|u| metric.ends_with(u)) {
             Direction::HigherIsBetter
@@ -80,7 +81,9 @@ pub struct Comparison {
 impl Comparison {
     /// Points worse by more than `pct` percent and beyond the noise.
     pub fn worse_than(&self, pct: f64) -> impl Iterator<Item = &PointComparison> {
-        self.points.iter().filter(move |p| p.beyond_noise && p.worse_pct > pct)
+        self.points
+            .iter()
+            .filter(move |p| p.beyond_noise && p.worse_pct > pct)
     }
 }
 
@@ -88,7 +91,11 @@ impl Comparison {
 pub const METHOD: &str = "95% interval of each median from its summary (se = 1.2533*stddev/sqrt(n)); beyond noise when |difference| > 1.96*sqrt(se_a^2+se_b^2)";
 
 fn key(r: &Record, with_target: bool) -> Option<String> {
-    let target = if with_target { r.target.as_ref().map_or("", |t| t.spec.as_str()) } else { "" };
+    let target = if with_target {
+        r.target.as_ref().map_or("", |t| t.spec.as_str())
+    } else {
+        ""
+    };
     Some(format!(
         "{}\u{1}{}\u{1}{}\u{1}{}",
         r.experiment,
@@ -99,7 +106,11 @@ fn key(r: &Record, with_target: bool) -> Option<String> {
 }
 
 fn median_se(s: &pmscope_core::summary::Summary) -> f64 {
-    if s.n < 2 { f64::NAN } else { 1.2533 * s.stddev / (s.n as f64).sqrt() }
+    if s.n < 2 {
+        f64::NAN
+    } else {
+        1.2533 * s.stddev / (s.n as f64).sqrt()
+    }
 }
 
 /// Compares the points of `a` and `b` that share experiment, metric and parameters (and
@@ -115,11 +126,17 @@ pub fn compare_records(a: &[Record], b: &[Record], match_targets: bool) -> Compa
     let mut points = Vec::new();
     for (k, ra) in &ia {
         let Some(rb) = ib.get(k) else { continue };
-        let (Some(sa), Some(sb)) = (&ra.summary, &rb.summary) else { continue };
+        let (Some(sa), Some(sb)) = (&ra.summary, &rb.summary) else {
+            continue;
+        };
         let metric = ra.metric.clone().unwrap_or_default();
         let direction = Direction::of_metric(&metric);
         let (ma, mb) = (sa.p50, sb.p50);
-        let change = if ma != 0.0 { (mb - ma) / ma.abs() * 100.0 } else { 0.0 };
+        let change = if ma != 0.0 {
+            (mb - ma) / ma.abs() * 100.0
+        } else {
+            0.0
+        };
         let worse_pct = match direction {
             Direction::LowerIsBetter => change,
             Direction::HigherIsBetter => -change,
@@ -155,7 +172,10 @@ mod tests {
     #[test]
     fn direction_follows_the_unit() {
         assert_eq!(Direction::of_metric("latency_ns"), Direction::LowerIsBetter);
-        assert_eq!(Direction::of_metric("bandwidth_gb_s"), Direction::HigherIsBetter);
+        assert_eq!(
+            Direction::of_metric("bandwidth_gb_s"),
+            Direction::HigherIsBetter
+        );
         assert_eq!(Direction::of_metric("ratio"), Direction::Unknown);
     }
 }

@@ -19,7 +19,9 @@ pub enum StoreError {
     #[error("{0} is not a pmscope results store; pass another --results PATH")]
     NotAStore(PathBuf),
     /// The store was written by a newer pmscope.
-    #[error("{path} has store version {found}, newer than this pmscope's {supported}; use a newer pmscope")]
+    #[error(
+        "{path} has store version {found}, newer than this pmscope's {supported}; use a newer pmscope"
+    )]
     TooNew {
         /// The database.
         path: PathBuf,
@@ -29,7 +31,9 @@ pub enum StoreError {
         supported: i64,
     },
     /// No run matches a selector.
-    #[error("no run matches '{0}' (try an id, latest, latest~N or a tag; see `pmscope results list`)")]
+    #[error(
+        "no run matches '{0}' (try an id, latest, latest~N or a tag; see `pmscope results list`)"
+    )]
     UnknownRun(String),
     /// A file or directory could not be used.
     #[error("cannot use {path}: {source}")]
@@ -162,7 +166,10 @@ impl Store {
     /// Opens the store at `path`, creating it (and its directory) if absent. A file that
     /// is not a pmscope store, or one from a newer pmscope, is refused and not touched.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let io = |source| StoreError::Io { path: path.to_path_buf(), source };
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let existed = match std::fs::metadata(path) {
             Ok(meta) => {
                 if !meta.is_file() || meta.len() < 100 {
@@ -170,7 +177,9 @@ impl Store {
                 }
                 let mut head = [0u8; 16];
                 use std::io::Read;
-                std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).map_err(io)?;
+                std::fs::File::open(path)
+                    .and_then(|mut f| f.read_exact(&mut head))
+                    .map_err(io)?;
                 if &head != SQLITE_MAGIC {
                     return Err(StoreError::NotAStore(path.to_path_buf()));
                 }
@@ -212,7 +221,10 @@ impl Store {
         }
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let store = Store { conn, path: path.to_path_buf() };
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
         store.migrate()?;
         Ok(store)
     }
@@ -265,7 +277,10 @@ impl Store {
         )?;
         let id = tx.last_insert_rowid();
         for tag in tags {
-            tx.execute("INSERT INTO run_tags (run_id, tag) VALUES (?1, ?2)", params![id, tag])?;
+            tx.execute(
+                "INSERT INTO run_tags (run_id, tag) VALUES (?1, ?2)",
+                params![id, tag],
+            )?;
         }
         tx.commit()?;
         Ok(id)
@@ -312,8 +327,10 @@ impl Store {
     /// Adds the records of a JSON Lines file (as written by `-o`) as one complete run,
     /// all or nothing: a line that is not a record stores nothing.
     pub fn import_jsonl(&self, file: &Path, tags: &[String]) -> Result<RunId, StoreError> {
-        let text = std::fs::read_to_string(file)
-            .map_err(|source| StoreError::Io { path: file.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(file).map_err(|source| StoreError::Io {
+            path: file.to_path_buf(),
+            source,
+        })?;
         let mut records = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -326,7 +343,10 @@ impl Store {
             })?;
             records.push(record);
         }
-        let command_line = records.first().map(|r| r.command_line.clone()).unwrap_or_default();
+        let command_line = records
+            .first()
+            .map(|r| r.command_line.clone())
+            .unwrap_or_default();
         let tx = self.conn.unchecked_transaction()?;
         tx.execute(
             "INSERT INTO runs (started_ms, ended_ms, command_line, host, complete)
@@ -334,12 +354,18 @@ impl Store {
             params![
                 records.first().map_or(now_ms(), |r| r.timestamp_ms as i64),
                 serde_json::to_string(&command_line)?,
-                records.first().map(|r| serde_json::to_string(&Host::of_record(r))).transpose()?
+                records
+                    .first()
+                    .map(|r| serde_json::to_string(&Host::of_record(r)))
+                    .transpose()?
             ],
         )?;
         let id = tx.last_insert_rowid();
         for tag in tags {
-            tx.execute("INSERT INTO run_tags (run_id, tag) VALUES (?1, ?2)", params![id, tag])?;
+            tx.execute(
+                "INSERT INTO run_tags (run_id, tag) VALUES (?1, ?2)",
+                params![id, tag],
+            )?;
         }
         for record in &records {
             Self::insert(&tx, id, record)?;
@@ -386,9 +412,12 @@ impl Store {
     }
 
     fn tags(&self, run: RunId) -> Result<Vec<String>, StoreError> {
-        let mut stmt =
-            self.conn.prepare("SELECT tag FROM run_tags WHERE run_id = ?1 ORDER BY rowid")?;
-        let tags = stmt.query_map([run], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT tag FROM run_tags WHERE run_id = ?1 ORDER BY rowid")?;
+        let tags = stmt
+            .query_map([run], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
         Ok(tags)
     }
 
@@ -412,17 +441,23 @@ impl Store {
         };
         let found: Option<i64> = if let Some(n) = back {
             self.conn
-                .query_row("SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1", [n], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    [n],
+                    |r| r.get(0),
+                )
                 .optional()?
         } else if let Ok(id) = selector.parse::<i64>() {
-            self.conn.query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional()?
+            self.conn
+                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?
         } else {
             self.conn
-                .query_row("SELECT max(run_id) FROM run_tags WHERE tag = ?1", [selector], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    "SELECT max(run_id) FROM run_tags WHERE tag = ?1",
+                    [selector],
+                    |r| r.get(0),
+                )
                 .optional()?
                 .flatten()
         };
@@ -431,8 +466,12 @@ impl Store {
 
     /// The records of `run`, in the order they were stored.
     pub fn records(&self, run: RunId) -> Result<Vec<Record>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT record FROM points WHERE run_id = ?1 ORDER BY id")?;
-        let texts: Vec<String> = stmt.query_map([run], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT record FROM points WHERE run_id = ?1 ORDER BY id")?;
+        let texts: Vec<String> = stmt
+            .query_map([run], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
         texts.iter().map(|t| Ok(serde_json::from_str(t)?)).collect()
     }
 
@@ -451,7 +490,9 @@ impl Store {
 
     /// `PRAGMA integrity_check` says `ok`.
     pub fn integrity_ok(&self) -> Result<bool, StoreError> {
-        let s: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        let s: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
         Ok(s == "ok")
     }
 }

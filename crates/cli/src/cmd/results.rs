@@ -16,7 +16,11 @@ fn describe_run(r: &Run) -> String {
         r.points,
         if r.complete { "complete" } else { "incomplete" },
         r.command_line.join(" "),
-        if r.tags.is_empty() { String::new() } else { format!("  [{}]", r.tags.join(", ")) }
+        if r.tags.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", r.tags.join(", "))
+        }
     )
 }
 
@@ -106,7 +110,9 @@ fn point_line(r: &Record) -> String {
         r.target.as_ref().map_or("-", |t| t.spec.as_str()),
         params.join(" "),
         r.metric.as_deref().unwrap_or("-"),
-        r.summary.as_ref().map_or("-".to_string(), |s| format!("p50 {:.4} (n {})", s.p50, s.n))
+        r.summary
+            .as_ref()
+            .map_or("-".to_string(), |s| format!("p50 {:.4} (n {})", s.p50, s.n))
     )
 }
 
@@ -115,22 +121,35 @@ pub fn compare(out: &OutputArgs, a: &CompareArgs) -> Result<()> {
     let store = open_store(out)?;
     let (ra, rb, match_targets) = if a.targets {
         let Some(spec_b) = &a.c else {
-            return Err(usage("--targets needs a run and two target specs: pmscope compare --targets RUN SPEC_A SPEC_B"));
+            return Err(usage(
+                "--targets needs a run and two target specs: pmscope compare --targets RUN SPEC_A SPEC_B",
+            ));
         };
         let all = store.records(store.resolve(&a.a)?)?;
         let of = |spec: &str| -> Vec<Record> {
-            all.iter().filter(|r| r.target.as_ref().is_some_and(|t| t.spec == spec)).cloned().collect()
+            all.iter()
+                .filter(|r| r.target.as_ref().is_some_and(|t| t.spec == spec))
+                .cloned()
+                .collect()
         };
         (of(&a.b), of(spec_b), false)
     } else {
         if a.c.is_some() {
-            return Err(usage("compare takes two runs; to compare two targets of one run pass --targets RUN SPEC_A SPEC_B"));
+            return Err(usage(
+                "compare takes two runs; to compare two targets of one run pass --targets RUN SPEC_A SPEC_B",
+            ));
         }
-        (store.records(store.resolve(&a.a)?)?, store.records(store.resolve(&a.b)?)?, true)
+        (
+            store.records(store.resolve(&a.a)?)?,
+            store.records(store.resolve(&a.b)?)?,
+            true,
+        )
     };
     let cmp = compare_records(&ra, &rb, match_targets);
     if cmp.points.is_empty() {
-        return Err(usage("the two sides share no point (same experiment, metric and parameters)"));
+        return Err(usage(
+            "the two sides share no point (same experiment, metric and parameters)",
+        ));
     }
     let mut stdout = std::io::stdout().lock();
     if out.json {
@@ -165,7 +184,11 @@ pub fn compare(out: &OutputArgs, a: &CompareArgs) -> Result<()> {
             )?;
         }
         if cmp.only_a + cmp.only_b > 0 {
-            writeln!(stdout, "{} point(s) only in A, {} only in B", cmp.only_a, cmp.only_b)?;
+            writeln!(
+                stdout,
+                "{} point(s) only in A, {} only in B",
+                cmp.only_a, cmp.only_b
+            )?;
         }
     }
     if let Some(pct) = a.fail_above {

@@ -38,11 +38,15 @@ struct StoreRun {
 
 /// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
 pub fn open_store(a: &OutputArgs) -> Result<Store> {
-    let path = a.results.clone().or_else(pmscope_store::default_path).ok_or_else(|| {
-        crate::error::usage(
-            "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
-        )
-    })?;
+    let path = a
+        .results
+        .clone()
+        .or_else(pmscope_store::default_path)
+        .ok_or_else(|| {
+            crate::error::usage(
+                "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
+            )
+        })?;
     Ok(Store::open(&path)?)
 }
 
@@ -81,7 +85,12 @@ impl Sink {
 
     /// The run succeeded: the `-o` file, if it holds anything, takes its name.
     pub fn commit(&mut self) -> Result<()> {
-        if let Some(StoreRun { store, run: Some(run), .. }) = &self.store {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            ..
+        }) = &self.store
+        {
             store.finish_run(*run)?;
         }
         match self.file.take() {
