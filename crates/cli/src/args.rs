@@ -70,7 +70,7 @@ pub struct Cli {
 }
 
 /// Where results go.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Print results as JSON Lines (one record per line) instead of a table.
     #[arg(long, global = true)]
@@ -81,6 +81,15 @@ pub struct OutputArgs {
     /// Allow -o to overwrite an existing file.
     #[arg(long, global = true)]
     pub force: bool,
+    /// The results store (default: $PMSCOPE_RESULTS, else $XDG_DATA_HOME/pmscope/results.sqlite).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub results: Option<PathBuf>,
+    /// Do not store this run's records in the results store.
+    #[arg(long, global = true)]
+    pub no_store: bool,
+    /// Tag this run in the results store (repeatable).
+    #[arg(long = "tag", global = true, value_name = "T")]
+    pub tags: Vec<String>,
 }
 
 /// The commands.
@@ -157,6 +166,78 @@ pub enum Command {
         #[arg(value_enum)]
         what: ListWhat,
     },
+    /// The results store: list, show, export, import and remove runs.
+    Results(ResultsArgs),
+    /// Compare two runs, or two targets of one run, point by point.
+    Compare(CompareArgs),
+}
+
+/// `pmscope results`.
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ResultsCommand,
+}
+
+/// A `pmscope results` command. RUN is an id, `latest`, `latest~N` or a tag.
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// List the stored runs, oldest first (with --tag T: only runs tagged T).
+    List,
+    /// Show one run and its points.
+    Show {
+        /// The run.
+        run: String,
+    },
+    /// Write runs' records to stdout as CSV (tidy long format) or JSON Lines.
+    Export {
+        /// The runs.
+        #[arg(required = true)]
+        runs: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "csv")]
+        format: ExportFormat,
+    },
+    /// Remove a run and its points.
+    Rm {
+        /// The run.
+        run: String,
+        /// Do not ask.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Add the records of a JSON Lines file (written with -o) as one run.
+    Import {
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Tidy long CSV: one row per point and statistic.
+    Csv,
+    /// The records as JSON Lines.
+    Jsonl,
+}
+
+/// `pmscope compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A (id, latest, latest~N or tag), or with --targets the run holding both.
+    pub a: String,
+    /// Run B, or with --targets target A's spec.
+    pub b: String,
+    /// With --targets: target B's spec.
+    pub c: Option<String>,
+    /// Compare two targets of one run: `pmscope compare --targets RUN SPEC_A SPEC_B`.
+    #[arg(long)]
+    pub targets: bool,
+    /// Exit 1 when any point got worse by more than PCT percent beyond the noise.
+    #[arg(long, value_name = "PCT")]
+    pub fail_above: Option<f64>,
 }
 
 /// What `pmscope list` lists.

@@ -35,6 +35,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
                 .is_some_and(|u| u.is_usage())
             || c.downcast_ref::<pmscope_persist::StrategyError>()
                 .is_some_and(|s| s.is_usage())
+            || c.downcast_ref::<pmscope_store::StoreError>()
+                .is_some_and(|s| s.is_usage())
     });
     if is_usage { 2 } else { 1 }
 }

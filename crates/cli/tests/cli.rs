@@ -6,9 +6,18 @@ use std::process::{Command, Output};
 
 fn pmscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .env("PMSCOPE_RESULTS", test_store())
         .args(args)
         .output()
         .expect("run pmscope")
+}
+
+/// A results store of this test process's own, so no test writes into the user's store.
+fn test_store() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }
 
 fn stderr(o: &Output) -> String {
@@ -479,6 +488,7 @@ fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
 fn dash_means_standard_output() {
     let dir = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .env("PMSCOPE_RESULTS", test_store())
         .args(["verify", "--size", "4MiB", "-o", "-"])
         .current_dir(dir.path())
         .output()

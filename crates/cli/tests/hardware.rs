@@ -22,7 +22,19 @@ fn lab(var: &str) -> String {
 fn pmscope(args: &[&str]) -> Output {
     let bin =
         std::env::var_os("PMSCOPE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pmscope").into());
-    Command::new(bin).args(args).output().expect("run pmscope")
+    Command::new(bin)
+        .env("PMSCOPE_RESULTS", test_store())
+        .args(args)
+        .output()
+        .expect("run pmscope")
+}
+
+/// A results store of this test process's own, so no test writes into the user's store.
+fn test_store() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }
 
 fn success(o: &Output) -> String {

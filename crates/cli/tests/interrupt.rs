@@ -81,6 +81,7 @@ fn interrupted_runs_stop_report_and_leave_nothing_behind() {
                 ("-TERM", 143)
             };
             let child = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+                .env("PMSCOPE_RESULTS", test_store())
                 .args(&args)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -131,4 +132,12 @@ fn interrupted_runs_stop_report_and_leave_nothing_behind() {
         interrupted * 2 >= runs,
         "only {interrupted} of {runs} runs were interrupted"
     );
+}
+
+/// A results store of this test process's own, so no test writes into the user's store.
+fn test_store() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }

@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 fn pmscope(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
         .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("pmscope-test-results.sqlite"))
         .args(args)
         .output()
         .expect("run pmscope")

@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 fn pmscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .env("PMSCOPE_RESULTS", test_store())
         .args(args)
         .output()
         .expect("run pmscope")
@@ -292,4 +293,12 @@ fn every_probe_runs_on_dram_thp_and_shm() {
             }
         }
     }
+}
+
+/// A results store of this test process's own, so no test writes into the user's store.
+fn test_store() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }

@@ -176,7 +176,7 @@ fn run_job(
     let mut sink = Sink::open(&OutputArgs {
         json: out.json,
         output: r.record.clone(),
-        force: out.force,
+        ..out.clone()
     })?;
     if let Some(o) = kmers_out {
         o.commit()?;

@@ -12,6 +12,7 @@ mod numa;
 mod probe;
 mod quick;
 mod rap;
+mod results;
 mod suite;
 mod sync;
 mod verify;
@@ -48,7 +49,17 @@ pub fn run(cli: Cli) -> Result<()> {
         // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
         return kmer::run(&mut ctx, &cli.output, a);
     }
-    let mut sink = Sink::open(&cli.output)?;
+    match &cli.command {
+        Command::Results(a) => return results::run(&cli.output, a),
+        Command::Compare(a) => return results::compare(&cli.output, a),
+        _ => {}
+    }
+    // `info` and `list` measure nothing: they do not touch the results store.
+    let measures = !matches!(cli.command, Command::Info | Command::List { .. });
+    let mut sink = Sink::open(&crate::args::OutputArgs {
+        no_store: cli.output.no_store || !measures,
+        ..cli.output.clone()
+    })?;
     let sink = &mut sink;
     let outcome = dispatch(&mut ctx, sink, &cli.command);
     if let Err(e) = outcome {
@@ -77,7 +88,11 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Suite(a) => suite::run(ctx, sink, a),
         Command::Numa(a) => numa::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
-        Command::Kmer(_) | Command::Completions { .. } | Command::Man => Err(anyhow::anyhow!(
+        Command::Kmer(_)
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Results(_)
+        | Command::Compare(_) => Err(anyhow::anyhow!(
             "this command does not write into a shared record sink"
         )),
     }

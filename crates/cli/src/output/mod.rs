@@ -1,7 +1,9 @@
 //! Where records go: JSON Lines on stdout with `--json`, a human table otherwise, and
 //! JSON Lines into `-o FILE` (created exclusively unless `--force`). Warnings live inside
 //! the records; in table mode the sink renders each distinct one to stderr when the first
-//! record carrying it arrives, so stderr never holds a finding the records lack.
+//! record carrying it arrives, so stderr never holds a finding the records lack. Unless
+//! `--no-store`, every record also joins the results store as one point of this command's
+//! run, committed as it arrives; [`Sink::commit`] marks the run complete.
 
 pub mod atomic_file;
 pub mod finished;
@@ -13,6 +15,7 @@ use anyhow::{Context as _, Result};
 use atomic_file::PendingOutput;
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
+use pmscope_store::{RunId, Store};
 use std::io::Write;
 
 /// The destination of a command's records.
@@ -23,6 +26,28 @@ pub struct Sink {
     file: Option<(String, PendingOutput)>,
     printed: Vec<String>,
     records: Vec<Record>,
+    store: Option<StoreRun>,
+}
+
+/// The results store and this command's run in it (begun at the first record).
+struct StoreRun {
+    store: Store,
+    tags: Vec<String>,
+    run: Option<RunId>,
+}
+
+/// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+pub fn open_store(a: &OutputArgs) -> Result<Store> {
+    let path = a
+        .results
+        .clone()
+        .or_else(pmscope_store::default_path)
+        .ok_or_else(|| {
+            crate::error::usage(
+                "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
+            )
+        })?;
+    Ok(Store::open(&path)?)
 }
 
 impl Sink {
@@ -39,17 +64,35 @@ impl Sink {
             )),
             _ => None,
         };
+        let store = if a.no_store {
+            None
+        } else {
+            Some(StoreRun {
+                store: open_store(a)?,
+                tags: a.tags.clone(),
+                run: None,
+            })
+        };
         Ok(Sink {
             json: a.json || to_stdout,
             quiet: false,
             file,
             printed: Vec::new(),
             records: Vec::new(),
+            store,
         })
     }
 
     /// The run succeeded: the `-o` file, if it holds anything, takes its name.
     pub fn commit(&mut self) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            ..
+        }) = &self.store
+        {
+            store.finish_run(*run)?;
+        }
         match self.file.take() {
             Some((_, pending)) if !self.records.is_empty() || pending.written() => pending.commit(),
             _ => Ok(()),
@@ -79,6 +122,13 @@ impl Sink {
         if let Some((name, f)) = &mut self.file {
             f.write_line(&line)
                 .with_context(|| format!("writing {name}"))?;
+        }
+        if let Some(s) = &mut self.store {
+            let run = match s.run {
+                Some(run) => run,
+                None => *s.run.insert(s.store.begin_run(&r.command_line, &s.tags)?),
+            };
+            s.store.add_record(run, r)?;
         }
         if self.json {
             let mut out = std::io::stdout().lock();
