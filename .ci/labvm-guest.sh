@@ -6,6 +6,7 @@ layout=$1
 . /etc/labvm/env
 cd /payload/pmscope-lab || exit 1
 export PMSCOPE_BIN="$PWD/pmscope" # the CLI tests' binary (not at Cargo's host path here)
+export PMSCOPE_RESULTS="$PWD/results.sqlite" # the guest's own store, never a user's
 fails=0
 
 step() { # name command... : run, show the output, record PASS/FAIL
@@ -46,12 +47,15 @@ targets="file:$LABVM_FSDAX_MNT dram,node=$LABVM_MEMONLY_NODE"
 [ -n "${LABVM_DEVDAX:-}" ] && targets="$targets devdax:$LABVM_DEVDAX"
 [ -n "${LABVM_KMEM_NODE:-}" ] && targets="$targets dram,node=$LABVM_KMEM_NODE"
 
-# Commands run against every guest target, one per line (64 MiB: TCG runs at ~0.3 GB/s).
-# TODO(latency/bandwidth): when `pmscope latency` and `pmscope bandwidth` exist, add e.g.
-#   latency --size 16MiB
-#   bandwidth --size 64MiB
-# and keep each run short: the stage has a 5-minute budget for both guests.
+# Commands run against every guest target, one per line (64 MiB: TCG runs at ~0.3 GB/s);
+# keep each run short: the stage has a 5-minute budget for both guests.
 PER_TARGET='verify --size 64MiB
+sync --region 16MiB --reps 1 --duration 0.02 --pattern seq
+probe read-buffer --sizes 1KiB,16KiB --count 100
+probe write-buffer --sizes 1KiB,16KiB --count 100
+probe rw-buffer --sizes 1KiB,16KiB --count 100
+probe prefetch --sizes 1KiB,16KiB --count 100
+probe chase-write --sizes 1KiB,16KiB --count 100
 latency --sizes 4KiB,256KiB,16MiB --reps 2 --samples 2000
 inst --ops load,store+clwb,ntstore --sizes 64,256 --count 2000 --region 16MiB
 bandwidth --pattern seq --sizes 4KiB --threads 1 --region 16MiB --duration 0.05 --reps 1
@@ -75,6 +79,8 @@ case $targets in *devdax:*) extra=--destroy-data ;; esac
 set --
 for t in $targets; do set -- "$@" -t "$t"; done
 step "pmscope-quick[guest targets]" ./pmscope quick --size 64MiB "$@" $extra
+# The NUMA matrix over the guest's CPU nodes and memory-only node(s).
+step "pmscope-numa" ./pmscope numa --size 16MiB --reps 1 --duration 0.02
 
 # ---------------------------------------------------------------- hardware-gated tests
 while read -r bin test; do

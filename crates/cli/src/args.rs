@@ -3,12 +3,59 @@
 
 use crate::values::{Count, Cpus, Seconds, Size};
 use clap::{Args, Parser, Subcommand};
+use pmscope_loops::catalog;
 use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
 
+// Help texts that list ops or strategies are generated from their registries.
+
+fn inst_ops_help() -> String {
+    format!(
+        "Ops (comma list): {}. Default: all. Each op with each fence is a row of `pmscope list ops`",
+        catalog::op_names()
+    )
+}
+
+fn persist_help() -> String {
+    let names: Vec<&str> = pmscope_persist::STRATEGIES
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    format!(
+        "Persist strategy: {} (see `pmscope list strategies`)",
+        names.join(", ")
+    )
+}
+
+fn probe_help() -> String {
+    format!(
+        "What the measuring thread times: chase (dependent loads), a persist strategy ({}) meaning its store, flush and drain, or a storing op of `pmscope list ops` such as store+clwb+sfence or SW",
+        catalog::strategy_names()
+    )
+}
+
+/// `pmscope --version`: the package version, the commit and the build profile.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PMSCOPE_GIT_COMMIT"),
+    ", ",
+    env!("PMSCOPE_BUILD_PROFILE"),
+    " build)"
+);
+
+/// How sweep axes are written, for every command that takes one.
+macro_rules! axis_help {
+    () => {
+        "AXIS is a list (1,2,4) or a range a..b with a step: :x2 multiplies (the default for \
+sizes), :+N adds (the default for counts is +1); e.g. 64..4KiB:x2, 1..8, 4KiB..1GiB,1536MiB. \
+Sizes are binary: 4K = 4KiB = 4096."
+    };
+}
+
 /// pmscope tells the truth about a memory tier.
 #[derive(Debug, Parser)]
-#[command(name = "pmscope", version, about, long_about = None, max_term_width = 100)]
+#[command(name = "pmscope", version = VERSION, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
     /// Output options shared by every command.
     #[command(flatten)]
@@ -23,7 +70,7 @@ pub struct Cli {
 }
 
 /// Where results go.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Print results as JSON Lines (one record per line) instead of a table.
     #[arg(long, global = true)]
@@ -34,6 +81,15 @@ pub struct OutputArgs {
     /// Allow -o to overwrite an existing file.
     #[arg(long, global = true)]
     pub force: bool,
+    /// The results store (default: $PMSCOPE_RESULTS, else $XDG_DATA_HOME/pmscope/results.sqlite).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub results: Option<PathBuf>,
+    /// Do not store this run's records in the results store.
+    #[arg(long, global = true)]
+    pub no_store: bool,
+    /// Tag this run in the results store (repeatable).
+    #[arg(long = "tag", global = true, value_name = "T")]
+    pub tags: Vec<String>,
 }
 
 /// The commands.
@@ -44,20 +100,34 @@ pub enum Command {
     Info,
     /// The main job on the embedded default targets (dram:4k, dram:thp, shm): map, verify,
     /// and print a short summary.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope quick\n  pmscope quick -t dram:4k -t file:/mnt/pmem --size 1GiB"
+    )]
     Quick(QuickArgs),
     /// Map targets, pre-fault them and print what the kernel actually gave.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
+    )]
     Verify(VerifyArgs),
     /// Idle load latency by dependent-load chains over a working-set sweep.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
     Latency(LatencyArgs),
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", axis_help!()))]
     Inst(InstArgs),
     /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
+    )]
     Sync(SyncArgs),
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", axis_help!()))]
     Rap(RapArgs),
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
     Bandwidth(BandwidthArgs),
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
     Loaded(LoadedArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
@@ -65,12 +135,112 @@ pub enum Command {
     /// The offline HTML report (inline SVG figures, observations) of runs written with -o:
     /// one JSON Lines file per run, side by side. Writes -o FILE (default report.html).
     Report(ReportArgs),
-    /// List target kinds or persist strategies.
+    /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
+    /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
+    )]
+    Numa(NumaArgs),
+    /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
+    /// XPLines, with the knee of each curve.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
+    Probe(ProbeArgs),
+    /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
+    /// 003 Table 5), sync (seed 002).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full"
+    )]
+    Suite(SuiteArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope completions bash > /etc/bash_completion.d/pmscope"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to stdout.
+    #[command(after_help = "EXAMPLES:\n  pmscope man > pmscope.1 && man ./pmscope.1")]
+    Man,
+    /// List target kinds, persist strategies or the op catalog.
     List {
         /// What to list.
         #[arg(value_enum)]
         what: ListWhat,
     },
+    /// The results store: list, show, export, import and remove runs.
+    Results(ResultsArgs),
+    /// Compare two runs, or two targets of one run, point by point.
+    Compare(CompareArgs),
+}
+
+/// `pmscope results`.
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ResultsCommand,
+}
+
+/// A `pmscope results` command. RUN is an id, `latest`, `latest~N` or a tag.
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// List the stored runs, oldest first (with --tag T: only runs tagged T).
+    List,
+    /// Show one run and its points.
+    Show {
+        /// The run.
+        run: String,
+    },
+    /// Write runs' records to stdout as CSV (tidy long format) or JSON Lines.
+    Export {
+        /// The runs.
+        #[arg(required = true)]
+        runs: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "csv")]
+        format: ExportFormat,
+    },
+    /// Remove a run and its points.
+    Rm {
+        /// The run.
+        run: String,
+        /// Do not ask.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Add the records of a JSON Lines file (written with -o) as one run.
+    Import {
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Tidy long CSV: one row per point and statistic.
+    Csv,
+    /// The records as JSON Lines.
+    Jsonl,
+}
+
+/// `pmscope compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A (id, latest, latest~N or tag), or with --targets the run holding both.
+    pub a: String,
+    /// Run B, or with --targets target A's spec.
+    pub b: String,
+    /// With --targets: target B's spec.
+    pub c: Option<String>,
+    /// Compare two targets of one run: `pmscope compare --targets RUN SPEC_A SPEC_B`.
+    #[arg(long)]
+    pub targets: bool,
+    /// Exit 1 when any point got worse by more than PCT percent beyond the noise.
+    #[arg(long, value_name = "PCT")]
+    pub fail_above: Option<f64>,
 }
 
 /// Arguments of `pmscope report`.
@@ -94,6 +264,9 @@ pub enum ListWhat {
     Targets,
     /// Persist strategies and whether this CPU supports them.
     Strategies,
+    /// The op catalog (access sequences of inst, sync and loaded --probe) and whether this
+    /// CPU runs them.
+    Ops,
 }
 
 /// Options of every command that maps targets.
@@ -116,6 +289,115 @@ pub struct TargetArgs {
     /// Allow writing to devdax devices, destroying their contents.
     #[arg(long)]
     pub destroy_data: bool,
+}
+
+/// `pmscope numa`.
+#[derive(Debug, Args)]
+pub struct NumaArgs {
+    /// The memory kind mapped on every node, without node= (dram:4k, dram:thp, dram:2m...).
+    #[arg(long, default_value = "dram:4k", value_name = "KIND")]
+    pub memory: String,
+    /// Bytes mapped per memory node (the latency chain covers all of it).
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub size: Size,
+    /// Repetitions per cell (one more is run first and dropped).
+    #[arg(long)]
+    pub reps: Option<Count>,
+    /// Seconds each bandwidth repetition streams [default: 0.15].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
+    /// Mapping options (--max-mem, --keep...); targets are made from --memory, not -t.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+}
+
+/// `pmscope probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The probe.
+    #[arg(value_enum)]
+    pub kind: ProbeKind,
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Working sets (sweep axis) [default: 1KiB..64MiB].
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Timed visits per point [default: 10000].
+    #[arg(long)]
+    pub count: Option<Count>,
+    /// chase-write: the write made at each visit, store+clwb or ntstore.
+    #[arg(long, default_value = "store+clwb")]
+    pub write: String,
+    /// CPU to pin the measuring thread to.
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
+    pub cpu: Option<usize>,
+    /// Seed of the random orders.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+}
+
+/// The probes of `pmscope probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProbeKind {
+    /// Read k of the 4 lines of each XPLine (k = 1..4), flushed: the read buffer's size and
+    /// its granularity (64 B vs 256 B).
+    ReadBuffer,
+    /// Sequential and random non-temporal writes of 1..4 lines of each XPLine: the
+    /// write-combining buffer.
+    WriteBuffer,
+    /// Flushed reads interleaved with non-temporal writes on a disjoint half, against
+    /// read-only and write-only baselines: do reads and writes share a buffer?
+    RwBuffer,
+    /// Random XPLines read line by line, with and without a software prefetch of the next.
+    Prefetch,
+    /// A walk over XPLine elements writing another line of each (--write), coupled (a
+    /// pointer chase) or decoupled (addresses from a DRAM array).
+    ChaseWrite,
+}
+
+impl ProbeKind {
+    /// The name in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::ReadBuffer => "read-buffer",
+            ProbeKind::WriteBuffer => "write-buffer",
+            ProbeKind::RwBuffer => "rw-buffer",
+            ProbeKind::Prefetch => "prefetch",
+            ProbeKind::ChaseWrite => "chase-write",
+        }
+    }
+}
+
+/// `pmscope suite`.
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// The study.
+    #[arg(value_enum)]
+    pub study: Study,
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// The publication-grade version of every step (each command's --full).
+    #[arg(long)]
+    pub full: bool,
+    /// CPUs to use (default: all this process may use).
+    #[arg(long)]
+    pub cpus: Option<Cpus>,
+}
+
+/// The studies `pmscope suite` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Study {
+    /// Seed 004 section 3: idle latency (random, sequential), instruction latency,
+    /// bandwidth vs threads per op, bandwidth vs access size, mixed read/write, loaded
+    /// latency. About 2 minutes for two targets on 2 cores.
+    Basic,
+    /// Seed 003 Table 5: single-thread latency by access size, rand/seq x read/write/
+    /// write+flush, with slowdown factors against the first target.
+    Table5,
+    /// Seed 002: the cost of each synchronisation option (pmmeter).
+    Sync,
 }
 
 /// `pmscope verify`.
@@ -170,7 +452,7 @@ pub struct LatencyArgs {
     /// [default: 200000; 1000000 with --full].
     #[arg(long)]
     pub samples: Option<usize>,
-    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    /// CPU to pin the measuring thread to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random orders.
@@ -187,9 +469,7 @@ pub struct InstArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): load, ntload, store, store+clflush, store+clflushopt, store+clwb,
-    /// ntstore. Default: all.
-    #[arg(long)]
+    #[arg(long, help = inst_ops_help())]
     pub ops: Option<String>,
     /// Fences after each access (comma list): none, sfence, mfence. Default: all.
     #[arg(long)]
@@ -213,7 +493,7 @@ pub struct InstArgs {
     /// the CPU has: 64 with AVX-512, 32 with AVX2).
     #[arg(long)]
     pub width: Option<usize>,
-    /// CPU to pin the measuring thread to (`--cpu` is an alias).
+    /// CPU to pin the measuring thread to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random addresses.
@@ -269,8 +549,7 @@ pub struct RapArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Persist strategy: clflush, clflushopt, clwb, ntstore, none or msync.
-    #[arg(long, default_value = "clwb")]
+    #[arg(long, default_value = "clwb", help = persist_help())]
     pub persist: String,
     /// Distances d in lines (sweep axis).
     #[arg(
@@ -284,7 +563,7 @@ pub struct RapArgs {
     /// Timed loads per distance [default: 20000; 200000 with --full].
     #[arg(long)]
     pub samples: Option<Count>,
-    /// CPU to pin the thread to (`--cpu` is an alias).
+    /// CPU to pin the thread to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random line order.
@@ -351,9 +630,7 @@ pub struct LoadedArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// What the measuring thread times: chase (dependent loads), a persist strategy
-    /// (clflush, clflushopt, clwb, ntstore) or a sequence such as store+clwb+sfence.
-    #[arg(long, default_value = "chase")]
+    #[arg(long, default_value = "chase", help = probe_help())]
     pub probe: String,
     /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
     /// traffic is always measured first).
@@ -425,6 +702,16 @@ pub enum KmerCommand {
     Demo(KmerDemoArgs),
     /// Write a synthetic reference and strains derived from it (SNPs, indels) as FASTA.
     Synth(KmerSynthArgs),
+    /// Check a static-pm pool after a crash: header, cut-short inserts cleared, contents.
+    Recover(KmerRecoverArgs),
+}
+
+/// Options of `pmscope kmer recover`.
+#[derive(Debug, Args, Clone)]
+pub struct KmerRecoverArgs {
+    /// The pool file.
+    #[arg(long, value_name = "PATH")]
+    pub pool: PathBuf,
 }
 
 /// Options of every k-mer command that builds a table.
@@ -436,6 +723,14 @@ pub struct KmerRunArgs {
     /// The table implementation.
     #[arg(long, value_enum, default_value = "volatile")]
     pub table: KmerTableKind,
+    /// Pool file of a persistent table: created exclusively, or reopened to resume the
+    /// job it holds (default: a fresh pool on the target, gone afterwards).
+    #[arg(long, value_name = "PATH")]
+    pub pool: Option<PathBuf>,
+    /// How a persistent table makes stores durable: clflush, clflushopt, clwb, ntstore,
+    /// none or msync.
+    #[arg(long, default_value = "clwb", value_name = "STRATEGY")]
+    pub persist: String,
     /// Worker threads (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -461,6 +756,8 @@ pub struct KmerRunArgs {
 pub enum KmerTableKind {
     /// Concurrent open addressing in the target's memory.
     Volatile,
+    /// The seed's Static-HT: log-free, crash-consistent, in a persistent pool.
+    StaticPm,
 }
 
 /// Formats of k-mer lists.

@@ -31,6 +31,9 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("pmscope: internal error: {msg}{at}; this is a bug, please report it");
     }));
+    if let Err(e) = pmscope_runner::interrupt::install() {
+        eprintln!("pmscope: cannot handle Ctrl-C ({e}); an interrupted run may leave files behind");
+    }
     let cli = match args::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -57,6 +60,15 @@ fn main() -> ExitCode {
     let outcome = std::panic::catch_unwind(|| cmd::run(cli));
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e))
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            // The reader went away (`pmscope man | head`): not an error of ours.
+            ExitCode::SUCCESS
+        }
         Ok(Err(e)) => {
             let code = error::exit_code(&e);
             eprintln!("pmscope: {}", error::describe(&e));

@@ -59,8 +59,7 @@ pub fn chase_distribution(
     (summary, LogHistogram::of(&ns, 4))
 }
 
-use pmscope_loops::rng::SplitMix64;
-use pmscope_loops::stream::{StreamView, Streamer, Traffic};
+use pmscope_loops::stream::{BlockOrder, StreamView, Streamer, Traffic};
 use std::time::{Duration, Instant};
 
 /// What one bandwidth worker does.
@@ -82,17 +81,12 @@ pub enum Role {
     },
 }
 
-/// Block numbers in a random order (with repetition), for random patterns.
-pub fn random_blocks(blocks: usize, n: usize, seed: u64) -> Vec<u32> {
-    let mut rng = SplitMix64::new(seed);
-    (0..n)
-        .map(|_| rng.below(blocks.max(1) as u64) as u32)
-        .collect()
-}
-
 /// Bytes of a sequential pass between two looks at the clock: small enough to stop within
 /// about a millisecond of the deadline, large enough that the look costs nothing.
 const SEQ_CHUNK: usize = 64 << 20;
+
+/// Random accesses between two looks at the clock.
+const RANDOM_CHUNK: u64 = 1 << 14;
 
 /// Streams for `duration`; returns the traffic and the seconds it took.
 pub fn stream_for(
@@ -107,10 +101,11 @@ pub fn stream_for(
     let mut value = 1u64;
     match role {
         Role::Stream(s) => {
-            let idx = random.then(|| random_blocks(s.block_count(view.len()), 1 << 14, seed));
+            // Random orders cover every block of the view (issue 11 part 1).
+            let mut order = random.then(|| BlockOrder::new(s.block_count(view.len()) as u64, seed));
             let mut at = 0;
             while start.elapsed() < duration {
-                t += match &idx {
+                t += match &mut order {
                     None => {
                         let part = view.slice(at, SEQ_CHUNK);
                         at = if at + SEQ_CHUNK >= view.len() {
@@ -120,7 +115,7 @@ pub fn stream_for(
                         };
                         s.pass_undrained(part, value)
                     }
-                    Some(idx) => s.blocks(view, idx, value),
+                    Some(order) => s.random_run(view, order, RANDOM_CHUNK, value),
                 };
                 value += 1;
             }
@@ -135,24 +130,29 @@ pub fn stream_for(
         } => {
             let (rv, wv) = view.halves();
             let (rb, wb) = (read.block_count(rv.len()), write.block_count(wv.len()));
-            let (ri, wi) = if random {
-                (
-                    random_blocks(rb, 1 << 16, seed),
-                    random_blocks(wb, 1 << 16, seed ^ 1),
-                )
-            } else {
-                ((0..rb as u32).collect(), (0..wb as u32).collect())
-            };
-            let (mut r, mut w) = (0usize, 0usize);
+            // Random: every block of each half, in a random order; sequential: in order.
+            let mut ri = BlockOrder::new(rb as u64, seed);
+            let mut wi = BlockOrder::new(wb as u64, seed ^ 1);
+            let (mut r, mut w) = (0u32, 0u32);
             while start.elapsed() < duration {
                 for _ in 0..1024 {
                     for _ in 0..reads {
-                        t += read.blocks(rv, &ri[r..r + 1], value);
-                        r = (r + 1) % ri.len();
+                        t += if random {
+                            read.random_run(rv, &mut ri, 1, value)
+                        } else {
+                            let b = read.blocks(rv, &[r], value);
+                            r = (r + 1) % rb.max(1) as u32;
+                            b
+                        };
                     }
                     for _ in 0..writes {
-                        t += write.blocks(wv, &wi[w..w + 1], value);
-                        w = (w + 1) % wi.len();
+                        t += if random {
+                            write.random_run(wv, &mut wi, 1, value)
+                        } else {
+                            let b = write.blocks(wv, &[w], value);
+                            w = (w + 1) % wb.max(1) as u32;
+                            b
+                        };
                     }
                 }
                 value += 1;
@@ -160,6 +160,37 @@ pub fn stream_for(
         }
     }
     (t, start.elapsed().as_secs_f64())
+}
+
+/// GB/s of `cpus` streaming `read` sequentially, each over its own view of `region`, for
+/// `duration` per repetition (`reps` kept, the first dropped): quick's and numa's
+/// read-bandwidth figure. The null executor counts one pass per worker per millisecond.
+pub fn read_bandwidth(
+    run: &mut pmscope_runner::harness::TargetRun<'_, '_>,
+    cpus: &[usize],
+    region: &mut pmscope_loops::Region<'_>,
+    read: Streamer,
+    duration: Duration,
+    reps: usize,
+) -> anyhow::Result<Vec<f64>> {
+    let executor = run.executor();
+    let views = StreamView::of(region, cpus.len(), false);
+    pmscope_runner::harness::repeat_dropping_first(reps, |rep| {
+        let out = run.on_cpus(cpus, |w| {
+            executor.run(
+                || stream_for(Role::Stream(read), views[w], false, duration, rep as u64),
+                || {
+                    let t = Traffic {
+                        read: views[w].len() as u64,
+                        written: 0,
+                    };
+                    (t, 0.001)
+                },
+            )
+        })?;
+        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+        Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
+    })
 }
 
 /// Traffic for loaded latency: `reads` read accesses and `writes` write accesses per round,
@@ -276,12 +307,5 @@ mod tests {
                 .all(|w| u64::from_ne_bytes(w.try_into().unwrap()) != 0)
         );
         assert!(b.0[2 * q..].iter().all(|&x| x == 0));
-    }
-
-    #[test]
-    fn random_blocks_stay_inside() {
-        let v = random_blocks(10, 1000, 3);
-        assert!(v.iter().all(|&i| i < 10));
-        assert!(v.iter().any(|&i| i != v[0]));
     }
 }

@@ -6,9 +6,18 @@ use std::process::{Command, Output};
 
 fn pmscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .env("PMSCOPE_RESULTS", test_store())
         .args(args)
         .output()
         .expect("run pmscope")
+}
+
+/// A results store of this test process's own, so no test writes into the user's store.
+fn test_store() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }
 
 fn stderr(o: &Output) -> String {
@@ -112,7 +121,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["loaded", "--probe", "load+mfence"],
         2,
-        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence\n",
+        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore, none), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)\n",
     ),
     (
         &["loaded", "--rw", "x"],
@@ -413,5 +422,144 @@ fn list_comes_from_the_registries() {
     let text = String::from_utf8_lossy(&o.stdout);
     for s in ["clflush", "clflushopt", "clwb", "ntstore", "none", "msync"] {
         assert!(text.contains(s), "{s}");
+    }
+    // One line per catalog row, with its aliases, and one JSON object per row.
+    let o = pmscope(&["list", "ops"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for row in pmscope_loops::catalog::CATALOG {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(row.id))
+            .unwrap_or_else(|| panic!("no line for {}", row.id));
+        for alias in row.names().skip(1) {
+            assert!(line.contains(alias), "{}: {alias}", row.id);
+        }
+    }
+    let o = pmscope(&["--json", "list", "ops"]);
+    let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["op"].to_string())
+        .collect();
+    assert_eq!(ids.len(), pmscope_loops::catalog::CATALOG.len());
+    assert!(ids.contains(&"\"store+clwb+mfence\"".to_string()));
+}
+
+#[test]
+fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("prev.jsonl");
+    std::fs::write(&out, "old\n").unwrap();
+    // node 99 does not exist: the run fails after the output was prepared.
+    let o = pmscope(&[
+        "verify",
+        "-t",
+        "dram:4k,node=99",
+        "--size",
+        "4MiB",
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    // Nothing else is left in the directory: no temporary file, no empty file.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Without --force a failed run leaves nothing that would block the next one.
+    let new = dir.path().join("new.jsonl");
+    let o = pmscope(&[
+        "verify",
+        "-t",
+        "dram:4k,node=99",
+        "--size",
+        "4MiB",
+        "-o",
+        new.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!new.exists());
+    let o = pmscope(&["verify", "--size", "4MiB", "-o", new.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&new).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn dash_means_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .env("PMSCOPE_RESULTS", test_store())
+        .args(["verify", "--size", "4MiB", "-o", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("only JSON on stdout");
+        assert_eq!(r["experiment"], "verify");
+    }
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named '-' was created"
+    );
+}
+
+#[test]
+fn json_mode_prints_only_json_lines() {
+    for args in [
+        &["info", "--json"][..],
+        &["list", "targets", "--json"],
+        &["list", "strategies", "--json"],
+        &["verify", "--size", "4MiB", "--json"],
+    ] {
+        let o = pmscope(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(!text.trim().is_empty(), "{args:?}");
+        for line in text.lines() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {line}"));
+        }
+    }
+}
+
+#[test]
+fn version_completions_and_manual_come_from_the_cli_definition() {
+    let o = pmscope(&["--version"]);
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        v.starts_with("pmscope 0.") && v.contains("(commit ") && v.contains(" build)"),
+        "{v}"
+    );
+    let o = pmscope(&["completions", "bash"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("_pmscope()") && text.contains("latency"));
+    let o = pmscope(&["man"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains(".TH pmscope 1") && text.contains("bandwidth"));
+    // Every measuring command's help shows examples, and the axis grammar where it takes one.
+    for cmd in [
+        "quick",
+        "verify",
+        "latency",
+        "inst",
+        "sync",
+        "rap",
+        "bandwidth",
+        "loaded",
+    ] {
+        let o = pmscope(&[cmd, "--help"]);
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            help.contains("EXAMPLES:\n  pmscope "),
+            "{cmd} --help has no examples"
+        );
+        if ["latency", "inst", "rap", "bandwidth", "loaded"].contains(&cmd) {
+            assert!(
+                help.contains("AXIS is a list"),
+                "{cmd} --help lacks the axis grammar"
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 fn pmscope(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
         .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("pmscope-test-results.sqlite"))
         .args(args)
         .output()
         .expect("run pmscope")
@@ -534,4 +535,67 @@ fn demo_finds_candidates_in_the_debian_genomes() {
     // The out-group holds a draft assembly of one of the in-group strains (USA300), so
     // the candidates are few: far fewer than the in-group's shared k-mers.
     assert!(lines < 200_000, "{lines}");
+}
+
+#[test]
+fn static_pm_counts_like_volatile_resumes_its_pool_and_refuses_a_foreign_one() {
+    let dir = fixtures();
+    let d = dir.path();
+    let common = [
+        "kmer", "count", "a.fa", "b.fa", "c.fa", "-k", "5", "--sorted",
+    ];
+    let run = |extra: &[&str], out: &str| {
+        let mut args: Vec<&str> = common.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", out]);
+        pmscope(d, &args)
+    };
+    let o = run(&[], "vol.tsv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["--table", "static-pm", "-t", "shm:4k"], "spm.tsv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read(d, "spm.tsv"), read(d, "vol.tsv"));
+    // A pool file: created, then reopened (the job is complete, the counts the same).
+    for out in ["pool1.tsv", "pool2.tsv"] {
+        let o = run(
+            &[
+                "--table",
+                "static-pm",
+                "--pool",
+                "counts.pool",
+                "--persist",
+                "clflush",
+            ],
+            out,
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(read(d, out), read(d, "vol.tsv"));
+    }
+    let o = pmscope(d, &["kmer", "recover", "--pool", "counts.pool"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("K = 5"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("3 genomes completed"), "{}", stdout(&o));
+    // A foreign file is refused with one sentence, exit 2, and left as it was.
+    let foreign: Vec<u8> = (0..8192u32).map(|i| (i * 31) as u8).collect();
+    std::fs::write(d.join("foreign.pool"), &foreign).unwrap();
+    let o = run(
+        &[
+            "--table",
+            "static-pm",
+            "--pool",
+            "foreign.pool",
+            "--persist",
+            "clflush",
+        ],
+        "foreign.tsv",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a pmscope k-mer pool"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    assert_eq!(std::fs::read(d.join("foreign.pool")).unwrap(), foreign);
+    assert!(!d.join("foreign.tsv").exists());
 }

@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 fn pmscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .env("PMSCOPE_RESULTS", test_store())
         .args(args)
         .output()
         .expect("run pmscope")
@@ -22,6 +23,16 @@ fn stderr(o: &Output) -> String {
 const COMMANDS: &[(&str, &[&str])] = &[
     ("verify", &["--size", "4MiB"]),
     ("quick", &["--size", "8MiB"]),
+    (
+        "probe",
+        &["read-buffer", "--sizes", "1KiB..64KiB", "--count", "200"],
+    ),
+    (
+        "probe",
+        &["chase-write", "--sizes", "1KiB..64KiB", "--count", "200"],
+    ),
+    ("suite", &["basic"]),
+    ("suite", &["table5"]),
     ("latency", &["--sizes", "64KiB,1MiB", "--samples", "500"]),
     (
         "inst",
@@ -81,9 +92,29 @@ fn every_measuring_command_runs_to_completion_with_the_null_executor() {
         a.extend_from_slice(args);
         let o = pmscope(&a);
         assert!(o.status.success(), "{cmd}: {}", stderr(&o));
-        let rs = records(&o);
+        check_all(cmd, &records(&o), "dram:4k");
+        // The human rendering of the same run works from the records.
+        let mut a = vec!["--null-executor", cmd, "-t", "dram:4k"];
+        a.extend_from_slice(args);
+        let o = pmscope(&a);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        assert!(!o.stdout.is_empty(), "{cmd}: printed nothing");
+    }
+    // numa makes its own targets: one per memory node, here node 0.
+    let o = pmscope(&["--null-executor", "--json", "numa", "--size", "4MiB"]);
+    assert!(o.status.success(), "numa: {}", stderr(&o));
+    let rs = records(&o);
+    check_all("numa", &rs, "dram:4k,node=0");
+    assert!(rs.iter().any(|r| r.experiment == "numa-latency"));
+    assert!(rs.iter().any(|r| r.experiment == "numa-bandwidth"));
+    let o = pmscope(&["--null-executor", "numa", "--size", "4MiB"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("CPU node \\ memory node"));
+}
+
+fn check_all(cmd: &str, rs: &[Record], spec: &str) {
+    {
         assert!(!rs.is_empty(), "{cmd}: no records");
-        for r in &rs {
+        for r in rs {
             pmscope_core::vocab::check_record(r).unwrap_or_else(|e| panic!("{cmd}: {e}"));
             assert_eq!(r.schema_version, pmscope_core::record::SCHEMA_VERSION);
             assert_eq!(r.params["executor"], "null", "{cmd}");
@@ -93,7 +124,7 @@ fn every_measuring_command_runs_to_completion_with_the_null_executor() {
             );
             assert_eq!(
                 r.target.as_ref().map(|t| t.spec.as_str()),
-                Some("dram:4k"),
+                Some(spec),
                 "{cmd}"
             );
             if r.summary.is_some() {
@@ -104,12 +135,6 @@ fn every_measuring_command_runs_to_completion_with_the_null_executor() {
             }
             assert!(r.system.timer.is_some(), "{cmd}: no timer in the record");
         }
-        // The human rendering of the same run works from the records.
-        let mut a = vec!["--null-executor", cmd, "-t", "dram:4k"];
-        a.extend_from_slice(args);
-        let o = pmscope(&a);
-        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
-        assert!(!o.stdout.is_empty(), "{cmd}: printed nothing");
     }
 }
 
@@ -221,4 +246,59 @@ fn the_same_failure_exits_with_the_same_code_in_every_command() {
             stderr(&o)
         );
     }
+}
+
+/// Every buffer probe measures for real on the three kinds of this machine, each curve with
+/// its knee record (found or not), every visit timed.
+#[test]
+fn every_probe_runs_on_dram_thp_and_shm() {
+    for kind in [
+        "read-buffer",
+        "write-buffer",
+        "rw-buffer",
+        "prefetch",
+        "chase-write",
+    ] {
+        let o = pmscope(&[
+            "--json",
+            "probe",
+            kind,
+            "-t",
+            "dram:4k",
+            "-t",
+            "dram:thp",
+            "-t",
+            "shm:4k",
+            "--sizes",
+            "1KiB,16KiB,256KiB",
+            "--count",
+            "300",
+        ]);
+        assert!(o.status.success(), "{kind}: {}", stderr(&o));
+        let rs = records(&o);
+        for r in &rs {
+            pmscope_core::vocab::check_record(r).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        }
+        for spec in ["dram:4k", "dram:thp", "shm:4k"] {
+            let mine = |e: &str| {
+                rs.iter()
+                    .filter(|r| r.experiment == e && r.target.as_ref().unwrap().spec == spec)
+                    .count()
+            };
+            let curves = mine("probe-knee");
+            assert!(curves >= 2, "{kind} {spec}: {curves} curves");
+            assert_eq!(mine("probe"), 3 * curves, "{kind} {spec}");
+            for r in rs.iter().filter(|r| r.experiment == "probe") {
+                assert_eq!(r.summary.as_ref().unwrap().n, 300);
+            }
+        }
+    }
+}
+
+/// A results store of this test process's own, so no test writes into the user's store.
+fn test_store() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
 }

@@ -12,8 +12,15 @@
 //! Invariants of a [`Mapping`] (checked with `debug_assert!` where cheap):
 //! * `raw.ptr` is the start of a live mapping of exactly `raw.len` bytes, readable and
 //!   writable, owned by this value alone, until drop;
-//! * `raw.len` is a multiple of 4 KiB and of the alignment recorded in `achieved`;
-//! * every page was touched once by the pre-fault pass, so no later access faults.
+//! * `raw.ptr` is page-aligned (so aligned for every [`Pod`] type) and `raw.len` is a
+//!   multiple of 4 KiB and of the alignment recorded in `achieved`;
+//! * every page was touched once by the pre-fault pass, so no later access faults;
+//! * safe code reaches the memory only through `&mut self` (`bytes_mut`, `slice_mut`:
+//!   exclusive, so no other view exists while they live) or `&self` (`atomics`: shared
+//!   mutation through atomics only). No `&[u8]` is ever handed out from `&self`, because
+//!   another thread may store through `atomics` at the same time;
+//! * `as_mut_ptr` hands out a raw pointer; dereferencing it is the caller's `unsafe`, and
+//!   the caller must not let it alias a live `bytes_mut`/`slice_mut` borrow.
 #![allow(unsafe_code)]
 
 use crate::guard::MemoryGuard;
@@ -221,12 +228,42 @@ pub struct Mapping {
     warnings: Vec<Warning>,
 }
 
-// SAFETY: the memory is owned by the Mapping; handing out `&[AtomicU64]` views is how
-// threads share it, and raw pointers are handed out only through `as_mut_ptr` to kernels
-// that partition the range themselves.
+// SAFETY: the Mapping owns its memory (no thread-local state is tied to it), so moving it
+// to another thread moves sole ownership; munmap from any thread is fine.
 unsafe impl Send for Mapping {}
-// SAFETY: as above; `&Mapping` gives only atomic or raw-pointer access.
+// SAFETY: through `&Mapping` safe code gets only `&[AtomicU64]` (data-race free by
+// construction) and a raw pointer whose dereference is the caller's own `unsafe`; plain
+// references to the bytes require `&mut Mapping`.
 unsafe impl Sync for Mapping {}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Plain old data: every bit pattern is a valid value, no padding, no drop. Sealed: only
+/// the primitive integers and floats below implement it, which is what makes
+/// [`Mapping::slice_mut`] sound on memory of any content.
+pub trait Pod: sealed::Sealed + Copy + 'static {}
+macro_rules! pod {
+    ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl Pod for $t {})* };
+}
+pod!(u8, u16, u32, u64, i32, i64, f32, f64);
+
+/// How another process can map the same memory: the file or device, the range, and how
+/// it was mapped. Only file-backed kinds have one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    /// The file or device to open.
+    pub path: PathBuf,
+    /// Offset of the mapping in it, in bytes.
+    pub offset: u64,
+    /// Length of the mapping, in bytes.
+    pub len: u64,
+    /// Whether the mapping is MAP_SYNC (`None`: not asked for, e.g. a plain shared map).
+    pub map_sync: Option<bool>,
+    /// Whether loads and stores reach the medium directly (devdax, or a DAX file).
+    pub dax: bool,
+}
 
 /// Maps `spec` with at least `bytes` bytes (rounded up to its page size or alignment),
 /// binds it to its node, pre-faults it and verifies what the kernel gave.
@@ -361,11 +398,41 @@ impl Mapping {
         unsafe { std::slice::from_raw_parts_mut(self.raw.ptr, self.raw.len) }
     }
 
-    /// The whole range as bytes, read-only.
-    pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the mapping is live and `len` bytes long; shared views from `&self` are
-        // only ever read (or written through atomics/raw pointers the caller coordinates).
-        unsafe { std::slice::from_raw_parts(self.raw.ptr, self.raw.len) }
+    /// The whole range as a slice of `T`. Errors if the length is not a multiple of
+    /// `size_of::<T>()` or the start is not aligned for `T` (never, for a page-aligned
+    /// mapping, but checked rather than assumed).
+    pub fn slice_mut<T: Pod>(&mut self) -> Result<&mut [T], TargetError> {
+        let size = std::mem::size_of::<T>();
+        if !self.raw.len.is_multiple_of(size)
+            || !(self.raw.ptr as usize).is_multiple_of(std::mem::align_of::<T>())
+        {
+            return Err(TargetError::system(format!(
+                "a mapping of {} bytes at {:p} cannot be viewed as {}",
+                self.raw.len,
+                self.raw.ptr,
+                std::any::type_name::<T>()
+            )));
+        }
+        // SAFETY: the mapping is live, `len` bytes long, readable and writable; the start
+        // is aligned for T and len is a whole number of T (checked above); T is Pod, so any
+        // bytes are a valid T; `&mut self` makes this the only view.
+        Ok(
+            unsafe {
+                std::slice::from_raw_parts_mut(self.raw.ptr.cast::<T>(), self.raw.len / size)
+            },
+        )
+    }
+
+    /// How another process can map the same memory: `None` for anonymous kinds (dram).
+    pub fn handoff(&self) -> Option<Handoff> {
+        let path = self.path()?.to_path_buf();
+        Some(Handoff {
+            path,
+            offset: 0,
+            len: self.raw.len as u64,
+            map_sync: self.backing.map_sync,
+            dax: self.backing.dax_file || self.backing.device.is_some(),
+        })
     }
 
     /// The range as 64-bit atomics, for structures shared between threads.

@@ -231,9 +231,29 @@ fn memory_guard_refuses_before_mapping() {
 fn mapped_memory_is_usable_through_every_view() {
     let mut m = map(&spec("dram:4k"), 1 << 20, &MapOptions::host()).unwrap();
     m.bytes_mut()[4095] = 42;
-    assert_eq!(m.bytes()[4095], 42);
+    assert_eq!(m.bytes_mut()[4095], 42);
     m.atomics()[1].store(7, std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(u64::from_ne_bytes(m.bytes()[8..16].try_into().unwrap()), 7);
+    assert_eq!(
+        u64::from_ne_bytes(m.bytes_mut()[8..16].try_into().unwrap()),
+        7
+    );
+    assert_eq!(m.slice_mut::<u64>().unwrap()[1], 7);
+    m.slice_mut::<u32>().unwrap()[0] = 0xdead_beef;
+    assert_eq!(m.slice_mut::<u32>().unwrap().len(), (1 << 20) / 4);
+    assert_eq!(&m.bytes_mut()[..4], &0xdead_beefu32.to_ne_bytes());
+    // Anonymous memory has nothing another process could open.
+    assert_eq!(m.handoff(), None);
+}
+
+#[test]
+fn a_file_mapping_hands_off_its_path_and_range() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let s = spec(&format!("file:{}", dir.path().display()));
+    let m = map(&s, 1 << 20, &MapOptions::host()).unwrap();
+    let h = m.handoff().expect("file-backed");
+    assert_eq!(Some(h.path.as_path()), m.path());
+    assert_eq!(h.offset, 0);
+    assert_eq!(h.len, m.len() as u64);
 }
 
 #[test]

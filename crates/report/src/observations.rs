@@ -20,20 +20,10 @@ pub struct Observation {
 }
 
 /// Where a latency curve (working set, ns) steps up: the last point before each rise of
-/// more than 25 % between neighbouring points. Consecutive rises form one transition (a
-/// cache level ends over a range of sizes, not at one point), so each transition yields one
-/// plateau end.
+/// more than 25 % between neighbouring points (`pmscope_core::knee::steps`, which
+/// `pmscope latency` uses too; consecutive rises are one transition).
 pub fn plateau_ends(points: &[(u64, f64)]) -> Vec<(u64, f64)> {
-    let mut ends = Vec::new();
-    let mut rising = false;
-    for w in points.windows(2) {
-        let rise = w[1].1 > w[0].1 * 1.25;
-        if rise && !rising {
-            ends.push(w[0]);
-        }
-        rising = rise;
-    }
-    ends
+    pmscope_core::knee::steps(points, 0.25)
 }
 
 /// The knee of a bandwidth-vs-access-size curve (sorted by size): the first size reaching
@@ -45,7 +35,7 @@ pub fn knee(curve: &[(f64, f64)]) -> Option<usize> {
         return None;
     }
     let peak = curve.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-    if !(peak > 0.0) || curve[0].1 > 0.7 * peak {
+    if peak.is_nan() || peak <= 0.0 || curve[0].1 > 0.7 * peak {
         return None;
     }
     let k = curve.iter().position(|p| p.1 >= 0.9 * peak)?;
@@ -176,8 +166,9 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
         // Read/write asymmetry of the peaks.
         if let (Some((r, _)), Some((w, wop))) =
             (peak(&["read"]), peak(&["write", "ntstore", "store+clwb"]))
+            && w > 0.0
         {
-            if w > 0.0 {
+            {
                 say(
                     "read-write-asymmetry",
                     "bandwidth-threads",

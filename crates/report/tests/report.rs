@@ -87,8 +87,8 @@ impl Gen {
                     let ws = 1u64 << shift;
                     let base = match ws {
                         ..=32768 => 1.2,
-                        ..=524288 => 4.0,
-                        ..=8388608 => 12.0,
+                        32769..=524288 => 4.0,
+                        524289..=8388608 => 12.0,
                         _ => 80.0 * tlb,
                     };
                     let ns = if pattern == "seq" { base / 3.0 } else { base };

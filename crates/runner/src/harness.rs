@@ -15,11 +15,12 @@
 //! inside a record; printing it is the sink's business.
 
 use crate::executor::Executor;
+use crate::interrupt;
 use crate::pin::{self, PinError};
 use crate::sanity;
 use crate::timer::Timer;
 use anyhow::{Context as _, Result};
-use pmscope_core::achieved::{Achieved, Persistence};
+use pmscope_core::achieved::Achieved;
 use pmscope_core::record::{Record, SystemSummary, TargetRecord, ThreadPlacement};
 use pmscope_core::warning::Warning;
 use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
@@ -171,11 +172,12 @@ impl<'s> Harness<'s> {
         F: FnMut(&mut TargetRun<'_, 's>, &mut Mapping) -> Result<()>,
     {
         for spec in targets {
+            interrupt::check()?;
             let mut mapping = pmscope_mapping::map(spec, bytes, opts)?;
             let target = mapping.record();
             let mut warnings = mapping.warnings().to_vec();
             if let Some(s) = persists {
-                warnings.extend(domain_warning(s, &target.spec, &target.achieved));
+                warnings.extend(pmscope_persist::domain_warning(s, &target.achieved));
             }
             let mut pairs: Vec<(String, &Achieved)> =
                 self.seen.iter().map(|(n, a)| (n.clone(), a)).collect();
@@ -227,18 +229,6 @@ impl<'s> Harness<'s> {
         self.sink.emit(&r)?;
         Ok(cross)
     }
-}
-
-/// Why `strategy` cannot make stores durable on a target, pmdk-style: a reason per
-/// (strategy, persistence domain).
-fn domain_warning(strategy: PersistStrategy, spec: &str, a: &Achieved) -> Option<Warning> {
-    (a.persistence == Persistence::PageCache && strategy != PersistStrategy::Msync).then(|| {
-        Warning::new(
-            "persist-on-page-cache",
-            format!("{spec} is a page-cache mapping: {strategy} does not make its stores durable"),
-            "use --persist msync for this target, or a DAX target",
-        )
-    })
 }
 
 /// One target being measured.
@@ -325,7 +315,13 @@ impl TargetRun<'_, '_> {
         r
     }
 
-    /// Emits a finished record.
+    /// `Err` once Ctrl-C or SIGTERM arrived: call it between points.
+    pub fn check_interrupt(&self) -> Result<()> {
+        Ok(interrupt::check()?)
+    }
+
+    /// Emits a finished record (after checking for an interrupt: a point finished after
+    /// the signal is still a finished point, so it is emitted first).
     pub fn emit(&mut self, r: &Record) -> Result<()> {
         self.harness
             .sink
@@ -335,13 +331,14 @@ impl TargetRun<'_, '_> {
 }
 
 /// Runs `rep(i)` for `reps + 1` repetitions and keeps the last `reps`: the first warms
-/// caches, TLBs, pages and the clock, and is dropped.
+/// caches, TLBs, pages and the clock, and is dropped. Stops between repetitions on Ctrl-C.
 pub fn repeat_dropping_first<T>(
     reps: usize,
     mut rep: impl FnMut(usize) -> Result<T>,
 ) -> Result<Vec<T>> {
     let mut kept = Vec::with_capacity(reps);
     for i in 0..=reps {
+        interrupt::check()?;
         let r = rep(i)?;
         if i > 0 {
             kept.push(r);

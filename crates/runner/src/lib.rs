@@ -8,6 +8,7 @@
 
 pub mod executor;
 pub mod harness;
+pub mod interrupt;
 pub mod pin;
 pub mod sanity;
 pub mod timer;

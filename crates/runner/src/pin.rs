@@ -39,42 +39,7 @@ where
     R: Send,
     F: Fn(usize) -> R + Sync,
 {
-    check_cpus(cpus)?;
-    let gate = Barrier::new(cpus.len());
-    let work = &work;
-    let gate = &gate;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = cpus
-            .iter()
-            .enumerate()
-            .map(|(i, &cpu)| {
-                s.spawn(move || {
-                    let pinned = pmscope_sys::affinity::pin_current_thread(cpu);
-                    gate.wait();
-                    pinned.map_err(|e| {
-                        PinError(format!("cannot pin worker {i} to CPU {cpu}: {e}"))
-                    })?;
-                    let r = work(i);
-                    let observed = pmscope_sys::affinity::current_cpu().unwrap_or(usize::MAX);
-                    Ok((
-                        r,
-                        ThreadPlacement {
-                            worker: i,
-                            cpu_requested: cpu,
-                            cpu_observed: observed,
-                        },
-                    ))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| PinError("a worker thread panicked".into()))?
-            })
-            .collect()
-    })
+    run_pinned_each(cpus, &mut vec![(); cpus.len()], |i, _| work(i))
 }
 
 /// Runs `work(i, &mut items[i])` on one thread per CPU, worker `i` pinned to `cpus[i]` and

@@ -187,8 +187,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
         Duration::from_secs_f64(a.duration.map_or(if a.full { 1.0 } else { 0.15 }, |d| d.0));
     let reps = a.reps.map_or(if a.full { 5 } else { 3 }, |r| r.0);
     let points = ops.len() * patterns.len() * sizes.len() * threads.len();
-    let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
-    let json = sink.json();
+    let progress = Progress::new((points * specs.len()) as u64, "bandwidth", sink.human());
+    let json = !sink.human();
     let mut results: Vec<Point> = Vec::new();
     // Each thread's part is first touched by the CPU that streams over it, as likwid and MLC
     // place it (with --shared there is no own part: the calling thread touches it all).
@@ -217,9 +217,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
                         }),
                     ) {
                         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                            return Err(usage(e.to_string()));
-                        }
+                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(e.into()),
                     };
                     for &n in &threads {
                         for (label, roles) in thread_roles(n, mix, s_op, s_read, s_write) {

@@ -17,9 +17,11 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
+use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
+use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use std::collections::BTreeMap;
 
 /// A cell of the table.
@@ -64,10 +66,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             .split(',')
             .map(|s| {
                 Op::parse(s.trim()).ok_or_else(|| {
-                    usage(format!(
-                        "'{s}' is not an op: use {}",
-                        OPS.iter().map(|o| o.name()).collect::<Vec<_>>().join(", ")
-                    ))
+                    usage(format!("'{s}' is not an op: use {}", catalog::op_names()))
                 })
             })
             .collect::<Result<_>>()?,
@@ -135,8 +134,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
     }
     let features = ctx.features;
     let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
-    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", !sink.json());
-    let json = sink.json();
+    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", sink.human());
+    let json = !sink.human();
     let mut h = ctx.start(sink, &[cpu], Some(region_bytes), true)?;
     let timer = *h.timer();
     h.per_target(&specs, region_bytes, &opts, None, |run, m| {
@@ -147,10 +146,13 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             let mut results = BTreeMap::new();
             let mut ticks = vec![0u64; count];
             for &c in &cells {
+                if interrupt::check().is_err() {
+                    break; // the cells so far are recorded, then the run stops
+                }
                 let op = ops[c.op_index];
                 let fence = fences[c.fence_index];
                 let w = if c.size == 8 { Width::W8 } else { width };
-                let outcome = match Sequence::new(op, fence, w, &features) {
+                let outcome = match catalog::of(op, fence).sequence(w, &features) {
                     Err(e) => Outcome::Unsupported(e.to_string(), e.reason.clone()),
                     Ok(seq) => {
                         let ns = executor.run(
@@ -211,7 +213,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             run.emit(&r)?;
         }
         columns.push((run.target().spec.clone(), results));
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();

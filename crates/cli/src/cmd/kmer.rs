@@ -8,12 +8,13 @@
 //! `--force`. The record goes to stdout with `--json` and to `--record FILE`.
 
 use crate::args::{
-    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRunArgs, KmerSynthArgs, KmerTableKind,
-    OutputArgs,
+    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRecoverArgs, KmerRunArgs, KmerSynthArgs,
+    KmerTableKind, OutputArgs,
 };
 use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::atomic_file::PendingOutput;
 use crate::output::table::Table;
 use anyhow::{Context as _, Result, anyhow};
 use pmscope_core::record::Record;
@@ -23,8 +24,7 @@ use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use pmscope_workload::kmer::table::TableKind;
 use std::path::{Path, PathBuf};
 
 /// Runs a `pmscope kmer` command.
@@ -64,7 +64,32 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerArgs) -> Result<()> {
         }
         KmerCommand::Demo(d) => demo(ctx, out, d),
         KmerCommand::Synth(s) => synth(s),
+        KmerCommand::Recover(r) => recover(r),
     }
+}
+
+/// `pmscope kmer recover`: checks a pool and says what it holds.
+fn recover(r: &KmerRecoverArgs) -> Result<()> {
+    let opts = pmscope_mapping::MapOptions::host();
+    let (h, rec) = pmscope_workload::kmer::table::static_pm::check_pool(&r.pool, &opts)
+        .map_err(job_error_table)?;
+    println!(
+        "{}: static-pm pool, K = {}, {} slots, written with --persist {}\n  \
+         {} genomes completed; {} k-mers ({} genome counts); {} cut-short inserts cleared",
+        r.pool.display(),
+        h.k,
+        h.capacity,
+        h.strategy,
+        h.done,
+        rec.valid,
+        rec.counted,
+        rec.cleared
+    );
+    Ok(())
+}
+
+fn job_error_table(e: pmscope_workload::kmer::table::TableError) -> anyhow::Error {
+    job_error(JobError::Table(e))
 }
 
 /// Validates the run options, runs the job, writes the k-mers and the record, and prints
@@ -91,7 +116,19 @@ fn run_job(
             .unwrap_or(1)
             .max(1),
     };
-    let KmerTableKind::Volatile = r.table;
+    let table = match r.table {
+        KmerTableKind::Volatile => TableKind::Volatile,
+        KmerTableKind::StaticPm => TableKind::StaticPm,
+    };
+    let persist: pmscope_persist::PersistStrategy = r
+        .persist
+        .parse()
+        .map_err(|e| usage(format!("--persist: {e}")))?;
+    if r.pool.is_some() && table == TableKind::Volatile {
+        return Err(usage(
+            "--pool holds a persistent table; add --table static-pm",
+        ));
+    }
     let (specs, map_options) = ctx.targets(&r.targets, &["dram:thp"])?;
     if specs.len() != 1 {
         return Err(usage(
@@ -131,18 +168,22 @@ fn run_job(
         },
         sorted: r.sorted,
         preview: if demo { 5 } else { 3 },
+        table,
+        pool: r.pool.clone(),
+        persist,
     };
     let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
     let mut sink = Sink::open(&OutputArgs {
         json: out.json,
         output: r.record.clone(),
-        force: out.force,
+        ..out.clone()
     })?;
     if let Some(o) = kmers_out {
         o.commit()?;
     }
     let record = to_record(ctx, &report);
     sink.emit(&record)?;
+    sink.commit()?;
     if !out.json {
         let text = summary(&report, out.output.as_deref(), demo);
         if to_stdout {
@@ -160,110 +201,14 @@ fn job_error(e: JobError) -> anyhow::Error {
     match e {
         JobError::Read(r) if r.is_usage => usage(r.to_string()),
         JobError::Usage(m) => usage(m),
+        JobError::Table(pmscope_workload::kmer::table::TableError::Refused(m)) => usage(m),
+        JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) if t.is_usage() => {
+            usage(t.to_string())
+        }
         JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) => {
             anyhow::Error::new(t).context("mapping the k-mer table")
         }
         other => anyhow!("{other}"),
-    }
-}
-
-/// Where the k-mers go: stdout, or a hidden file linked to its name on success.
-enum PendingOutput {
-    Stdout(BufWriter<std::io::Stdout>),
-    File {
-        temp: PathBuf,
-        dest: PathBuf,
-        force: bool,
-        writer: Option<BufWriter<File>>,
-    },
-}
-
-impl PendingOutput {
-    fn prepare(dest: &Path, force: bool) -> Result<PendingOutput> {
-        if dest == Path::new("-") {
-            return Ok(PendingOutput::Stdout(BufWriter::with_capacity(
-                1 << 20,
-                std::io::stdout(),
-            )));
-        }
-        if dest.exists() && !force {
-            return Err(usage(format!(
-                "{} already exists; pass --force to overwrite it or choose another -o file",
-                dest.display()
-            )));
-        }
-        let name = dest
-            .file_name()
-            .ok_or_else(|| usage(format!("-o {}: not a file name", dest.display())))?;
-        let temp = dest.with_file_name(format!(
-            ".{}.pmscope-{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| usage(format!("cannot create {}: {e}", dest.display())))?;
-        Ok(PendingOutput::File {
-            temp,
-            dest: dest.to_path_buf(),
-            force,
-            writer: Some(BufWriter::with_capacity(1 << 20, file)),
-        })
-    }
-
-    fn writer(&mut self) -> &mut dyn Write {
-        match self {
-            PendingOutput::Stdout(w) => w,
-            PendingOutput::File { writer, .. } => writer.as_mut().expect("open until commit"),
-        }
-    }
-
-    /// Puts the finished file in place: a hard link fails if the name exists (no clobber
-    /// even if it appeared meanwhile); --force renames over it.
-    fn commit(mut self) -> Result<()> {
-        match &mut self {
-            PendingOutput::Stdout(w) => w.flush().context("writing stdout"),
-            PendingOutput::File {
-                temp,
-                dest,
-                force,
-                writer,
-            } => {
-                let w = writer.take().expect("open until commit");
-                let file = w
-                    .into_inner()
-                    .map_err(|e| anyhow!("writing {}: {e}", dest.display()))?;
-                file.sync_all().ok();
-                if *force {
-                    std::fs::rename(&temp, &dest)
-                        .with_context(|| format!("writing {}", dest.display()))?;
-                } else {
-                    match std::fs::hard_link(&temp, &dest) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            return Err(usage(format!(
-                                "{} already exists; pass --force to overwrite it or choose another -o file",
-                                dest.display()
-                            )));
-                        }
-                        // File systems without hard links: the existence check above stands.
-                        Err(_) => std::fs::rename(&temp, &dest)
-                            .with_context(|| format!("writing {}", dest.display()))?,
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Drop for PendingOutput {
-    fn drop(&mut self) {
-        if let PendingOutput::File { temp, .. } = self {
-            let _ = std::fs::remove_file(temp);
-        }
     }
 }
 

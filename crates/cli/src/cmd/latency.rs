@@ -19,6 +19,7 @@ use pmscope_loops::chain::{ChainSpec, Order};
 use pmscope_loops::chase::Chaser;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use pmscope_sys::cpu;
 
 /// The default sweep: every power of two and the midpoint after it, from 4 KiB to `max`.
@@ -96,7 +97,7 @@ fn plan(ctx: &Context, a: &LatencyArgs) -> Result<Plan> {
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
     let plan = plan(ctx, a)?;
     measure(ctx, sink, &plan)?;
-    if !sink.json() {
+    if sink.human() {
         render(ctx, sink.records());
     }
     Ok(())
@@ -107,7 +108,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     let progress = Progress::new(
         (p.sizes.len() * p.targets.len()) as u64,
         "latency",
-        !sink.json(),
+        sink.human(),
     );
     let mut h = ctx.start(sink, &[p.cpu], Some(max_ws), p.samples > 0)?;
     let timer = *h.timer();
@@ -118,6 +119,9 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             let mut points = Vec::new();
             let mut dist = None;
             for &ws in &p.sizes {
+                if interrupt::check().is_err() {
+                    break; // the points so far are recorded, then the run stops
+                }
                 let (ns, d) = executor.run(
                     || -> Result<_> {
                         let mut chaser = Chaser::build(&mut region, ws as usize, &p.chain)
@@ -171,18 +175,19 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             r.histogram = Some(hist);
             run.emit(&r)?;
         }
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();
     Ok(())
 }
 
-/// Where the latency curve steps up (`pmscope_report::plateau_ends`, shared with the
-/// report's latency figure).
+/// Where the latency curve steps up: the last point before each rise of more than 25 %
+/// between neighbouring points (`core::knee::steps`; a cache level ends over a range of
+/// sizes, so consecutive rises are one transition).
 pub fn plateau_ends(points: &[Point]) -> Vec<(u64, f64)> {
     let curve: Vec<(u64, f64)> = points.iter().map(|p| (p.ws, p.summary.p50)).collect();
-    pmscope_report::plateau_ends(&curve)
+    pmscope_core::knee::steps(&curve, 0.25)
 }
 
 /// The human tables, drawn from the records alone: a curve per target with its plateaus,

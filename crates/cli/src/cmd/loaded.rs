@@ -22,11 +22,13 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width};
+use pmscope_loops::catalog;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
 use pmscope_persist::PersistStrategy;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 use std::sync::Barrier;
@@ -42,27 +44,26 @@ pub enum Probe {
     Persist(Op, FenceKind),
 }
 
-/// Parses `--probe`: `chase`, `store+<flush>+<fence>`, `ntstore+<fence>`, or a persist
-/// strategy name (clflush, clflushopt, clwb, ntstore) meaning its store, flush and drain.
+/// Parses `--probe`: `chase`, a persist strategy name (meaning the catalog row that
+/// performs its store, flush and drain), or any storing row of the op catalog by id or
+/// alias (`store+clwb+sfence`, `SW`).
 pub fn parse_probe(s: &str) -> Result<Probe, String> {
-    let err = || {
-        format!(
-            "'{s}' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence"
-        )
-    };
-    Ok(match s {
-        "chase" => Probe::Chase,
-        "clflush" => Probe::Persist(Op::StoreClflush, FenceKind::None),
-        "clflushopt" => Probe::Persist(Op::StoreClflushopt, FenceKind::Sfence),
-        "clwb" => Probe::Persist(Op::StoreClwb, FenceKind::Sfence),
-        "ntstore" => Probe::Persist(Op::NtStore, FenceKind::Sfence),
-        _ => {
-            let (op, fence) = s.rsplit_once('+').ok_or_else(err)?;
-            let fence = FenceKind::parse(fence).ok_or_else(err)?;
-            let op = Op::parse(op).filter(|o| o.writes()).ok_or_else(err)?;
-            Probe::Persist(op, fence)
-        }
-    })
+    if s == "chase" {
+        return Ok(Probe::Chase);
+    }
+    let row = s
+        .parse::<pmscope_persist::PersistStrategy>()
+        .ok()
+        .and_then(catalog::for_strategy)
+        .or_else(|| catalog::find(s))
+        .filter(|r| r.op.writes())
+        .ok_or_else(|| {
+            format!(
+                "'{s}' is not a probe: use chase, a persist strategy ({}), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)",
+                catalog::strategy_names()
+            )
+        })?;
+    Ok(Probe::Persist(row.op, row.fence))
 }
 
 /// The delay schedule: idle (no traffic) first, then the delays from the largest (lightest
@@ -209,13 +210,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
     let traffic_bytes = a.traffic_region.0;
     let access_bytes = a.traffic_access.0 as usize;
     let width = if ctx.features.avx512f { 64 } else { 32 };
-    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
-    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
+    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)?;
+    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)?;
     if let Probe::Persist(op, fence) = probe {
-        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)
-            .map_err(|e| usage(e.to_string()))?;
+        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)?;
     }
     let samples = a
         .samples
@@ -239,7 +237,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
         reps: if a.full { 9 } else { 5 },
         rep_ns: if a.full { 100e6 } else { 40e6 },
     };
-    let json = sink.json();
+    let json = !sink.human();
     let mut curves = Vec::new();
     let persists = match probe {
         Probe::Chase => None,
@@ -319,7 +317,16 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             };
             let _ = w;
             let mut points = Vec::new();
-            for &(delay_ns, _) in &schedule {
+            for (i, &(delay_ns, _)) in schedule.iter().enumerate() {
+                if interrupt::check().is_err() {
+                    // Release the traffic threads through the remaining points unmeasured.
+                    failed.store(true, Ordering::SeqCst);
+                    for _ in i..schedule.len() {
+                        team.wait();
+                        team.wait();
+                    }
+                    break;
+                }
                 stop.store(false, Ordering::SeqCst);
                 team.wait();
                 // Let the traffic reach steady state before measuring.
@@ -357,7 +364,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             run.emit(&r)?;
         }
         curves.push((run.target().spec.clone(), points));
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();
@@ -451,6 +458,15 @@ mod tests {
         assert_eq!(
             parse_probe("clwb"),
             Ok(Probe::Persist(Op::StoreClwb, FenceKind::Sfence))
+        );
+        assert_eq!(
+            parse_probe("SW"),
+            Ok(Probe::Persist(Op::StoreClwb, FenceKind::Mfence))
+        );
+        assert_eq!(
+            parse_probe("ntstore"),
+            Ok(Probe::Persist(Op::NtStore, FenceKind::Sfence)),
+            "the strategy, not the undrained row"
         );
         assert!(parse_probe("load+mfence").is_err());
         assert!(parse_probe("store+clwb+xfence").is_err());

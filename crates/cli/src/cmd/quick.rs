@@ -6,7 +6,7 @@
 use crate::args::QuickArgs;
 use crate::cmd::verify::verify_targets;
 use crate::context::Context;
-use crate::measure::{LatencyPlan, Role, chase_latency, stream_for};
+use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
 use crate::output::Sink;
 use crate::output::table::Table;
 use anyhow::Result;
@@ -17,9 +17,8 @@ use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;
-use pmscope_loops::stream::{StreamOp, StreamView, Streamer, Traffic};
+use pmscope_loops::stream::{StreamOp, Streamer};
 use pmscope_runner::executor::Executor;
-use pmscope_runner::harness::repeat_dropping_first;
 use std::time::Duration;
 
 /// The embedded default targets.
@@ -69,8 +68,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
     let (specs, opts) = ctx.targets(&a.targets, &DEFAULT_TARGETS)?;
     let cpus = pmscope_sys::affinity::allowed_cpus()?;
     let width = if ctx.features.avx512f { 64 } else { 32 };
-    let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features)?;
     sink.text(&format!(
         "pmscope quick: {} on {} ({} CPUs, {} NUMA node{})\n",
         specs
@@ -111,31 +109,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         r.summary = Some(latency);
         run.emit(&r)?;
         // Bandwidth: every CPU reads its own part sequentially.
-        let views = StreamView::of(&mut region, cpus.len(), false);
-        let gbs = repeat_dropping_first(3, |rep| {
-            let out = run.on_cpus(&cpus, |w| {
-                executor.run(
-                    || {
-                        stream_for(
-                            Role::Stream(read),
-                            views[w],
-                            false,
-                            Duration::from_millis(150),
-                            rep as u64,
-                        )
-                    },
-                    || {
-                        let t = Traffic {
-                            read: views[w].len() as u64,
-                            written: 0,
-                        };
-                        (t, 0.001)
-                    },
-                )
-            })?;
-            let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-            Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
-        })?;
+        let gbs = read_bandwidth(run, &cpus, &mut region, read, Duration::from_millis(150), 3)?;
         let mut r = run
             .record("quick")
             .param("op", "read")

@@ -19,6 +19,7 @@ use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::rng::SplitMix64;
 use pmscope_persist::{PersistStrategy, Persister};
 use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 
 /// Latencies (ticks, overhead included) of loading the line persisted `d` lines earlier,
 /// `samples` times, walking `order` (line numbers).
@@ -48,13 +49,9 @@ fn read_after_persist(
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let strategy: PersistStrategy = a
-        .persist
-        .parse()
-        .map_err(|e: pmscope_persist::Unsupported| usage(e.to_string()))?;
-    let persister = Persister::new(strategy, &ctx.features).map_err(|e| usage(e.to_string()))?;
-    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let strategy: PersistStrategy = a.persist.parse()?;
+    let persister = Persister::new(strategy, &ctx.features)?;
+    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)?;
     let distances: Vec<usize> = parse_axis(&a.distances, AxisKind::Count)
         .map_err(|e| usage(e.to_string()))?
         .into_iter()
@@ -77,9 +74,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
     let progress = Progress::new(
         (specs.len() * (distances.len() + 1)) as u64,
         "rap",
-        !sink.json(),
+        sink.human(),
     );
-    let json = sink.json();
+    let json = !sink.human();
     let mut tables = Vec::new();
     let mut h = ctx.start(sink, &[cpu], Some(region_bytes), true)?;
     let timer = *h.timer();
@@ -114,6 +111,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             progress.inc();
             let mut curve = Vec::new();
             for &d in &distances {
+                if interrupt::check().is_err() {
+                    break; // the distances so far are recorded, then the run stops
+                }
                 let s = executor.run(
                     || -> std::io::Result<_> {
                         let t =
@@ -147,7 +147,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             run.emit(&r)?;
         }
         tables.push((run.target().spec.clone(), idle, curve));
-        Ok(())
+        run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();

@@ -16,28 +16,11 @@ use anyhow::Result;
 use pmscope_core::summary::Summary;
 use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
+use pmscope_loops::access::{FenceKind, Sequence, Width, store_value};
+use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
 use pmscope_runner::harness::repeat_dropping_first;
 use std::time::{Duration, Instant};
-
-/// pmmeter's synchronisation options, in its order.
-pub const OPTIONS: [(&str, Op, FenceKind); 14] = [
-    ("load bare", Op::Load, FenceKind::None),
-    ("load nt", Op::NtLoad, FenceKind::None),
-    ("load bare+F", Op::Load, FenceKind::Mfence),
-    ("load nt+F", Op::NtLoad, FenceKind::Mfence),
-    ("store bare", Op::Store, FenceKind::None),
-    ("store nt", Op::NtStore, FenceKind::None),
-    ("store bare+F", Op::Store, FenceKind::Mfence),
-    ("store nt+F", Op::NtStore, FenceKind::Mfence),
-    ("store clflush", Op::StoreClflush, FenceKind::None),
-    ("store clflushopt", Op::StoreClflushopt, FenceKind::None),
-    ("store clwb", Op::StoreClwb, FenceKind::None),
-    ("store clflush+F", Op::StoreClflush, FenceKind::Mfence),
-    ("store clflushopt+F", Op::StoreClflushopt, FenceKind::Mfence),
-    ("store clwb+F", Op::StoreClwb, FenceKind::Mfence),
-];
 
 /// Lines per call between clock checks: long enough that the check costs nothing, short
 /// enough to stop within a millisecond of the deadline.
@@ -100,11 +83,11 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         Duration::from_secs_f64(a.duration.map_or(if a.full { 1.0 } else { 0.2 }, |d| d.0));
     let features = ctx.features;
     let progress = Progress::new(
-        (specs.len() * OPTIONS.len() * patterns.len()) as u64,
+        (specs.len() * catalog::pmmeter_options().count() * patterns.len()) as u64,
         "sync",
-        !sink.json(),
+        sink.human(),
     );
-    let json = sink.json();
+    let json = !sink.human();
     let mut tables = Vec::new();
     // Each thread's part is first touched by the CPU that streams over it.
     let mut opts = opts;
@@ -116,15 +99,18 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         let lines_per_thread = m.len() / threads / 64;
         let mut regions = Region::from_slice(m.bytes_mut()).split(threads, 64);
         let mut rows = Vec::new();
-        for &(name, op, fence) in &OPTIONS {
-            let fence = if fence == FenceKind::None {
-                fence
-            } else {
-                plus_f
+        // pmmeter's options, in its order; `+F` is the row with the chosen fence.
+        for option in catalog::pmmeter_options() {
+            let name = option.pmmeter.expect("a pmmeter option");
+            let row = match option.fence {
+                FenceKind::None => option,
+                _ => catalog::of(option.op, plus_f),
             };
+            let (op, fence) = (row.op, row.fence);
             for &random in &patterns {
+                run.check_interrupt()?;
                 let pattern = Pattern::from_random(random).name();
-                let seq = match Sequence::new(op, fence, unit, &features) {
+                let seq = match row.sequence(unit, &features) {
                     Ok(s) => s,
                     Err(e) => {
                         let r = run

@@ -160,7 +160,6 @@ impl Figure for BandwidthVsAccessSize {
             }
             let mark = ctx
                 .reference("access_granularity_bytes")
-                .map(|(v, l)| (v, l))
                 .unwrap_or((256.0, "256 B".into()));
             svgs.push(plot::line_chart(&LineChart {
                 x_label: format!("access size ({op}, {threads} threads)"),

@@ -6,7 +6,10 @@ use crate::plot::{self, Axis, LineChart, Series};
 use pmscope_core::record::Record;
 
 /// The loaded-latency curves: (target, traffic mix) → (traffic GB/s, probe ns), by bandwidth.
-pub(crate) fn curves(records: &[Record]) -> Vec<((String, String), Vec<(f64, f64)>)> {
+/// One curve per (target, traffic R:W mix).
+pub(crate) type Curves = Vec<((String, String), Vec<(f64, f64)>)>;
+
+pub(crate) fn curves(records: &[Record]) -> Curves {
     let recs: Vec<&Record> = data::of(records, "loaded").collect();
     // The idle point (no traffic threads) belongs to every mix of its target.
     let mixes: Vec<String> = {

@@ -213,10 +213,3 @@ pub unsafe fn copy32(src: *const u8, dst: *mut u8, bytes: usize) {
         );
     }
 }
-
-/// `sfence`.
-#[inline(always)]
-pub fn sfence() {
-    // SAFETY: sfence exists on every x86-64 CPU.
-    unsafe { asm!("sfence", options(nostack, preserves_flags)) };
-}

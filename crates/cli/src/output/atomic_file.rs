@@ -1,0 +1,132 @@
+//! Files that appear only when complete (ripgrep's and hyperfine's habit for exported
+//! results): `-o` record files and `pmscope kmer` outputs are written beside their name and
+//! moved into place on success.
+
+use crate::error::usage;
+use anyhow::{Context as _, Result, anyhow};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// An output that appears under its name only when the run succeeded: stdout (`-`), or a
+/// hidden file beside the name, linked into place by [`PendingOutput::commit`] and removed
+/// if the run fails or is interrupted — so a failed run never leaves a truncated file,
+/// never clobbers an existing one, and never leaves a 0-byte file that blocks the next.
+pub enum PendingOutput {
+    Stdout(BufWriter<std::io::Stdout>),
+    File {
+        temp: PathBuf,
+        dest: PathBuf,
+        force: bool,
+        writer: Option<BufWriter<File>>,
+        wrote: bool,
+    },
+}
+
+impl PendingOutput {
+    pub fn prepare(dest: &Path, force: bool) -> Result<PendingOutput> {
+        if dest == Path::new("-") {
+            return Ok(PendingOutput::Stdout(BufWriter::with_capacity(
+                1 << 20,
+                std::io::stdout(),
+            )));
+        }
+        if dest.exists() && !force {
+            return Err(usage(format!(
+                "{} already exists; pass --force to overwrite it or choose another -o file",
+                dest.display()
+            )));
+        }
+        let name = dest
+            .file_name()
+            .ok_or_else(|| usage(format!("-o {}: not a file name", dest.display())))?;
+        let temp = dest.with_file_name(format!(
+            ".{}.pmscope-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| usage(format!("cannot create {}: {e}", dest.display())))?;
+        Ok(PendingOutput::File {
+            temp,
+            dest: dest.to_path_buf(),
+            force,
+            writer: Some(BufWriter::with_capacity(1 << 20, file)),
+            wrote: false,
+        })
+    }
+
+    /// Appends one line, flushed at once (JSON Lines records).
+    pub fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        let w = self.writer();
+        writeln!(w, "{line}")?;
+        w.flush()?;
+        if let PendingOutput::File { wrote, .. } = self {
+            *wrote = true;
+        }
+        Ok(())
+    }
+
+    /// Whether anything was written.
+    pub fn written(&self) -> bool {
+        matches!(self, PendingOutput::File { wrote: true, .. })
+    }
+
+    /// The writer (for outputs that are not JSON Lines, such as k-mers).
+    pub fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            PendingOutput::Stdout(w) => w,
+            PendingOutput::File { writer, .. } => writer.as_mut().expect("open until commit"),
+        }
+    }
+
+    /// Puts the finished file in place: a hard link fails if the name exists (no clobber
+    /// even if it appeared meanwhile); --force renames over it.
+    pub fn commit(mut self) -> Result<()> {
+        match &mut self {
+            PendingOutput::Stdout(w) => w.flush().context("writing stdout"),
+            PendingOutput::File {
+                temp,
+                dest,
+                force,
+                writer,
+                ..
+            } => {
+                let w = writer.take().expect("open until commit");
+                let file = w
+                    .into_inner()
+                    .map_err(|e| anyhow!("writing {}: {e}", dest.display()))?;
+                file.sync_all().ok();
+                if *force {
+                    std::fs::rename(&temp, &dest)
+                        .with_context(|| format!("writing {}", dest.display()))?;
+                } else {
+                    match std::fs::hard_link(&temp, &dest) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            return Err(usage(format!(
+                                "{} already exists; pass --force to overwrite it or choose another -o file",
+                                dest.display()
+                            )));
+                        }
+                        // File systems without hard links: the existence check above stands.
+                        Err(_) => std::fs::rename(&temp, &dest)
+                            .with_context(|| format!("writing {}", dest.display()))?,
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for PendingOutput {
+    fn drop(&mut self) {
+        if let PendingOutput::File { temp, .. } = self {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
