@@ -162,6 +162,43 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Creates a complete, empty store at `path` unless a file is there by then.
+fn create_whole(path: &Path) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results.sqlite".into());
+    let temp = path.with_file_name(format!(".{name}.pmscope-{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    {
+        let conn = Connection::open_with_flags(
+            &temp,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        let store = Store {
+            conn,
+            path: temp.clone(),
+        };
+        store.migrate()?;
+        // Back to a single file before it takes its name (no -wal/-shm beside the temp).
+        store.conn.pragma_update(None, "journal_mode", "DELETE")?;
+    }
+    let linked = std::fs::hard_link(&temp, path);
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(e)),
+    }
+}
+
 impl Store {
     /// Opens the store at `path`, creating it (and its directory) if absent. A file that
     /// is not a pmscope store, or one from a newer pmscope, is refused and not touched.
@@ -189,17 +226,17 @@ impl Store {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir).map_err(io)?;
                 }
-                false
+                // A new store appears whole: built beside its name and linked into place,
+                // so another pmscope opening the same path at that moment never sees a
+                // half-made file (it would refuse it as foreign); if one appeared meanwhile,
+                // that one is used.
+                create_whole(path)?;
+                true
             }
             Err(e) => return Err(io(e)),
         };
-        let flags = if existed {
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        debug_assert!(existed);
         let conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(Duration::from_secs(30))?;
         if existed {
