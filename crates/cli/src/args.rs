@@ -64,6 +64,11 @@ pub struct Cli {
     /// and every record says so (tests run every command to completion with it).
     #[arg(long, global = true, hide = true)]
     pub null_executor: bool,
+    /// Hardware prefetchers during measurements: `off` turns them off on every CPU through
+    /// the msr driver (bare metal, root), as Intel MLC does, and back on afterwards; where
+    /// that is impossible (a VM) the records say why and the run goes on.
+    #[arg(long, global = true, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub prefetchers: String,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
