@@ -174,11 +174,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
 
 fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     let features = ctx.features;
-    let progress = Progress::new(
-        (p.specs.len() * p.cells.len()) as u64,
-        "inst",
-        sink.human(),
-    );
+    let progress = Progress::new((p.specs.len() * p.cells.len()) as u64, "inst", sink.human());
     let mut h = ctx.start(sink, &[p.cpu], Some(p.region_bytes), true)?;
     let timer = *h.timer();
     let (ops, fences, count) = (&p.ops, &p.fences, p.count);
@@ -358,7 +354,6 @@ fn key(r: &Record) -> (&str, &str, u64, &str) {
         r.text("pattern"),
     )
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -120,73 +120,90 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     );
     let mut h = ctx.start(sink, &[p.cpu], Some(p.region_bytes), true)?;
     let timer = *h.timer();
-    h.per_target(&p.specs, p.region_bytes, &p.opts, Some(strategy), |run, m| {
-        let executor = run.executor();
-        let (idle, curve) = run.on_cpu(p.cpu, m.bytes_mut(), |bytes| -> std::io::Result<_> {
-            let mut region = Region::from_slice(bytes);
-            let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
-            let mut order: Vec<u32> = (0..lines as u32).collect();
-            SplitMix64::new(p.seed).shuffle(&mut order);
-            let to_ns = |t: &[u64]| -> Summary {
-                let ns: Vec<f64> = t
-                    .iter()
-                    .map(|&x| timer.tsc_ticks_to_ns(x.saturating_sub(overhead)))
-                    .collect();
-                Summary::of(&ns).expect("finite")
-            };
-            // Baseline: loads of lines flushed just before, far from any recent persist.
-            let idle = executor.run(
-                || {
-                    let idle_offsets: Vec<usize> = order[lines / 2..]
-                        .iter()
-                        .take(samples)
-                        .map(|&l| l as usize * 64)
-                        .collect();
-                    let mut idle = vec![0u64; idle_offsets.len()];
-                    load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
-                    to_ns(&idle)
-                },
-                || Summary::of(&Executor::synthetic(samples, 100.0)).expect("finite"),
-            );
-            progress.inc();
-            let mut curve = Vec::new();
-            for &d in &p.distances {
-                if interrupt::check().is_err() {
-                    break; // the distances so far are recorded, then the run stops
-                }
-                let s = executor.run(
-                    || -> std::io::Result<_> {
-                        let t = read_after_persist(&mut region, persister, load, &order, d, samples)?;
-                        Ok(to_ns(&t))
-                    },
-                    || Ok(Summary::of(&Executor::synthetic(samples, 150.0)).expect("finite")),
-                )?;
-                curve.push((d, s));
-                progress.inc();
-            }
-            Ok((idle, curve))
-        })??;
-        let mut base = run
-            .record("rap-idle")
-            .param("persist", strategy.name())
-            .param("region_bytes", p.region_bytes)
-            .param("samples", samples);
-        base.metric = Some("latency_ns".into());
-        base.summary = Some(idle);
-        run.emit(&base)?;
-        for (d, s) in curve {
-            let mut r = run
-                .record("rap")
+    h.per_target(
+        &p.specs,
+        p.region_bytes,
+        &p.opts,
+        Some(strategy),
+        |run, m| {
+            let executor = run.executor();
+            let (idle, curve) =
+                run.on_cpu(p.cpu, m.bytes_mut(), |bytes| -> std::io::Result<_> {
+                    let mut region = Region::from_slice(bytes);
+                    let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
+                    let mut order: Vec<u32> = (0..lines as u32).collect();
+                    SplitMix64::new(p.seed).shuffle(&mut order);
+                    let to_ns = |t: &[u64]| -> Summary {
+                        let ns: Vec<f64> = t
+                            .iter()
+                            .map(|&x| timer.tsc_ticks_to_ns(x.saturating_sub(overhead)))
+                            .collect();
+                        Summary::of(&ns).expect("finite")
+                    };
+                    // Baseline: loads of lines flushed just before, far from any recent persist.
+                    let idle = executor.run(
+                        || {
+                            let idle_offsets: Vec<usize> = order[lines / 2..]
+                                .iter()
+                                .take(samples)
+                                .map(|&l| l as usize * 64)
+                                .collect();
+                            let mut idle = vec![0u64; idle_offsets.len()];
+                            load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
+                            to_ns(&idle)
+                        },
+                        || Summary::of(&Executor::synthetic(samples, 100.0)).expect("finite"),
+                    );
+                    progress.inc();
+                    let mut curve = Vec::new();
+                    for &d in &p.distances {
+                        if interrupt::check().is_err() {
+                            break; // the distances so far are recorded, then the run stops
+                        }
+                        let s = executor.run(
+                            || -> std::io::Result<_> {
+                                let t = read_after_persist(
+                                    &mut region,
+                                    persister,
+                                    load,
+                                    &order,
+                                    d,
+                                    samples,
+                                )?;
+                                Ok(to_ns(&t))
+                            },
+                            || {
+                                Ok(Summary::of(&Executor::synthetic(samples, 150.0))
+                                    .expect("finite"))
+                            },
+                        )?;
+                        curve.push((d, s));
+                        progress.inc();
+                    }
+                    Ok((idle, curve))
+                })??;
+            let mut base = run
+                .record("rap-idle")
                 .param("persist", strategy.name())
                 .param("region_bytes", p.region_bytes)
-                .param("samples", samples)
-                .param("distance_lines", d);
-            r.metric = Some("latency_ns".into());
-            r.summary = Some(s);
-            run.emit(&r)?;
-        }
-        run.check_interrupt()
-    })?;
+                .param("samples", samples);
+            base.metric = Some("latency_ns".into());
+            base.summary = Some(idle);
+            run.emit(&base)?;
+            for (d, s) in curve {
+                let mut r = run
+                    .record("rap")
+                    .param("persist", strategy.name())
+                    .param("region_bytes", p.region_bytes)
+                    .param("samples", samples)
+                    .param("distance_lines", d);
+                r.metric = Some("latency_ns".into());
+                r.summary = Some(s);
+                run.emit(&r)?;
+            }
+            run.check_interrupt()
+        },
+    )?;
     h.finish()?;
     progress.finish();
     Ok(())
