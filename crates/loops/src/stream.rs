@@ -304,8 +304,17 @@ impl Streamer {
         self.traffic((span / self.access) as u64)
     }
 
-    /// Accesses at the given block numbers (block i starts at byte i * access).
+    /// Accesses at the given block numbers (block i starts at byte i * access); ntstore
+    /// drains at the end of the call.
     pub fn blocks(&self, view: StreamView<'_>, idx: &[u32], v: u64) -> Traffic {
+        let t = self.blocks_undrained(view, idx, v);
+        self.drain();
+        t
+    }
+
+    /// [`Streamer::blocks`] without the final drain, for accesses issued one at a time
+    /// (loaded-latency traffic drains once per round); call [`Streamer::drain`] after them.
+    pub fn blocks_undrained(&self, view: StreamView<'_>, idx: &[u32], v: u64) -> Traffic {
         let span = self.span(view.len);
         let half = view.len / 2;
         let base = view.ptr;
@@ -318,9 +327,6 @@ impl Streamer {
         unsafe {
             for &i in idx {
                 self.one(base, half, i as usize * self.access, v);
-            }
-            if self.op == StreamOp::NtStore {
-                Sfence::fence();
             }
         }
         self.traffic(idx.len() as u64)

@@ -12,7 +12,7 @@
 use crate::args::LoadedArgs;
 use crate::context::Context;
 use crate::error::usage;
-use crate::measure::{LatencyPlan, chase_latency, delayed_traffic};
+use crate::measure::{LatencyPlan, TrafficMix, chase_latency, delayed_traffic};
 use crate::output::Sink;
 use crate::output::fields::{Fields, by_target};
 use crate::output::progress::Progress;
@@ -22,6 +22,7 @@ use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width};
 use pmscope_loops::catalog;
@@ -191,12 +192,9 @@ struct Plan {
     probe_name: String,
     probe: Probe,
     delays: Vec<u64>,
-    /// `--rw` as given (the records' `traffic_rw`), and its reads and writes per round.
+    /// The traffic's read:write ratio (the records' `traffic_rw`).
     rw: String,
-    reads: u32,
-    writes: u32,
-    read: Streamer,
-    write: Streamer,
+    traffic: TrafficMix,
     cpus: Vec<usize>,
     probe_bytes: u64,
     traffic_bytes: u64,
@@ -210,6 +208,15 @@ impl Plan {
     fn traffic_threads(&self) -> usize {
         self.cpus.len() - 1
     }
+
+    /// What the traffic writes with, or `read` when it only reads.
+    fn traffic_op(&self) -> &'static str {
+        if self.traffic.writes == 0 {
+            StreamOp::Read.name()
+        } else {
+            self.traffic.write.op().name()
+        }
+    }
 }
 
 fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
@@ -217,17 +224,41 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
     let probe = parse_probe(&a.probe).map_err(usage)?;
     let delays: Vec<u64> =
         parse_axis(&a.delays, AxisKind::Count).map_err(|e| usage(e.to_string()))?;
-    let (reads, writes) = match a
-        .rw
+    // The traffic's writer: --traffic-op (a stream op, or a catalog row that streams as
+    // one), ordinary stores by default; `read` asks for read-only traffic.
+    let op = match &a.traffic_op {
+        None => None,
+        Some(s) => Some(catalog::stream_op(s).ok_or_else(|| {
+            usage(format!(
+                "--traffic-op {s}: use read, write, ntstore, store+clwb or copy (or a row of `pmscope list ops` that streams as one, such as store or store+clwb+sfence)"
+            ))
+        })?),
+    };
+    let writing = op.filter(|&o| o != StreamOp::Read);
+    let rw =
+        a.rw.clone()
+            .unwrap_or_else(|| if writing.is_some() { "0:1" } else { "1:0" }.to_string());
+    let (reads, writes) = match rw
         .split_once(':')
         .and_then(|(r, w)| Some((r.parse::<u32>().ok()?, w.parse::<u32>().ok()?)))
     {
         Some((r, w)) if r + w > 0 => (r, w),
         _ => {
             return Err(usage(format!(
-                "--rw {}: give the traffic's read:write ratio, e.g. 1:0, 2:1 or 1:1",
-                a.rw
+                "--rw {rw}: give the traffic's read:write ratio, e.g. 1:0, 2:1 or 1:1"
             )));
+        }
+    };
+    if op == Some(StreamOp::Read) && writes > 0 {
+        return Err(usage(format!(
+            "--rw {rw} asks for writes but --traffic-op read writes nothing: give a writing op (write, ntstore, store+clwb)"
+        )));
+    }
+    let random = match a.traffic_pattern.as_str() {
+        "seq" => false,
+        "rand" => true,
+        other => {
+            return Err(usage(format!("--traffic-pattern {other}: use seq or rand")));
         }
     };
     let cpus: Vec<usize> = match &a.cpus {
@@ -245,19 +276,40 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
     let access_bytes = a.traffic_access.0 as usize;
     let width = if ctx.features.avx512f { 64 } else { 32 };
     let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)?;
-    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)?;
+    let write = Streamer::new(
+        writing.unwrap_or(StreamOp::Write),
+        width,
+        access_bytes,
+        &ctx.features,
+    )?;
     if let Probe::Persist(op, fence) = probe {
         Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)?;
     }
     let samples = a
         .samples
         .map_or(if a.full { 200_000 } else { 50_000 }, |s| s.0);
-    if (traffic_bytes as usize) < access_bytes {
-        return Err(usage(format!(
-            "--traffic-region {} is smaller than one {}-byte traffic access",
-            Bytes(traffic_bytes),
-            access_bytes
-        )));
+    // Reads and writes each take half the region when the traffic does both (and copy
+    // writes to the second half of what it reads).
+    let halves = u64::from(reads > 0 && writes > 0) + 1;
+    let copies = if writing == Some(StreamOp::Copy) {
+        2
+    } else {
+        1
+    };
+    let least = access_bytes as u64 * halves * copies;
+    if traffic_bytes < least {
+        return Err(usage(if least == access_bytes as u64 {
+            format!(
+                "--traffic-region {} is smaller than one {access_bytes}-byte traffic access",
+                Bytes(traffic_bytes)
+            )
+        } else {
+            format!(
+                "--traffic-region {} is smaller than the {} this traffic needs for one {access_bytes}-byte access of each kind",
+                Bytes(traffic_bytes),
+                Bytes(least)
+            )
+        }));
     }
     if probe == Probe::Chase && probe_bytes < 2 * 64 {
         return Err(usage(format!(
@@ -271,11 +323,14 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
         probe_name: a.probe.clone(),
         probe,
         delays,
-        rw: a.rw.clone(),
-        reads,
-        writes,
-        read,
-        write,
+        rw,
+        traffic: TrafficMix {
+            read,
+            write,
+            reads,
+            writes,
+            random,
+        },
         cpus,
         probe_bytes,
         traffic_bytes,
@@ -323,6 +378,11 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                     if active { p.traffic_threads() } else { 0 },
                 )
                 .param("traffic_rw", p.rw.as_str())
+                .param("traffic_op", p.traffic_op())
+                .param(
+                    "traffic_pattern",
+                    Pattern::from_random(p.traffic.random).name(),
+                )
                 .param("traffic_access_bytes", p.access_bytes)
                 .param("probe_region_bytes", p.probe_bytes)
                 .param("samples", p.samples)
@@ -365,7 +425,7 @@ fn measure_curve(
     let team = Barrier::new(p.cpus.len());
     let stop = AtomicBool::new(false);
     let failed = AtomicBool::new(false);
-    let out = run.on_each(&p.cpus, &mut parts, |_, part| -> Result<Vec<Point>> {
+    let out = run.on_each(&p.cpus, &mut parts, |w, part| -> Result<Vec<Point>> {
         let region = match part {
             Part::Traffic(view) => {
                 let mut traffic = Vec::new();
@@ -374,9 +434,9 @@ fn measure_curve(
                     if delay_ns.is_some() && !failed.load(Ordering::SeqCst) {
                         traffic.push(executor.run(
                             || {
-                                let (t, secs) = delayed_traffic(
-                                    p.read, p.write, p.reads, p.writes, *view, ticks, &stop,
-                                );
+                                let seed = p.seed ^ (w as u64) << 8;
+                                let (t, secs) =
+                                    delayed_traffic(p.traffic, *view, ticks, seed, &stop);
                                 (t.total(), secs)
                             },
                             || (view.len() as u64, 0.001),
@@ -466,8 +526,24 @@ fn render(records: &[Record]) -> String {
         let rw = first.text("traffic_rw");
         let (reads, writes) = rw.split_once(':').unwrap_or(("0", "0"));
         let (reads, writes) = (reads != "0", writes != "0");
+        let written = match first.text("traffic_op") {
+            "" | "write" | "read" => "writes".to_string(),
+            op => format!("{op} writes"),
+        };
+        let kind = if reads && writes {
+            format!("reads and {written}")
+        } else if writes {
+            written
+        } else {
+            "reads".into()
+        };
+        let order = if first.text("traffic_pattern") == Pattern::Rand.name() {
+            " in random order"
+        } else {
+            ""
+        };
         out += &format!(
-            "{spec}: probe {probe} on CPU {} ({}), traffic {} on {} thread(s), {} accesses, read:write {rw}\n",
+            "{spec}: probe {probe} on CPU {} ({}), traffic {kind}{order} on {} thread(s), {} accesses, read:write {rw}\n",
             first.threads.first().map_or(0, |t| t.cpu_requested),
             if probe == "chase" {
                 format!(
@@ -476,13 +552,6 @@ fn render(records: &[Record]) -> String {
                 )
             } else {
                 "random lines".into()
-            },
-            if reads && writes {
-                "reads and writes"
-            } else if writes {
-                "writes"
-            } else {
-                "reads"
             },
             points
                 .iter()
