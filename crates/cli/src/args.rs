@@ -586,7 +586,7 @@ pub struct BandwidthArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): read, write, ntstore, store+clwb, copy. Default: all (with --mix:
+    /// Ops (comma list): read, write, ntstore, store+clwb, copy, ntcopy (copy with non-temporal stores). Default: all (with --mix:
     /// write, the op of the writers).
     #[arg(long)]
     pub ops: Option<String>,
@@ -650,7 +650,7 @@ pub struct LoadedArgs {
     #[arg(long)]
     pub rw: Option<String>,
     /// What the traffic writes with: write (ordinary stores), ntstore, store+clwb (a clwb per
-    /// line, an sfence per access), copy; or read (read-only traffic). A row of `pmscope
+    /// line, an sfence per access), copy, ntcopy; or read (read-only traffic). A row of `pmscope
     /// list ops` that streams as one of them (load, store, store+clwb+sfence, ...) is
     /// accepted too [default: read, or write when --rw has writes].
     #[arg(long, value_name = "OP")]

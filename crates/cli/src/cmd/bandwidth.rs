@@ -1,4 +1,4 @@
-//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, ntstore, store+clwb and copy
+//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, ntstore, store+clwb, copy and ntcopy
 //! streams, sequential or over random blocks of the access size, by thread count and access
 //! size, each thread on its own part of the target (or all on one shared region), and mixed
 //! reads and writes (seed 004 Figures 9-13): a split of k readers and n-k writers, or every
@@ -343,7 +343,7 @@ fn synthetic_traffic(role: Role, len: usize) -> (Traffic, f64) {
                 read: len,
                 written: 0,
             },
-            StreamOp::Copy => Traffic {
+            StreamOp::Copy | StreamOp::NtCopy => Traffic {
                 read: len / 2,
                 written: len / 2,
             },

@@ -230,7 +230,7 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
         None => None,
         Some(s) => Some(catalog::stream_op(s).ok_or_else(|| {
             usage(format!(
-                "--traffic-op {s}: use read, write, ntstore, store+clwb or copy (or a row of `pmscope list ops` that streams as one, such as store or store+clwb+sfence)"
+                "--traffic-op {s}: use read, write, ntstore, store+clwb, copy or ntcopy (or a row of `pmscope list ops` that streams as one, such as store or store+clwb+sfence)"
             ))
         })?),
     };
@@ -291,7 +291,7 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
     // Reads and writes each take half the region when the traffic does both (and copy
     // writes to the second half of what it reads).
     let halves = u64::from(reads > 0 && writes > 0) + 1;
-    let copies = if writing == Some(StreamOp::Copy) {
+    let copies = if writing.is_some_and(StreamOp::copies) {
         2
     } else {
         1
