@@ -407,7 +407,6 @@ mod tests {
             }
             let sorted: Vec<usize> = (0..n).collect();
             assert_ne!(orders[0], sorted, "{access} B: not shuffled");
-            drop(region);
             let words: Vec<u64> = b.0[..len]
                 .chunks_exact(8)
                 .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
@@ -454,7 +453,6 @@ mod tests {
                 let stop = AtomicBool::new(true);
                 let (t, _) = delayed_traffic(mix(0, 1), view, 0, 1, &stop);
                 assert_eq!(t.total(), 0, "stopped before it began");
-                drop(r);
                 // Writes went to the second half only, with reads in the first.
                 assert!(b.0[..128 << 10].iter().all(|&x| x == 0), "{op:?}");
                 assert!(b.0[128 << 10..256 << 10].iter().any(|&x| x != 0), "{op:?}");
