@@ -500,6 +500,10 @@ pub struct InstArgs {
     /// Do not flush lines before timed loads (measure cache hits instead of memory).
     #[arg(long)]
     pub no_flush: bool,
+    /// After the table, print every cell's per-access latency histogram (log buckets, seed
+    /// 003 Figures 6-7); the records always carry them.
+    #[arg(long)]
+    pub histograms: bool,
     /// Instruction width in bytes for accesses of 64 bytes and more (default: the widest
     /// the CPU has: 64 with AVX-512, 32 with AVX2).
     #[arg(long)]

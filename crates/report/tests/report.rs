@@ -130,17 +130,24 @@ impl Gen {
                                 * (size as f64 / 64.0).sqrt()
                                 * if pattern == "seq" { 0.7 } else { 1.0 }
                                 * (1.0 + ti as f64 * 0.3);
-                            out.push(
-                                self.rec("inst", t, v)
-                                    .param("op", op)
-                                    .param("fence", fence)
-                                    .param("access_bytes", size)
-                                    .param("pattern", pattern)
-                                    .param("width_bytes", 32)
-                                    .param("flushed_before", op == "load")
-                                    .param("region_bytes", 1u64 << 30)
-                                    .value("timer_overhead_ns", 10.0),
-                            );
+                            let mut r = self
+                                .rec("inst", t, v)
+                                .param("op", op)
+                                .param("fence", fence)
+                                .param("access_bytes", size)
+                                .param("pattern", pattern)
+                                .param("width_bytes", 32)
+                                .param("flushed_before", op == "load")
+                                .param("region_bytes", 1u64 << 30)
+                                .value("timer_overhead_ns", 10.0);
+                            let samples: Vec<f64> = (0..200)
+                                .map(|i| {
+                                    v * (0.8 + (i % 17) as f64 * 0.05 + (i / 190) as f64 * 4.0)
+                                })
+                                .collect();
+                            r.histogram =
+                                Some(pmscope_core::summary::LogHistogram::of(&samples, 4));
+                            out.push(r);
                         }
                     }
                 }
@@ -446,6 +453,7 @@ fn figures_without_data_are_absent() {
     for id in [
         "latency-histogram",
         "instruction-latency",
+        "inst-histogram",
         "table5",
         "bandwidth-threads",
         "sync",

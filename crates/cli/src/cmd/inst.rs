@@ -14,13 +14,13 @@ use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
-use pmscope_core::summary::Summary;
+use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
 use pmscope_loops::catalog;
-use pmscope_loops::rng::SplitMix64;
+use pmscope_loops::stream::BlockOrder;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
@@ -37,7 +37,7 @@ pub struct Cell {
 
 /// A cell's outcome: latencies in ns, or why it could not run.
 pub enum Outcome {
-    Measured(Summary),
+    Measured(Summary, LogHistogram),
     /// Why not, as one sentence (the record's `unsupported`).
     Unsupported(String),
 }
@@ -47,11 +47,11 @@ pub enum Outcome {
 pub fn offsets(count: usize, size: usize, len: usize, random: bool, seed: u64) -> Vec<usize> {
     let align = if size == 8 { 8 } else { size.max(64) };
     let slots = (len / align).max(1);
-    let mut rng = SplitMix64::new(seed);
+    let mut order = BlockOrder::new(slots as u64, seed);
     (0..count)
         .map(|i| {
             let slot = if random {
-                rng.below(slots as u64) as usize
+                order.next_block() as usize
             } else {
                 i % slots
             };
@@ -168,8 +168,39 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
     measure(ctx, sink, &plan)?;
     if sink.human() {
         print!("{}", render(sink.records()));
+        if a.histograms {
+            print_histograms(sink.records());
+        }
     }
     Ok(())
+}
+
+/// Every measured cell's per-access distribution (seed 003 Figures 6-7), from the records.
+fn print_histograms(records: &[Record]) {
+    for r in records.iter().filter(|r| r.experiment == "inst") {
+        let (Some(s), Some(h)) = (&r.summary, &r.histogram) else {
+            continue;
+        };
+        println!(
+            "\n{} {} fence={} {} B {}: p50 {:.1} ns, p99 {:.1}, max {:.1} ({} accesses)",
+            r.target.as_ref().map(|t| t.spec.as_str()).unwrap_or("?"),
+            r.params.get("op").and_then(|v| v.as_str()).unwrap_or("?"),
+            r.params
+                .get("fence")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?"),
+            r.count("access_bytes"),
+            r.params
+                .get("pattern")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?"),
+            s.p50,
+            s.p99,
+            s.max,
+            s.n
+        );
+        crate::output::histogram::print(h);
+    }
 }
 
 fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
@@ -222,7 +253,10 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                             },
                             || Executor::synthetic(count, 50.0 + c.size as f64),
                         );
-                        Outcome::Measured(Summary::of(&ns).expect("finite"))
+                        Outcome::Measured(
+                            Summary::of(&ns).expect("finite"),
+                            LogHistogram::of(&ns, 4),
+                        )
                     }
                 };
                 results.insert(c, outcome);
@@ -246,9 +280,10 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 .param("region_bytes", p.region_bytes)
                 .value("timer_overhead_ns", overhead_ns);
             match outcome {
-                Outcome::Measured(s) => {
+                Outcome::Measured(s, hist) => {
                     r.metric = Some("latency_ns".into());
                     r.summary = Some(s);
+                    r.histogram = Some(hist);
                 }
                 Outcome::Unsupported(why) => {
                     r = r.param("unsupported", why);
@@ -422,6 +457,15 @@ mod tests {
         let r = offsets(1000, 64, 1 << 20, true, 7);
         assert!(r.iter().all(|&o| o % 64 == 0 && o + 64 <= 1 << 20));
         assert!(r.windows(2).any(|w| w[1] != w[0] + 64));
+        // Without replacement (seed 003 section 4.2.1): a full pass visits every slot once,
+        // and the next pass every slot once again.
+        let mut p = offsets(2 * 4096, 256, 1 << 20, true, 9);
+        let mut second = p.split_off(4096);
+        p.sort_unstable();
+        second.sort_unstable();
+        let every: Vec<usize> = (0..4096).map(|i| i * 256).collect();
+        assert_eq!(p, every);
+        assert_eq!(second, every);
         let w = offsets(4, 8, 4096, false, 1);
         assert_eq!(w, [0, 8, 16, 24]);
     }

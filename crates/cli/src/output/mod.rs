@@ -8,6 +8,7 @@
 pub mod atomic_file;
 pub mod fields;
 pub mod finished;
+pub mod histogram;
 pub mod progress;
 pub mod table;
 

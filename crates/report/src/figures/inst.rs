@@ -2,7 +2,7 @@
 
 use super::{Ctx, Figure, Panel, index_of, page_size_flag};
 use crate::data;
-use crate::plot::{self, Bar, BarChart};
+use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
 use pmscope_core::record::Record;
 
 /// Seed 004 Figure 8's names of the instruction sequences.
@@ -260,6 +260,79 @@ impl Figure for Table5 {
             svgs: vec![],
             table: Some(html),
             targets,
+        })
+    }
+}
+
+/// Per-access latency histograms of `inst` cells (seed 003 Figures 6-7): one curve per
+/// target, sequence and pattern at the smallest access size, fence-free where measured.
+pub struct InstHistogram;
+
+impl Figure for InstHistogram {
+    fn id(&self) -> &'static str {
+        "inst-histogram"
+    }
+    fn title(&self) -> &'static str {
+        "Per-access latency distribution of memory instructions (seed 003 Figures 6-7)"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["inst"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs: Vec<&Record> = inst_records(records)
+            .into_iter()
+            .filter(|r| r.histogram.as_ref().is_some_and(|h| !h.count.is_empty()))
+            .collect();
+        let size = *sizes(&recs).first()?;
+        let targets = data::targets(recs.iter().copied());
+        let fences = ["none", "sfence", "mfence"];
+        let mut series = Vec::new();
+        let mut shown = Vec::new();
+        for t in &targets {
+            for (op, _) in SEQUENCES {
+                for pattern in ["seq", "rand"] {
+                    let Some(r) = pick(&recs, t, op, pattern, size, &fences) else {
+                        continue;
+                    };
+                    let h = r.histogram.as_ref().expect("filtered");
+                    let colour = ctx.colour(t);
+                    series.push(Series {
+                        name: format!("{t} {op} {pattern} {size} B"),
+                        colour: if pattern == "seq" {
+                            plot::light(colour)
+                        } else {
+                            colour
+                        },
+                        points: h
+                            .lower
+                            .iter()
+                            .zip(&h.count)
+                            .filter(|(_, c)| **c > 0)
+                            .map(|(l, c)| (*l, *c as f64))
+                            .collect(),
+                    });
+                    shown.push(r);
+                }
+            }
+        }
+        if series.is_empty() {
+            return None;
+        }
+        let svg = plot::line_chart(&LineChart {
+            x_label: "ns per access (bucket lower bound)".into(),
+            y_label: "accesses (log)".into(),
+            x: Axis::Log10,
+            y: Axis::Log10,
+            series,
+            vmarks: vec![],
+            hmarks: vec![],
+            points: vec![],
+            flag: page_size_flag(shown.iter().copied()),
+        });
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets: data::targets(shown.iter().copied()),
         })
     }
 }

@@ -70,6 +70,7 @@ pub static FIGURES: &[&dyn Figure] = &[
     &latency::LatencyHistogram,
     &inst::InstructionLatency,
     &inst::Table5,
+    &inst::InstHistogram,
     &bandwidth::BandwidthVsThreads,
     &bandwidth::BandwidthVsAccessSize,
     &bandwidth::MixedReadWrite,
