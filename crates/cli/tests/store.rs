@@ -459,7 +459,7 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
     assert_eq!(count(&conn, "SELECT count(*) FROM runs"), 1);
     assert_eq!(count(&conn, "SELECT complete FROM runs"), 0, "incomplete");
     let done = count(&conn, "SELECT count(*) FROM run_steps");
-    assert!(done >= 1 && done < 8, "{done} steps finished");
+    assert!((1..8).contains(&done), "{done} steps finished");
     let partial = count(
         &conn,
         "SELECT count(*) FROM points WHERE step NOT IN (SELECT step FROM run_steps)",

@@ -1,5 +1,6 @@
-//! `pmscope report FILE.jsonl...`: the offline HTML report of runs written with `-o`
-//! (one file per run). Everything it draws comes from the records (pmscope-report).
+//! `pmscope report [RUN|FILE.jsonl...]`: the offline HTML report of runs of the results
+//! store or written with `-o` (one file per run), side by side; no argument is the store's
+//! latest run. Everything it draws comes from the records (pmscope-report).
 
 use crate::args::{OutputArgs, ReportArgs};
 use crate::context::Context;
@@ -32,11 +33,15 @@ fn store_run(store: &pmscope_store::Store, selector: &str) -> Result<Run> {
 
 /// A record's host and time: "host (YYYY-MM-DD HH:MM UTC)".
 fn when(first: &Record) -> String {
-    let secs = first.timestamp_ms / 1000;
+    format!("{} ({})", first.system.hostname, utc(first.timestamp_ms))
+}
+
+/// Milliseconds since the epoch as "YYYY-MM-DD HH:MM UTC".
+pub(crate) fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     format!(
-        "{} ({} {:02}:{:02} UTC)",
-        first.system.hostname,
+        "{} {:02}:{:02} UTC",
         date(days),
         rem / 3600,
         rem % 3600 / 60

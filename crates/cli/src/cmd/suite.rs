@@ -440,8 +440,20 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
         let t0 = Instant::now();
         let before = sink.records().len();
         sink.begin_step(i)?;
-        super::dispatch(ctx, sink, &cli.command)
-            .with_context(|| format!("suite step {} of {} ({})", i + 1, steps.len(), s.name))?;
+        super::dispatch(ctx, sink, &cli.command).with_context(|| {
+            let resume = run_id.map_or(String::new(), |id| {
+                format!(
+                    "; `pmscope {} --resume {id}` continues the run",
+                    study_name(a)
+                )
+            });
+            format!(
+                "suite step {} of {} ({}){resume}",
+                i + 1,
+                steps.len(),
+                s.name
+            )
+        })?;
         sink.finish_step(i, s.name)?;
         measured += 1;
         if human {
