@@ -1,7 +1,7 @@
 //! A mapped, pre-faulted and verified target.
 //!
 //! ```text
-//!  TargetSpec ──kinds::prepare──▶ Backing (mapped, untouched)
+//!  TargetSpec ──Kind::prepare──▶ Backing (mapped, untouched)
 //!                                   │ mbind(node) before the first touch
 //!                                   │ pre-fault: one write per 4 KiB, timed, faults counted
 //!                                   ▼
@@ -24,7 +24,6 @@
 #![allow(unsafe_code)]
 
 use crate::guard::MemoryGuard;
-use crate::kinds;
 use crate::verify;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, FaultEvidence, Persistence};
@@ -185,20 +184,8 @@ impl Backing {
     /// MADV_HUGEPAGE or MADV_NOHUGEPAGE on the whole mapping.
     pub(crate) fn advise_huge(&self, huge: bool) -> Result<(), TargetError> {
         let raw = self.raw.expect("mapped");
-        let advice = if huge {
-            libc::MADV_HUGEPAGE
-        } else {
-            libc::MADV_NOHUGEPAGE
-        };
-        // SAFETY: the range is this backing's own live mapping; THP advice never changes
-        // its contents.
-        if unsafe { libc::madvise(raw.ptr.cast(), raw.len, advice) } != 0 {
-            return Err(TargetError::system(format!(
-                "madvise failed: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(())
+        pmscope_sys::mman::advise_huge_pages(raw, huge)
+            .map_err(|e| TargetError::system(format!("madvise failed: {e}")))
     }
 }
 
@@ -273,7 +260,7 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
             "a target of 0 bytes cannot be mapped; give a size",
         ));
     }
-    let backing = kinds::prepare(spec, bytes, opts)?;
+    let backing = spec.kind().prepare(spec, bytes, opts)?;
     let raw = backing.raw.expect("prepare maps the backing");
     debug_assert!(raw.len % 4096 == 0 && (raw.ptr as usize).is_multiple_of(4096));
     if let Some(node) = spec.node {
@@ -290,12 +277,18 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
         prefault(raw)
     };
     let achieved = verify::probe(&backing, raw, spec, prefault_ns, faults, opts);
-    let warnings = verify::against_expectation(
+    let mut warnings = verify::against_expectation(
         spec,
         &achieved,
         backing.expect.as_ref().expect("kind sets an expectation"),
         backing.extents,
     );
+    warnings.extend(verify::rounded_up(
+        spec,
+        bytes,
+        raw.len as u64,
+        backing.alignment(),
+    ));
     Ok(Mapping {
         spec: spec.clone(),
         backing,

@@ -46,6 +46,35 @@ fn dram_thp_shows_huge_pages_in_smaps() {
     assert!(a.faults.minor_faults < 1024, "{:?}", a.faults);
 }
 
+/// A THP range ending inside a 2 MiB page cannot be fully huge: the kind rounds it up and
+/// says so, instead of blaming the THP settings for a size the user chose (issue 17).
+#[test]
+fn dram_thp_rounds_a_partial_huge_page_up_and_says_so() {
+    let m = map(&spec("dram:thp"), 3 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.bytes, 4 << 20);
+    let codes: Vec<&str> = m.warnings().iter().map(|w| w.code.as_str()).collect();
+    assert!(codes.contains(&"size-rounded-up"), "{:?}", m.warnings());
+    assert!(!codes.contains(&"page-size-mismatch"), "{:?}", m.warnings());
+    let note = m
+        .warnings()
+        .iter()
+        .find(|w| w.code == "size-rounded-up")
+        .unwrap();
+    assert!(
+        note.message.contains("3MiB was rounded up to 4MiB"),
+        "{}",
+        note.message
+    );
+    // A size that is already whole gets no note.
+    let m = map(&spec("dram:thp"), 4 << 20, &MapOptions::host()).unwrap();
+    assert!(m.warnings().iter().all(|w| w.code != "size-rounded-up"));
+    // Base pages need no rounding beyond 4 KiB.
+    let m = map(&spec("dram:4k"), 3 << 20, &MapOptions::host()).unwrap();
+    assert_eq!(m.achieved().bytes, 3 << 20);
+    assert!(m.warnings().is_empty(), "{:?}", m.warnings());
+}
+
 #[test]
 fn node_binding_places_pages_on_the_node() {
     let m = map(&spec("dram:4k,node=0"), 8 << 20, &MapOptions::host()).unwrap();

@@ -97,4 +97,13 @@ pub fn print_table(sink: &Sink, records: &[Record]) {
         ]);
     }
     sink.text(&t.render());
+    // Which file a file: or shm target became (a directory gets a new file in it), since
+    // the spec alone does not say.
+    for r in records {
+        if let Some(tr) = &r.target
+            && let Some(path) = &tr.achieved.path
+        {
+            sink.text(&format!("{}: {path}", tr.spec));
+        }
+    }
 }
