@@ -527,8 +527,18 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
     }
 
     // Resume: same targets taken from the run, the finished steps kept as they were.
-    let out = env.ok(&["--null-executor", "suite", "basic", "--resume", "latest"]);
+    let out = env.ok(&[
+        "--null-executor",
+        "--tag",
+        "resumed",
+        "suite",
+        "basic",
+        "--resume",
+        "latest",
+    ]);
     assert!(out.contains("resumed"), "{out}");
+    let tagged = env.ok(&["--tag", "resumed", "results", "list"]);
+    assert!(tagged.trim_start().starts_with("1 "), "{tagged}");
     let conn = Connection::open(&store).unwrap();
     assert_eq!(count(&conn, "SELECT count(*) FROM runs"), 1, "no new run");
     assert_eq!(count(&conn, "SELECT complete FROM runs"), 1, "complete");

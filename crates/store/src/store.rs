@@ -347,6 +347,20 @@ impl Store {
         Ok(id)
     }
 
+    /// Adds `tags` to `run` (those it has already are not repeated).
+    pub fn add_tags(&self, run: RunId, tags: &[String]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        for tag in tags {
+            tx.execute(
+                "INSERT INTO run_tags (run_id, tag) SELECT ?1, ?2
+                 WHERE NOT EXISTS (SELECT 1 FROM run_tags WHERE run_id = ?1 AND tag = ?2)",
+                params![run, tag],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Stores one point of `run` in its own transaction; the first point sets the run's
     /// host fingerprint.
     pub fn add_record(&self, run: RunId, record: &Record) -> Result<(), StoreError> {

@@ -119,7 +119,8 @@ impl Sink {
     }
 
     /// Begins this command's run now (a suite does, so that a run killed before its first
-    /// point can be resumed), or continues `resume`, an incomplete run of the store.
+    /// point can be resumed), or continues `resume`, an incomplete run of the store (which
+    /// gains this command's tags).
     /// Returns the run, `None` under `--no-store`.
     pub fn begin_run(
         &mut self,
@@ -130,7 +131,10 @@ impl Sink {
             return Ok(None);
         };
         let run = match resume {
-            Some(run) => run,
+            Some(run) => {
+                s.store.add_tags(run, &s.tags)?;
+                run
+            }
             None => s.store.begin_run(command_line, &s.tags)?,
         };
         s.run = Some(run);
