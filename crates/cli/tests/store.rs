@@ -521,6 +521,10 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
             ],
             "leave out --no-store",
         ),
+        (
+            &["suite", "basic", "--resume", "1"],
+            "run 1 was made by the null executor, so it is resumed with --null-executor",
+        ),
     ] {
         let o = env.run(args);
         refused(&o, 2, wanted, &format!("{args:?}"));

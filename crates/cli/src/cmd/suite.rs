@@ -299,8 +299,27 @@ fn plan_resume(
         .chain(run.command_line.iter().skip(1).map(String::as_str))
         .collect::<Vec<_>>()
         .join(" ");
-    let original = match Cli::try_parse_from(&run.command_line).map(|c| c.command) {
-        Ok(Command::Suite(o)) if o.study == a.study && o.full == a.full && o.resume.is_none() => o,
+    let original = match Cli::try_parse_from(&run.command_line) {
+        Ok(Cli {
+            command: Command::Suite(o),
+            null_executor,
+            ..
+        }) if o.study == a.study && o.full == a.full && o.resume.is_none() => {
+            // Synthetic and measured points never share a run.
+            let null_now = ctx.executor == pmscope_runner::executor::Executor::Null;
+            if null_executor != null_now {
+                return Err(usage(format!(
+                    "run {id} was {} the null executor, so it is resumed {} --null-executor",
+                    if null_executor {
+                        "made by"
+                    } else {
+                        "measured without"
+                    },
+                    if null_executor { "with" } else { "without" }
+                )));
+            }
+            o
+        }
         _ => {
             return Err(usage(format!(
                 "run {id} is not a `pmscope {wanted}` run (it ran `{shown}`); resume it with its own study or start a new run"
