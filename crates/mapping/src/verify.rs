@@ -165,23 +165,25 @@ pub(crate) fn against_expectation(
     w
 }
 
-/// A note when the kind mapped more than was asked for: a length that ends inside a huge
-/// page (or a device's alignment) cannot be fully backed by it, so kinds round up rather
-/// than report a page mix the user did not mean; the note says so and by how much.
+/// A note when the kind mapped more than was asked for so that its huge pages (or a
+/// device's alignment) cover the whole range: a length that ends inside a huge page cannot
+/// be fully backed by it, so kinds round up rather than report a page mix the user did not
+/// mean, and the note says so and by how much. Base-page targets round silently.
 pub(crate) fn rounded_up(
     spec: &TargetSpec,
     asked: u64,
     mapped: u64,
-    granule: u64,
+    expect: &Expectation,
 ) -> Option<Warning> {
+    let granule = expect.page_bytes.filter(|&p| p > KIB4)?;
     (mapped > asked.next_multiple_of(KIB4)).then(|| {
         Warning::new(
             "size-rounded-up",
             format!(
-                "{spec}: the requested {} was rounded up to {}, a whole number of {} units, so that all of it can be backed by the pages the target asks for",
-                Bytes(asked),
-                Bytes(mapped),
-                Bytes(granule)
+                "{spec}: the requested {} was rounded up to {}, a whole number of {} pages, so that all of it can be backed by them",
+                Bytes(asked).human(),
+                Bytes(mapped).human(),
+                size_name(granule)
             ),
             format!(
                 "give a multiple of {} to measure exactly the size you name",

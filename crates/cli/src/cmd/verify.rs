@@ -103,6 +103,12 @@ pub fn print_table(sink: &Sink, records: &[Record]) {
         if let Some(tr) = &r.target
             && let Some(path) = &tr.achieved.path
         {
+            let path = match path.strip_suffix(" (unnamed)") {
+                Some(p) => format!(
+                    "{p} (unnamed: O_TMPFILE, it vanishes with the process unless --keep names it)"
+                ),
+                None => path.clone(),
+            };
             sink.text(&format!("{}: {path}", tr.spec));
         }
     }

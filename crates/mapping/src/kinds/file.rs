@@ -9,13 +9,15 @@
 
 use super::dram::check_hugetlb_pool;
 use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::mapping::{Backing, Expectation, MapOptions, Scratch};
 use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
+use pmscope_core::warning::Warning;
 use pmscope_sys::dax::{self, ExtentLayout};
 use pmscope_sys::mman::{self, FileMapMode};
+use pmscope_sys::scratch;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
@@ -117,10 +119,7 @@ fn where_to_create(path: &Path) -> Result<Place, TargetError> {
             path.display()
         )));
     }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let parent = parent_of(path);
     if !parent.is_dir() {
         return Err(TargetError::usage(format!(
             "{} does not exist and neither does its directory {}: name an existing directory \
@@ -139,10 +138,77 @@ fn where_to_create(path: &Path) -> Result<Place, TargetError> {
     Ok(Place::NewFile)
 }
 
+/// The directory a new file at `path` goes into.
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Creates the scratch file of a target in `dir`: unnamed where the file system allows
+/// (`name` is what `--keep` will call it; `None`: a fresh name in `dir`), else named
+/// exclusively after this process (`name`, or `pmscope-<pid>-<n>.bin`), after sweeping
+/// the files killed runs left in `dir`.
+pub(super) fn create_scratch(
+    dir: &Path,
+    name: Option<&Path>,
+    keep: bool,
+) -> Result<Backing, TargetError> {
+    match scratch::create_unnamed(dir) {
+        Ok(file) => {
+            return Ok(Backing::scratch(
+                file,
+                Scratch::Unnamed {
+                    dir: dir.to_path_buf(),
+                    name: name.map(Path::to_path_buf),
+                },
+                keep,
+            ));
+        }
+        Err(e) if scratch::unnamed_unsupported(&e) => {}
+        Err(e) => {
+            return Err(TargetError::system(format!(
+                "cannot create a file in {}: {e}",
+                dir.display()
+            )));
+        }
+    }
+    let stale = scratch::remove_stale(dir);
+    let (file, path) = match name {
+        Some(path) => {
+            let f = create_exclusive(path).map_err(|e| {
+                TargetError::usage(format!("cannot create {}: {e}", path.display()))
+            })?;
+            (f, path.to_path_buf())
+        }
+        None => create_exclusive_in(dir)?,
+    };
+    let mut backing = Backing::scratch(file, Scratch::Named(path), keep);
+    if !stale.is_empty() {
+        backing.note(Warning::new(
+            "stale-files-removed",
+            format!(
+                "removed {} file(s) that killed pmscope runs left in {}: {}",
+                stale.len(),
+                dir.display(),
+                stale
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "nothing to do: this file system has no unnamed files, so a killed run leaves its \
+             file until the next run sweeps it",
+        ));
+    }
+    Ok(backing)
+}
+
 /// Creates a new file in `dir` with O_EXCL, named after this process, never reusing a name.
-pub(super) fn create_exclusive_in(dir: &Path) -> Result<(File, PathBuf), TargetError> {
+fn create_exclusive_in(dir: &Path) -> Result<(File, PathBuf), TargetError> {
     for seq in 0..1000 {
-        let path = dir.join(format!("pmscope-{}-{seq}.bin", std::process::id()));
+        let path = dir.join(scratch::named(std::process::id(), seq));
         match create_exclusive(&path) {
             Ok(f) => return Ok((f, path)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -176,17 +242,18 @@ fn prepare(
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
-    let (file, path) = match where_to_create(path)? {
-        Place::InDirectory => create_exclusive_in(path)?,
+    // An unnamed file has no path of its own: the directory is what statfs and the mount
+    // table are asked about (a file lives on its directory's file system).
+    let (mut backing, path) = match where_to_create(path)? {
+        Place::InDirectory => (create_scratch(path, None, opts.keep)?, path.to_path_buf()),
         Place::NewFile => {
-            let f = create_exclusive(path).map_err(|e| {
-                TargetError::usage(format!("cannot create {}: {e}", path.display()))
-            })?;
-            (f, path.to_path_buf())
+            let dir = parent_of(path);
+            (
+                create_scratch(dir, Some(path), opts.keep)?,
+                dir.to_path_buf(),
+            )
         }
     };
-    // From here on the file is removed again if anything fails (unless --keep).
-    let mut backing = Backing::file_pending(file, path.clone(), opts.keep);
     let facts = dax::fs_facts(&path)
         .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", path.display())))?;
     let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;

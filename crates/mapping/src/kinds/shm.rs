@@ -2,13 +2,14 @@
 //! Flush instructions cost what they would on pmem-less DRAM; nothing is durable.
 
 use super::dram::{PagePolicy, parse_policy};
-use super::file::create_exclusive_in;
+use super::file::create_scratch;
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
 use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
-use pmscope_sys::dax::ExtentLayout;
+use pmscope_core::units::Bytes;
+use pmscope_sys::dax::{self, ExtentLayout};
 use pmscope_sys::mman::{self, FileMapMode};
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -62,6 +63,29 @@ impl Kind for Shm {
     }
 }
 
+/// Refuses a target /dev/shm cannot hold: tmpfs has its own size limit (half of RAM by
+/// default), and files already there (another program's, or ones a killed run left) count
+/// against it although MemAvailable does not show them as free memory either.
+fn check_tmpfs_room(spec: &TargetSpec, dir: &Path, len: u64) -> Result<(), TargetError> {
+    let Ok(facts) = dax::fs_facts(dir) else {
+        return Ok(());
+    };
+    if len > facts.available_bytes {
+        let held = facts.total_bytes.saturating_sub(facts.available_bytes);
+        return Err(TargetError::usage(format!(
+            "{spec} needs {} but {} has only {} free of its {} limit ({} already held by files there); \
+             remove files you no longer need from {} or use a smaller size",
+            Bytes(len).human(),
+            dir.display(),
+            Bytes(facts.available_bytes).human(),
+            Bytes(facts.total_bytes).human(),
+            Bytes(held).human(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 fn prepare(
     spec: &TargetSpec,
     pages: PagePolicy,
@@ -71,8 +95,9 @@ fn prepare(
     let len = bytes.next_multiple_of(pages.length_granule());
     opts.guard.check(len, &spec.to_string())?;
     let dir = Path::new("/dev/shm");
-    let (file, path) = create_exclusive_in(dir)?;
-    let mut backing = Backing::file_pending(file, path.clone(), opts.keep);
+    check_tmpfs_room(spec, dir, len)?;
+    let mut backing = create_scratch(dir, None, opts.keep)?;
+    let path = dir;
     let file = backing.file();
     file.set_len(len).map_err(|e| {
         TargetError::system(format!(
