@@ -137,8 +137,12 @@ pub enum Command {
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
-    /// The offline HTML report (inline SVG figures, observations) of runs written with -o:
-    /// one JSON Lines file per run, side by side. Writes -o FILE (default report.html).
+    /// The offline HTML report (inline SVG figures, observations) of runs of the results
+    /// store or JSON Lines files written with -o, side by side. Writes -o FILE (default
+    /// report.html).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope report\n  pmscope report latest latest~1 -o two-runs.html\n  pmscope report optane-box.jsonl cxl-box.jsonl --reference optane-g1 --svg-dir figures"
+    )]
     Report(ReportArgs),
     /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
     /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
@@ -153,7 +157,7 @@ pub enum Command {
     /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
     /// 003 Table 5), sync (seed 002).
     #[command(
-        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full"
+        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest"
     )]
     Suite(SuiteArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -251,9 +255,11 @@ pub struct CompareArgs {
 /// Arguments of `pmscope report`.
 #[derive(Debug, Args, Clone)]
 pub struct ReportArgs {
-    /// JSON Lines files written with -o, one run each.
-    #[arg(value_name = "FILE.jsonl", required = true)]
-    pub files: Vec<PathBuf>,
+    /// The runs, side by side: each a run of the results store (an id, latest, latest~N or
+    /// a tag) or a JSON Lines file written with -o (an argument naming an existing file,
+    /// a path with a '/' or ending in .jsonl, is a file) [default: latest].
+    #[arg(value_name = "RUN|FILE.jsonl")]
+    pub runs: Vec<String>,
     /// Also write one SVG per figure into DIR.
     #[arg(long, value_name = "DIR")]
     pub svg_dir: Option<PathBuf>,
@@ -395,6 +401,10 @@ pub struct SuiteArgs {
     /// CPUs to use (default: all this process may use).
     #[arg(long)]
     pub cpus: Option<Cpus>,
+    /// Finish RUN, an interrupted run of this suite in the results store (an id, latest,
+    /// latest~N or a tag): its finished steps are kept, the rest are measured into it.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
 }
 
 /// The studies `pmscope suite` runs.

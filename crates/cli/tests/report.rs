@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 fn pmscope(dir: &std::path::Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
         .current_dir(dir)
+        // The runs that make the files must not reach the user's results store.
+        .env("PMSCOPE_RESULTS", dir.join("results.sqlite"))
         .args(args)
         .output()
         .expect("run pmscope")

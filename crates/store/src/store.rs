@@ -1,13 +1,17 @@
 //! Opening, creating and migrating the database; runs and their points.
 
 use pmscope_core::record::Record;
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Layout version of the database, kept in `PRAGMA user_version`.
-pub const STORE_SCHEMA_VERSION: i64 = 1;
+/// Layout version of the database, kept in `PRAGMA user_version`. Version 2 added the
+/// steps of suite runs (`run_steps`, `points.step`), so `pmscope suite --resume` knows
+/// which steps finished.
+pub const STORE_SCHEMA_VERSION: i64 = 2;
 /// `PRAGMA application_id` of a pmscope store ("PMSC"): tells our file from other SQLite files.
 const APPLICATION_ID: i64 = 0x504D_5343;
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -272,7 +276,15 @@ impl Store {
     }
 
     fn migrate(&self) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction()?;
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version >= STORE_SCHEMA_VERSION {
+            return Ok(());
+        }
+        // IMMEDIATE: two pmscope processes opening an old store at once migrate it once;
+        // the second waits for the first and then finds the work done.
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version < 1 {
             tx.execute_batch(&format!(
@@ -301,6 +313,18 @@ impl Store {
                  PRAGMA user_version = 1;"
             ))?;
         }
+        if version < 2 {
+            tx.execute_batch(
+                "ALTER TABLE points ADD COLUMN step INTEGER;
+                 CREATE TABLE run_steps (
+                     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                     step INTEGER NOT NULL,
+                     name TEXT NOT NULL,
+                     ended_ms INTEGER NOT NULL,
+                     PRIMARY KEY (run_id, step));
+                 PRAGMA user_version = 2;",
+            )?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -323,11 +347,36 @@ impl Store {
         Ok(id)
     }
 
+    /// Adds `tags` to `run` (those it has already are not repeated).
+    pub fn add_tags(&self, run: RunId, tags: &[String]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        for tag in tags {
+            tx.execute(
+                "INSERT INTO run_tags (run_id, tag) SELECT ?1, ?2
+                 WHERE NOT EXISTS (SELECT 1 FROM run_tags WHERE run_id = ?1 AND tag = ?2)",
+                params![run, tag],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Stores one point of `run` in its own transaction; the first point sets the run's
     /// host fingerprint.
     pub fn add_record(&self, run: RunId, record: &Record) -> Result<(), StoreError> {
+        self.add_step_record(run, None, record)
+    }
+
+    /// Stores one point of `run` made by suite step `step` (0-based), in its own
+    /// transaction, like [`Store::add_record`].
+    pub fn add_step_record(
+        &self,
+        run: RunId,
+        step: Option<usize>,
+        record: &Record,
+    ) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
-        Self::insert(&tx, run, record)?;
+        Self::insert(&tx, run, step, record)?;
         tx.execute(
             "UPDATE runs SET host = ?2 WHERE id = ?1 AND host IS NULL",
             params![run, serde_json::to_string(&Host::of_record(record))?],
@@ -336,20 +385,77 @@ impl Store {
         Ok(())
     }
 
-    fn insert(conn: &Connection, run: RunId, record: &Record) -> Result<(), StoreError> {
+    fn insert(
+        conn: &Connection,
+        run: RunId,
+        step: Option<usize>,
+        record: &Record,
+    ) -> Result<(), StoreError> {
         conn.execute(
-            "INSERT INTO points (run_id, experiment, target_spec, metric, p50, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO points (run_id, experiment, target_spec, metric, p50, record, step)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 run,
                 record.experiment,
                 record.target.as_ref().map(|t| t.spec.clone()),
                 record.metric,
                 record.summary.as_ref().map(|s| s.p50),
-                serde_json::to_string(record)?
+                serde_json::to_string(record)?,
+                step.map(|s| s as i64)
             ],
         )?;
         Ok(())
+    }
+
+    /// Starts suite step `step` of `run` again: the points an interrupted attempt left
+    /// are deleted (the step is re-run whole), so a resumed run never holds a point twice.
+    /// Returns how many were deleted.
+    pub fn restart_step(&self, run: RunId, step: usize) -> Result<usize, StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "DELETE FROM run_steps WHERE run_id = ?1 AND step = ?2",
+            params![run, step as i64],
+        )?;
+        let n = tx.execute(
+            "DELETE FROM points WHERE run_id = ?1 AND step = ?2",
+            params![run, step as i64],
+        )?;
+        tx.commit()?;
+        Ok(n)
+    }
+
+    /// Marks suite step `step` (named `name`) of `run` finished: every point it made is stored.
+    pub fn finish_step(&self, run: RunId, step: usize, name: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO run_steps (run_id, step, name, ended_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![run, step as i64, name, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// The finished suite steps of `run` (index and name), in order.
+    pub fn finished_steps(&self, run: RunId) -> Result<Vec<(usize, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT step, name FROM run_steps WHERE run_id = ?1 ORDER BY step")?;
+        let steps = stmt
+            .query_map([run], |r| Ok((r.get::<_, i64>(0)? as usize, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok(steps)
+    }
+
+    /// The records of `run` with the suite step that made each (`None` outside suites),
+    /// in the order they were stored.
+    pub fn step_records(&self, run: RunId) -> Result<Vec<(Option<usize>, Record)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT step, record FROM points WHERE run_id = ?1 ORDER BY id")?;
+        let rows: Vec<(Option<i64>, String)> = stmt
+            .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter()
+            .map(|(step, t)| Ok((step.map(|s| s as usize), serde_json::from_str(&t)?)))
+            .collect()
     }
 
     /// Marks `run` complete.
@@ -405,7 +511,7 @@ impl Store {
             )?;
         }
         for record in &records {
-            Self::insert(&tx, id, record)?;
+            Self::insert(&tx, id, None, record)?;
         }
         tx.commit()?;
         Ok(id)
@@ -517,6 +623,7 @@ impl Store {
         let tx = self.conn.unchecked_transaction()?;
         tx.execute("DELETE FROM points WHERE run_id = ?1", [run])?;
         tx.execute("DELETE FROM run_tags WHERE run_id = ?1", [run])?;
+        tx.execute("DELETE FROM run_steps WHERE run_id = ?1", [run])?;
         let n = tx.execute("DELETE FROM runs WHERE id = ?1", [run])?;
         if n == 0 {
             return Err(StoreError::UnknownRun(run.to_string()));

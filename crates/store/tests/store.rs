@@ -289,3 +289,77 @@ fn compare_finds_a_slower_point_beyond_noise() {
     assert!(worse.worse_than(50.0).count() > 0);
     assert_eq!(worse.worse_than(150.0).count(), 0);
 }
+
+#[test]
+fn a_version_1_store_is_migrated_forward_keeping_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.sqlite");
+    // The layout pmscope wrote before suite steps were stored.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "PRAGMA application_id = 1347244867;
+         CREATE TABLE runs (id INTEGER PRIMARY KEY, started_ms INTEGER NOT NULL,
+             ended_ms INTEGER, command_line TEXT NOT NULL, host TEXT,
+             complete INTEGER NOT NULL DEFAULT 0);
+         CREATE TABLE run_tags (run_id INTEGER NOT NULL, tag TEXT NOT NULL);
+         CREATE TABLE points (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL,
+             experiment TEXT NOT NULL, target_spec TEXT, metric TEXT, p50 REAL,
+             record TEXT NOT NULL);
+         INSERT INTO runs (started_ms, command_line, complete) VALUES (1, '[\"pmscope\"]', 1);
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    let record = fixture().remove(0);
+    conn.execute(
+        "INSERT INTO points (run_id, experiment, record) VALUES (1, ?1, ?2)",
+        [&record.experiment, &serde_json::to_string(&record).unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.records(1).unwrap(), vec![record.clone()]);
+    assert_eq!(store.step_records(1).unwrap(), vec![(None, record.clone())]);
+    assert!(store.finished_steps(1).unwrap().is_empty());
+    let run = store.begin_run(&["pmscope".into()], &[]).unwrap();
+    store.add_step_record(run, Some(0), &record).unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, pmscope_store::STORE_SCHEMA_VERSION);
+}
+
+#[test]
+fn a_restarted_step_replaces_only_its_own_partial_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("r.sqlite")).unwrap();
+    let records = fixture();
+    let run = store.begin_run(&["pmscope".into()], &[]).unwrap();
+    for r in &records[..2] {
+        store.add_step_record(run, Some(0), r).unwrap();
+    }
+    store.finish_step(run, 0, "first").unwrap();
+    for r in [&records[2], &records[0]] {
+        store.add_step_record(run, Some(1), r).unwrap();
+    }
+    // Killed here: step 1 half done. Running it again starts from nothing.
+    assert_eq!(
+        store.finished_steps(run).unwrap(),
+        vec![(0, "first".into())]
+    );
+    assert_eq!(store.restart_step(run, 1).unwrap(), 2);
+    let kept: Vec<_> = store.step_records(run).unwrap();
+    assert_eq!(
+        kept,
+        records[..2]
+            .iter()
+            .map(|r| (Some(0), r.clone()))
+            .collect::<Vec<_>>()
+    );
+    store.add_step_record(run, Some(1), &records[2]).unwrap();
+    store.finish_step(run, 1, "second").unwrap();
+    assert_eq!(store.finished_steps(run).unwrap().len(), 2);
+    store.remove_run(run).unwrap();
+    assert!(store.finished_steps(run).unwrap().is_empty());
+}

@@ -1,14 +1,52 @@
-//! `pmscope report FILE.jsonl...`: the offline HTML report of runs written with `-o`
-//! (one file per run). Everything it draws comes from the records (pmscope-report).
+//! `pmscope report [RUN|FILE.jsonl...]`: the offline HTML report of runs of the results
+//! store or written with `-o` (one file per run), side by side; no argument is the store's
+//! latest run. Everything it draws comes from the records (pmscope-report).
 
 use crate::args::{OutputArgs, ReportArgs};
 use crate::context::Context;
 use crate::error::usage;
+use crate::output::open_store;
 use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
 use pmscope_report::{CacheLevel, Options, Reference, Run};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// Whether a report argument names a JSON Lines file rather than a run of the store: an
+/// existing file, or something spelled like a path.
+fn is_file_argument(arg: &str) -> bool {
+    Path::new(arg).is_file() || arg.contains('/') || arg.ends_with(".jsonl")
+}
+
+/// Reads one run of the store, labelled by its id, host and start time.
+fn store_run(store: &pmscope_store::Store, selector: &str) -> Result<Run> {
+    let id = store.resolve(selector)?;
+    let records = store.records(id)?;
+    let Some(first) = records.first() else {
+        return Err(usage(format!(
+            "run {id} holds no records; see `pmscope results list`"
+        )));
+    };
+    let label = format!("run {id} — {}", when(first));
+    Ok(Run { label, records })
+}
+
+/// A record's host and time: "host (YYYY-MM-DD HH:MM UTC)".
+fn when(first: &Record) -> String {
+    format!("{} ({})", first.system.hostname, utc(first.timestamp_ms))
+}
+
+/// Milliseconds since the epoch as "YYYY-MM-DD HH:MM UTC".
+pub(crate) fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    format!(
+        "{} {:02}:{:02} UTC",
+        date(days),
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
 
 /// Reads one JSON Lines file as one run, labelled by its host and first record's time.
 fn read_run(path: &Path) -> Result<Run> {
@@ -32,17 +70,12 @@ fn read_run(path: &Path) -> Result<Run> {
     let Some(first) = records.first() else {
         return Err(usage(format!("{} holds no records", path.display())));
     };
-    let secs = first.timestamp_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
     let label = format!(
-        "{} — {} ({} {:02}:{:02} UTC)",
+        "{} — {}",
         path.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        first.system.hostname,
-        date(days),
-        rem / 3600,
-        rem % 3600 / 60
+        when(first)
     );
     Ok(Run { label, records })
 }
@@ -106,11 +139,21 @@ pub fn run(ctx: &Context, out: &OutputArgs, a: &ReportArgs) -> Result<()> {
             path.display()
         )));
     }
-    let runs = a
-        .files
-        .iter()
-        .map(|f| read_run(f))
-        .collect::<Result<Vec<_>>>()?;
+    let latest = ["latest".to_string()];
+    let args: &[String] = if a.runs.is_empty() { &latest } else { &a.runs };
+    // The store is opened only when a run is read from it.
+    let mut store = None;
+    let mut runs = Vec::new();
+    for arg in args {
+        if is_file_argument(arg) {
+            runs.push(read_run(Path::new(arg))?);
+        } else {
+            if store.is_none() {
+                store = Some(open_store(out)?);
+            }
+            runs.push(store_run(store.as_ref().expect("opened above"), arg)?);
+        }
+    }
     // Records carry no cache sizes: mark this machine's caches only when every run was
     // measured here, so no figure shows another machine's caches.
     let here = &ctx.system.hostname;

@@ -12,7 +12,7 @@ fn describe_run(r: &Run) -> String {
     format!(
         "{:>5}  {}  {:>6} points  {:<10}  {}{}",
         r.id,
-        r.started_ms / 1000,
+        super::report::utc(r.started_ms as u64),
         r.points,
         if r.complete { "complete" } else { "incomplete" },
         r.command_line.join(" "),

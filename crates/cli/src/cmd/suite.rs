@@ -4,12 +4,22 @@
 //! the same sink, each step on all targets so the targets are measured side by side. One
 //! progress line per step with an estimate of the time left; the commands' own tables are
 //! not printed (the records are: `--json`, `-o`, and `pmscope report` draws them).
+//!
+//! In the results store every point carries its step's index and every finished step is
+//! marked, so `--resume RUN` keeps the finished steps (a step is identified by its index and
+//! name), re-runs a step that was interrupted with its partial points replaced, and marks the
+//! run complete: the resumed run holds each point once.
 
-use crate::args::{Cli, Study, SuiteArgs};
+use crate::args::{Cli, Command, Study, SuiteArgs, TargetArgs};
 use crate::context::Context;
+use crate::error::usage;
 use crate::output::Sink;
 use anyhow::{Context as _, Result};
 use clap::Parser;
+use pmscope_core::record::Record;
+use pmscope_mapping::TargetSpec;
+use pmscope_store::RunId;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// One step: a name and the command line after `pmscope`, without targets.
@@ -249,9 +259,137 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
     }
 }
 
+/// What `--resume RUN` continues: the run, its targets, and the records of each step it
+/// finished (in the order they were stored).
+struct Resumed {
+    run: RunId,
+    targets: Vec<TargetSpec>,
+    finished: BTreeMap<usize, Vec<Record>>,
+}
+
+fn study_name(a: &SuiteArgs) -> String {
+    format!(
+        "suite {}{}",
+        format!("{:?}", a.study).to_lowercase(),
+        if a.full { " --full" } else { "" }
+    )
+}
+
+/// Checks that `selector` names an incomplete run of this very suite (same study, same
+/// `--full`, same targets when `-t` is given) and reads what it finished.
+fn plan_resume(
+    ctx: &Context,
+    sink: &Sink,
+    a: &SuiteArgs,
+    selector: &str,
+    steps: &[Step],
+) -> Result<Resumed> {
+    let store = sink.store().ok_or_else(|| {
+        usage("--resume continues a run of the results store; leave out --no-store")
+    })?;
+    let id = store.resolve(selector)?;
+    let run = store.run(id)?;
+    let wanted = study_name(a);
+    if run.complete {
+        return Err(usage(format!(
+            "run {id} is complete, so there is nothing to resume; start a new run without --resume"
+        )));
+    }
+    let shown = std::iter::once("pmscope")
+        .chain(run.command_line.iter().skip(1).map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let original = match Cli::try_parse_from(&run.command_line) {
+        Ok(Cli {
+            command: Command::Suite(o),
+            null_executor,
+            ..
+        }) if o.study == a.study && o.full == a.full && o.resume.is_none() => {
+            // Synthetic and measured points never share a run.
+            let null_now = ctx.executor == pmscope_runner::executor::Executor::Null;
+            if null_executor != null_now {
+                return Err(usage(format!(
+                    "run {id} was {} the null executor, so it is resumed {} --null-executor",
+                    if null_executor {
+                        "made by"
+                    } else {
+                        "measured without"
+                    },
+                    if null_executor { "with" } else { "without" }
+                )));
+            }
+            o
+        }
+        _ => {
+            return Err(usage(format!(
+                "run {id} is not a `pmscope {wanted}` run (it ran `{shown}`); resume it with its own study or start a new run"
+            )));
+        }
+    };
+    let (targets, _) = ctx.targets(&original.targets, &["dram:4k"])?;
+    if !a.targets.targets.is_empty() {
+        let (given, _) = ctx.targets(&a.targets, &["dram:4k"])?;
+        if given != targets {
+            return Err(usage(format!(
+                "run {id} measured {}, not {}; resume it with the same targets, or without -t",
+                join(&targets),
+                join(&given)
+            )));
+        }
+    }
+    let done = store.finished_steps(id)?;
+    for (i, name) in &done {
+        if steps.get(*i).is_none_or(|s| s.name != name) {
+            return Err(usage(format!(
+                "run {id} was made by a pmscope whose {wanted} had other steps (step {} was '{name}'); start a new run",
+                i + 1
+            )));
+        }
+    }
+    let mut finished: BTreeMap<usize, Vec<Record>> =
+        done.iter().map(|(i, _)| (*i, Vec::new())).collect();
+    for (step, record) in store.step_records(id)? {
+        let Some(step) = step else {
+            return Err(usage(format!(
+                "run {id} holds points without their suite step (stored by an older pmscope), so it cannot be resumed; start a new run"
+            )));
+        };
+        // Points of an unfinished step are replaced when that step runs again.
+        if let Some(records) = finished.get_mut(&step) {
+            records.push(record);
+        }
+    }
+    Ok(Resumed {
+        run: id,
+        targets,
+        finished,
+    })
+}
+
+fn join(targets: &[TargetSpec]) -> String {
+    targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
-    // The targets and mapping options are validated once, before any step runs.
-    let (targets, _) = ctx.targets(&a.targets, &["dram:4k"])?;
+    let steps = steps(a.study, a.full);
+    let resumed = match &a.resume {
+        Some(selector) => Some(plan_resume(ctx, sink, a, selector, &steps)?),
+        None => None,
+    };
+    // The targets and mapping options are validated once, before any step runs; a resumed
+    // run measures the targets it was started with.
+    let target_args = match &resumed {
+        Some(r) => TargetArgs {
+            targets: r.targets.clone(),
+            ..a.targets.clone()
+        },
+        None => a.targets.clone(),
+    };
+    let (targets, _) = ctx.targets(&target_args, &["dram:4k"])?;
     let mut common: Vec<String> = Vec::new();
     for t in &targets {
         common.extend(["-t".into(), t.to_string()]);
@@ -268,23 +406,42 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
             common.push(flag.into());
         }
     }
-    let steps = steps(a.study, a.full);
+    // The run exists from the start, so a run killed before its first point is resumable.
+    let run_id = sink.begin_run(&ctx.command_line, resumed.as_ref().map(|r| r.run))?;
     let human = sink.human();
     let started = Instant::now();
+    let to_measure = steps.len() - resumed.as_ref().map_or(0, |r| r.finished.len());
     if human {
         println!(
-            "pmscope suite {}: {} steps on {}",
-            format!("{:?}", a.study).to_lowercase(),
+            "pmscope {}: {} steps on {}{}{}",
+            study_name(a),
             steps.len(),
-            targets
-                .iter()
-                .map(|t| t.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            join(&targets),
+            run_id.map_or(String::new(), |id| format!(", run {id}")),
+            match &resumed {
+                Some(r) => format!(" (resumed: {} steps finished before)", r.finished.len()),
+                None => String::new(),
+            }
         );
     }
     sink.set_quiet(true);
+    let mut measured = 0;
     for (i, s) in steps.iter().enumerate() {
+        if let Some(records) = resumed.as_ref().and_then(|r| r.finished.get(&i)) {
+            for r in records {
+                sink.replay(r)?;
+            }
+            if human {
+                eprintln!(
+                    "[{}/{}] {:<32} {:>4} records kept from the interrupted run",
+                    i + 1,
+                    steps.len(),
+                    s.name,
+                    records.len()
+                );
+            }
+            continue;
+        }
         let mut argv: Vec<String> = vec!["pmscope".into()];
         argv.extend(s.argv.iter().map(|x| x.to_string()));
         argv.extend(common.iter().cloned());
@@ -301,11 +458,26 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("suite step '{}' does not parse: {e}", s.name))?;
         let t0 = Instant::now();
         let before = sink.records().len();
-        super::dispatch(ctx, sink, &cli.command)
-            .with_context(|| format!("suite step {} of {} ({})", i + 1, steps.len(), s.name))?;
+        sink.begin_step(i)?;
+        super::dispatch(ctx, sink, &cli.command).with_context(|| {
+            let resume = run_id.map_or(String::new(), |id| {
+                format!(
+                    "; `pmscope {} --resume {id}` continues the run",
+                    study_name(a)
+                )
+            });
+            format!(
+                "suite step {} of {} ({}){resume}",
+                i + 1,
+                steps.len(),
+                s.name
+            )
+        })?;
+        sink.finish_step(i, s.name)?;
+        measured += 1;
         if human {
             let done = started.elapsed().as_secs_f64();
-            let left = done / (i + 1) as f64 * (steps.len() - i - 1) as f64;
+            let left = done / measured as f64 * (to_measure - measured) as f64;
             eprintln!(
                 "[{}/{}] {:<32} {:>4} records in {:>5.1} s   elapsed {:>5.0} s, about {:.0} s left",
                 i + 1,

@@ -95,6 +95,7 @@ pub fn on_target(mut r: Record, spec: &str) -> Record {
             path: None,
             filesystem: None,
             alignment: None,
+            pmem_region: None,
             prefault_ns: 1,
             pmem_region: None,
         },

@@ -36,6 +36,8 @@ struct StoreRun {
     store: Store,
     tags: Vec<String>,
     run: Option<RunId>,
+    /// Inside a suite: the step the next records belong to.
+    step: Option<usize>,
 }
 
 /// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
@@ -73,6 +75,7 @@ impl Sink {
                 store: open_store(a)?,
                 tags: a.tags.clone(),
                 run: None,
+                step: None,
             })
         };
         Ok(Sink {
@@ -112,6 +115,78 @@ impl Sink {
         self.quiet = quiet;
     }
 
+    /// The results store, unless `--no-store`.
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref().map(|s| &s.store)
+    }
+
+    /// Begins this command's run now (a suite does, so that a run killed before its first
+    /// point can be resumed), or continues `resume`, an incomplete run of the store (which
+    /// gains this command's tags).
+    /// Returns the run, `None` under `--no-store`.
+    pub fn begin_run(
+        &mut self,
+        command_line: &[String],
+        resume: Option<RunId>,
+    ) -> Result<Option<RunId>> {
+        let Some(s) = &mut self.store else {
+            return Ok(None);
+        };
+        let run = match resume {
+            Some(run) => {
+                s.store.add_tags(run, &s.tags)?;
+                run
+            }
+            None => s.store.begin_run(command_line, &s.tags)?,
+        };
+        s.run = Some(run);
+        Ok(Some(run))
+    }
+
+    /// Inside a suite: the records that follow belong to step `step` (0-based). Points a
+    /// killed attempt of this step left in the run are deleted first, so the step is
+    /// stored whole and once.
+    pub fn begin_step(&mut self, step: usize) -> Result<()> {
+        if let Some(s) = &mut self.store {
+            if let Some(run) = s.run {
+                s.store.restart_step(run, step)?;
+            }
+            s.step = Some(step);
+        }
+        Ok(())
+    }
+
+    /// Inside a suite: step `step` finished, every point of it stored.
+    pub fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            step: current,
+            ..
+        }) = &mut self.store
+        {
+            store.finish_step(*run, step, name)?;
+            *current = None;
+        }
+        Ok(())
+    }
+
+    /// A record an earlier, interrupted attempt of this run stored (`suite --resume`): it
+    /// goes to `-o` and `--json` as if measured now, and to the renderers, but not again
+    /// into the store.
+    pub fn replay(&mut self, r: &Record) -> Result<()> {
+        let line = serde_json::to_string(r).context("serialising a record")?;
+        if let Some((name, f)) = &mut self.file {
+            f.write_line(&line)
+                .with_context(|| format!("writing {name}"))?;
+        }
+        if self.json {
+            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+        }
+        self.records.push(r.clone());
+        Ok(())
+    }
+
     /// Whether stdout takes JSON Lines.
     pub fn json(&self) -> bool {
         self.json
@@ -130,7 +205,7 @@ impl Sink {
                 Some(run) => run,
                 None => *s.run.insert(s.store.begin_run(&r.command_line, &s.tags)?),
             };
-            s.store.add_record(run, r)?;
+            s.store.add_step_record(run, s.step, r)?;
         }
         if self.json {
             let mut out = std::io::stdout().lock();

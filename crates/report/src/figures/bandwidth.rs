@@ -27,6 +27,22 @@ pub(crate) fn largest(recs: &[&Record], key: &str) -> Option<u64> {
     recs.iter().filter_map(|r| data::u(r, key)).max()
 }
 
+/// The thread count whose records cover the most access sizes (the most threads among
+/// equals): a suite's size sweep runs one thread beside a thread sweep at one size.
+fn most_sizes(recs: &[&Record]) -> Option<u64> {
+    let mut sizes: std::collections::BTreeMap<u64, std::collections::BTreeSet<u64>> =
+        Default::default();
+    for r in recs {
+        if let (Some(t), Some(a)) = (data::u(r, "threads"), data::u(r, "access_bytes")) {
+            sizes.entry(t).or_default().insert(a);
+        }
+    }
+    sizes
+        .into_iter()
+        .max_by_key(|(t, s)| (s.len(), *t))
+        .map(|(t, _)| t)
+}
+
 fn reference_marks(ctx: &Ctx, op: &str) -> Vec<(f64, String, plotters::style::RGBColor)> {
     let qs: &[&str] = match op {
         "read" => &["read_bw_per_dimm_gb_s", "read_bw_6dimm_gb_s"],
@@ -118,7 +134,8 @@ impl Figure for BandwidthVsThreads {
     }
 }
 
-/// Bandwidth vs access size (log x) with the 256 B mark, one chart per op (most threads).
+/// Bandwidth vs access size (log x) with the 256 B mark, one chart per op (at the thread
+/// count with the most access sizes).
 pub struct BandwidthVsAccessSize;
 
 impl Figure for BandwidthVsAccessSize {
@@ -140,7 +157,7 @@ impl Figure for BandwidthVsAccessSize {
                 .copied()
                 .filter(|r| data::s(r, "op") == Some(op.as_str()))
                 .collect();
-            let Some(threads) = largest(&of_op, "threads") else {
+            let Some(threads) = most_sizes(&of_op) else {
                 continue;
             };
             let curves = group(
