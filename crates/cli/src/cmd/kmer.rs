@@ -231,7 +231,7 @@ fn run_job(
     // input leaves nothing behind.
     let mut sink = Sink::open(&outputs.records)?;
     let mut kmers_out = match &outputs.kmers {
-        Some(p) => Some(PendingOutput::prepare(p, out.force)?),
+        Some(p) => Some(PendingOutput::prepare_for("--kmers", p, out.force)?),
         None => None,
     };
     // The environment is judged as for every measuring command; the findings go into the
