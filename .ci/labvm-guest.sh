@@ -83,6 +83,24 @@ case $targets in *devdax:*) extra=--destroy-data ;; esac
 set --
 for t in $targets; do set -- "$@" -t "$t"; done
 step "pmscope-quick[guest targets]" ./pmscope quick --size 64MiB "$@" $extra
+# SIGKILL on the fsdax mount (issue 12): the scratch file is unnamed (O_TMPFILE) yet
+# MAP_SYNC, so a killed run leaves nothing in the mount, and the freed blocks return.
+kill_leaves_nothing() {
+	mnt=$1
+	before=$(df -k "$mnt" | awk 'NR == 2 { print $4 }')
+	./pmscope latency -t "file:$mnt" --sizes 16MiB,32MiB --reps 50 --samples 20000 >/tmp/kill.out 2>&1 &
+	pid=$!
+	sleep 3
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+	left=$(find "$mnt" -maxdepth 1 -name 'pmscope-*' | wc -l)
+	sleep 1
+	after=$(df -k "$mnt" | awk 'NR == 2 { print $4 }')
+	cat /tmp/kill.out
+	echo "files left: $left; free KiB before $before, after $after"
+	[ "$left" = 0 ] && [ "$after" -ge $((before - 1024)) ]
+}
+step "pmscope-sigkill[file:$LABVM_FSDAX_MNT]" kill_leaves_nothing "$LABVM_FSDAX_MNT"
 # The NUMA matrix over the guest's CPU nodes and memory-only node(s).
 step "pmscope-numa" ./pmscope numa --size 16MiB --reps 1 --duration 0.02
 

@@ -271,13 +271,19 @@ pub enum ListWhat {
     Ops,
 }
 
+fn target_help() -> String {
+    format!(
+        "A memory target (repeatable: targets are measured side by side). Syntax: {}, each \
+         with an optional ,node=N. See `pmscope list targets`.",
+        pmscope_mapping::kinds::syntax_summary()
+    )
+}
+
 /// Options of every command that maps targets.
 #[derive(Debug, Args, Clone)]
 pub struct TargetArgs {
-    /// A memory target (repeatable: targets are measured side by side). Syntax:
-    /// dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp], devdax:/dev/daxX.Y, each with an
-    /// optional ,node=N. See `pmscope list targets`.
-    #[arg(short = 't', long = "target", value_name = "SPEC")]
+    // The help lists the kinds from their registry, so a new kind appears here by itself.
+    #[arg(short = 't', long = "target", value_name = "SPEC", help = target_help())]
     pub targets: Vec<TargetSpec>,
     /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).
     #[arg(long, value_name = "SIZE")]

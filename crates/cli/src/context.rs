@@ -106,6 +106,9 @@ impl Context {
             destroy_data: a.destroy_data.then(DestroyData::accepted_by_flag),
             first_touch_cpus: Vec::new(),
         };
+        for spec in &specs {
+            spec.preflight(&opts)?;
+        }
         Ok((specs, opts))
     }
 }

@@ -674,3 +674,60 @@ fn version_completions_and_manual_come_from_the_cli_definition() {
         }
     }
 }
+
+/// `file:PATH` is an existing directory or a new file in an existing one, and never a new
+/// file in /dev: refused before the first target is mapped, with nothing created.
+#[test]
+fn file_targets_must_name_a_directory_or_a_new_file_in_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir/bench.dat");
+    let cases = [
+        (
+            "file:/dev/pmscope-no-such-mount".to_string(),
+            "pmscope: /dev/pmscope-no-such-mount does not exist, and pmscope creates no files in /dev: if it is a mount point (e.g. hugetlbfs), mount it first; otherwise name a directory on the file system to measure\n".to_string(),
+        ),
+        (
+            format!("file:{}", missing.display()),
+            format!(
+                "pmscope: {} does not exist and neither does its directory {}: name an existing directory (file:/mnt/pmem) or a new file in one (file:/mnt/pmem/bench.dat)\n",
+                missing.display(),
+                missing.parent().unwrap().display()
+            ),
+        ),
+    ];
+    for (target, message) in cases {
+        // The good first target must not be measured before the bad second one is refused.
+        let o = pmscope(&["verify", "-t", "dram:4k", "-t", &target, "--size", "4MiB"]);
+        assert_eq!(o.status.code(), Some(2), "{target}: {}", stderr(&o));
+        assert_eq!(stderr(&o), message, "{target}");
+        assert!(o.stdout.is_empty(), "{target}: measured before refusing");
+    }
+    assert!(!std::path::Path::new("/dev/pmscope-no-such-mount").exists());
+    assert!(!missing.parent().unwrap().exists());
+
+    // Both accepted forms, and the output says which file each became.
+    let new_file = dir.path().join("bench.dat");
+    for (target, file) in [
+        (format!("file:{}", dir.path().display()), None),
+        (format!("file:{}", new_file.display()), Some(&new_file)),
+    ] {
+        let o = pmscope(&["verify", "-t", &target, "--size", "4MiB", "--no-store"]);
+        assert_eq!(o.status.code(), Some(0), "{target}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{target}: ")))
+            .unwrap_or_else(|| panic!("{target}: no line naming the file in {out}"));
+        let path = line.split_once(": ").unwrap().1;
+        let unnamed = " (unnamed: O_TMPFILE, it vanishes with the process unless --keep names it)";
+        match file {
+            Some(f) => assert_eq!(path, format!("{}{unnamed}", f.display())),
+            None => assert_eq!(path, format!("{}{unnamed}", dir.path().display())),
+        }
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the files were removed afterwards"
+    );
+}

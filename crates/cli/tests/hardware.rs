@@ -142,9 +142,17 @@ mod needs_fsdax {
             keep: true,
             ..MapOptions::host()
         };
-        let mut m = map(&format!("file:{mnt}").parse().unwrap(), 4 << 20, &opts).unwrap();
+        // An explicit name: the scratch file is unnamed while mapped and --keep links it
+        // there at the end, so what the file holds can be read back afterwards.
+        let path = std::path::PathBuf::from(format!("{mnt}/strategies-{}.bin", std::process::id()));
+        let mut m = map(
+            &format!("file:{}", path.display()).parse().unwrap(),
+            4 << 20,
+            &opts,
+        )
+        .unwrap();
         assert_eq!(m.achieved().map_sync, Some(true));
-        let path = m.path().unwrap().to_path_buf();
+        assert!(!path.exists(), "unnamed while mapped");
         let f = CpuFeatures::detect();
         let region = 64 << 10;
         let mut expected = vec![0u8; m.len()];

@@ -1,12 +1,15 @@
-//! Ctrl-C and SIGTERM at random moments in every command that maps a target: the run stops,
-//! exits 130 or 143, prints the points it finished (SIGINT/SIGTERM in table mode), and leaves
-//! no file behind in /dev/shm or in the file target's directory.
+//! Ctrl-C, SIGTERM and SIGKILL at random moments in every command that maps a target: on
+//! SIGINT/SIGTERM the run stops, exits 130 or 143 and prints the points it finished (table
+//! mode); whatever the signal, no file is left behind in /dev/shm or in the file target's
+//! directory (scratch files are unnamed: a SIGKILL cannot leak them) and no child process
+//! outlives it.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Each command with a shm and a file target, sized to run a few seconds.
-fn command_lines(dir: &str) -> Vec<Vec<String>> {
+/// Each command with a shm and a file target, sized to run a few seconds; `fasta` is the
+/// genome of the k-mer job, whose table lives on the file target.
+fn command_lines(dir: &str, fasta: &str) -> Vec<Vec<String>> {
     let file = format!("file:{dir}");
     let t = |extra: &[&str]| -> Vec<String> {
         let mut v: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
@@ -42,7 +45,65 @@ fn command_lines(dir: &str) -> Vec<Vec<String>> {
             "0,100,1000",
         ]),
         t(&["quick", "--size", "64MiB"]),
+        vec![
+            "kmer".into(),
+            "count".into(),
+            "-k".into(),
+            "31".into(),
+            fasta.into(),
+            "-t".into(),
+            format!("file:{dir}"),
+        ],
     ]
+}
+
+/// A synthetic genome big enough that a k-mer count takes a few seconds.
+fn genome() -> &'static str {
+    static GENOME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    GENOME.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("pmscope-test-{}-genome", std::process::id()));
+        let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+            .args([
+                "kmer",
+                "synth",
+                "--length",
+                "30M",
+                "--strains",
+                "1",
+                "--no-store",
+            ])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        dir.join("reference.fasta").display().to_string()
+    })
+}
+
+/// The process's children, from /proc (every thread's list).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }
 
 /// Files of process `pid` in /dev/shm (pmscope names them pmscope-<pid>-...).
@@ -69,7 +130,7 @@ fn interrupted_runs_stop_report_and_leave_nothing_behind() {
     let mut runs = 0;
     let mut interrupted = 0;
     for round in 0..4 {
-        for line in command_lines("DIR") {
+        for line in command_lines("DIR", genome()) {
             let dir = tempfile::tempdir().unwrap();
             let args: Vec<String> = line
                 .iter()
@@ -110,8 +171,9 @@ fn interrupted_runs_stop_report_and_leave_nothing_behind() {
                             .starts_with("pmscope: interrupted by"),
                         "{args:?}: {err}"
                     );
+                    // A k-mer job is one point: nothing is finished before its end.
                     assert!(
-                        out.contains("finished before the interruption"),
+                        args[0] == "kmer" || out.contains("finished before the interruption"),
                         "{args:?}: {out}"
                     );
                     assert!(
@@ -131,6 +193,58 @@ fn interrupted_runs_stop_report_and_leave_nothing_behind() {
     assert!(
         interrupted * 2 >= runs,
         "only {interrupted} of {runs} runs were interrupted"
+    );
+}
+
+#[test]
+fn killed_runs_leave_no_file_and_no_child_process() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut runs = 0;
+    let mut killed = 0;
+    for _round in 0..2 {
+        for line in command_lines("DIR", genome()) {
+            let dir = tempfile::tempdir().unwrap();
+            let args: Vec<String> = line
+                .iter()
+                .map(|a| a.replace("DIR", dir.path().to_str().unwrap()))
+                .collect();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+                .env("PMSCOPE_RESULTS", test_store())
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            std::thread::sleep(Duration::from_millis(150 + next() % 1200));
+            let grandchildren = children_of(pid);
+            let _ = child.kill();
+            let status = child.wait().unwrap();
+            runs += 1;
+            if status.signal() == Some(9) {
+                killed += 1;
+            } else {
+                assert_eq!(status.code(), Some(0), "{args:?}: {status:?}");
+            }
+            assert_eq!(shm_files_of(pid), Vec::<String>::new(), "{args:?}");
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert!(left.is_empty(), "{args:?}: left {left:?}");
+            for c in grandchildren {
+                assert!(!alive(c), "{args:?}: child {c} outlived pmscope");
+            }
+        }
+    }
+    assert!(runs >= 18, "{runs} runs");
+    assert!(
+        killed * 2 >= runs,
+        "only {killed} of {runs} runs were killed mid-way"
     );
 }
 

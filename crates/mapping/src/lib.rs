@@ -34,4 +34,4 @@ pub use error::TargetError;
 pub use guard::MemoryGuard;
 pub use mapping::{DestroyData, Handoff, MapOptions, Mapping, Pod, map};
 pub use pmscope_core::warning::Warning;
-pub use spec::{KindSpec, PagePolicy, SpecError, TargetSpec};
+pub use spec::{SpecError, TargetSpec};

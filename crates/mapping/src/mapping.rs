@@ -1,7 +1,7 @@
 //! A mapped, pre-faulted and verified target.
 //!
 //! ```text
-//!  TargetSpec ──kinds::prepare──▶ Backing (mapped, untouched)
+//!  TargetSpec ──Kind::prepare──▶ Backing (mapped, untouched)
 //!                                   │ mbind(node) before the first touch
 //!                                   │ pre-fault: one write per 4 KiB, timed, faults counted
 //!                                   ▼
@@ -24,7 +24,6 @@
 #![allow(unsafe_code)]
 
 use crate::guard::MemoryGuard;
-use crate::kinds;
 use crate::verify;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, FaultEvidence, Persistence};
@@ -32,9 +31,10 @@ use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
 use pmscope_sys::dax::ExtentLayout;
 use pmscope_sys::mman::RawMap;
+use pmscope_sys::scratch;
 use pmscope_sys::sysroot::SysRoot;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 /// Proof that the user accepted the destruction of a devdax device's contents. Only the
@@ -99,8 +99,8 @@ pub(crate) struct Expectation {
 pub(crate) struct Backing {
     raw: Option<RawMap>,
     file: Option<File>,
-    /// A file we created: removed on drop unless kept.
-    created: Option<PathBuf>,
+    /// The scratch file we created, and what becomes of it at the end.
+    scratch: Option<Scratch>,
     device: Option<PathBuf>,
     keep: bool,
     expect: Option<Expectation>,
@@ -110,6 +110,18 @@ pub(crate) struct Backing {
     dax_file: bool,
     filesystem: Option<String>,
     extents: Option<ExtentLayout>,
+    notes: Vec<Warning>,
+}
+
+/// A scratch file of a file or shm target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scratch {
+    /// Unnamed (`O_TMPFILE`) in `dir`: it cannot outlive the process, whatever ends it.
+    /// `--keep` names it at the end: `name`, or a fresh `pmscope-<pid>-<n>.bin` in `dir`.
+    Unnamed { dir: PathBuf, name: Option<PathBuf> },
+    /// Named, where the file system has no unnamed files: removed at the end unless kept;
+    /// after a SIGKILL the next run's stale-file sweep removes it.
+    Named(PathBuf),
 }
 
 impl Backing {
@@ -117,7 +129,7 @@ impl Backing {
         Backing {
             raw: None,
             file: None,
-            created: None,
+            scratch: None,
             device: None,
             keep: false,
             expect: None,
@@ -127,6 +139,7 @@ impl Backing {
             dax_file: false,
             filesystem: None,
             extents: None,
+            notes: Vec::new(),
         }
     }
 
@@ -138,13 +151,19 @@ impl Backing {
         b
     }
 
-    /// A file we just created; it is removed on drop (unless `keep`) even if mapping fails.
-    pub(crate) fn file_pending(file: File, path: PathBuf, keep: bool) -> Backing {
+    /// A scratch file we just created; at the end (even if mapping fails) a named one is
+    /// removed and an unnamed one vanishes, unless `keep`.
+    pub(crate) fn scratch(file: File, scratch: Scratch, keep: bool) -> Backing {
         let mut b = Backing::empty();
         b.file = Some(file);
-        b.created = Some(path);
+        b.scratch = Some(scratch);
         b.keep = keep;
         b
+    }
+
+    /// A note for the result (stale files removed, ...), merged into the warnings.
+    pub(crate) fn note(&mut self, w: Warning) {
+        self.notes.push(w);
     }
 
     /// A device we opened; never removed.
@@ -185,20 +204,8 @@ impl Backing {
     /// MADV_HUGEPAGE or MADV_NOHUGEPAGE on the whole mapping.
     pub(crate) fn advise_huge(&self, huge: bool) -> Result<(), TargetError> {
         let raw = self.raw.expect("mapped");
-        let advice = if huge {
-            libc::MADV_HUGEPAGE
-        } else {
-            libc::MADV_NOHUGEPAGE
-        };
-        // SAFETY: the range is this backing's own live mapping; THP advice never changes
-        // its contents.
-        if unsafe { libc::madvise(raw.ptr.cast(), raw.len, advice) } != 0 {
-            return Err(TargetError::system(format!(
-                "madvise failed: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(())
+        pmscope_sys::mman::advise_huge_pages(raw, huge)
+            .map_err(|e| TargetError::system(format!("madvise failed: {e}")))
     }
 }
 
@@ -210,12 +217,42 @@ impl Drop for Backing {
             // munmap of a range we mapped cannot fail in a way we could act on.
             let _ = unsafe { pmscope_sys::mman::munmap(raw) };
         }
-        if let Some(path) = self.created.take()
-            && !self.keep
-        {
-            let _ = std::fs::remove_file(path);
+        match (self.scratch.take(), self.keep) {
+            (Some(Scratch::Named(path)), false) => {
+                let _ = std::fs::remove_file(path);
+            }
+            (Some(Scratch::Unnamed { dir, name }), true) => {
+                // Drop cannot fail, so the outcome of --keep is said here, in one sentence.
+                let file = self.file.as_ref().expect("a scratch backing has a file");
+                match keep_unnamed(file, &dir, name.as_deref()) {
+                    Ok(path) => eprintln!("pmscope: kept {}", path.display()),
+                    Err(e) => eprintln!("pmscope: could not keep the file ({e})"),
+                }
+            }
+            _ => {}
         }
     }
+}
+
+/// Names an unnamed scratch file: `name` if given, else the first free
+/// `pmscope-<pid>-<n>.bin` in `dir`. Never replaces an existing file.
+fn keep_unnamed(file: &File, dir: &Path, name: Option<&Path>) -> std::io::Result<PathBuf> {
+    if let Some(name) = name {
+        scratch::link_unnamed(file, name)?;
+        return Ok(name.to_path_buf());
+    }
+    for seq in 0..1000 {
+        let path = dir.join(scratch::named(std::process::id(), seq));
+        match scratch::link_unnamed(file, &path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "no free name in {}",
+        dir.display()
+    )))
 }
 
 /// A mapped, pre-faulted, verified target. Dropping it unmaps the memory and removes a
@@ -273,7 +310,7 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
             "a target of 0 bytes cannot be mapped; give a size",
         ));
     }
-    let backing = kinds::prepare(spec, bytes, opts)?;
+    let backing = spec.kind().prepare(spec, bytes, opts)?;
     let raw = backing.raw.expect("prepare maps the backing");
     debug_assert!(raw.len % 4096 == 0 && (raw.ptr as usize).is_multiple_of(4096));
     if let Some(node) = spec.node {
@@ -290,12 +327,19 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
         prefault(raw)
     };
     let achieved = verify::probe(&backing, raw, spec, prefault_ns, faults, opts);
-    let warnings = verify::against_expectation(
+    let mut warnings = verify::against_expectation(
         spec,
         &achieved,
         backing.expect.as_ref().expect("kind sets an expectation"),
         backing.extents,
     );
+    warnings.extend(backing.notes.iter().cloned());
+    warnings.extend(verify::rounded_up(
+        spec,
+        bytes,
+        raw.len as u64,
+        backing.expect.as_ref().expect("kind sets an expectation"),
+    ));
     Ok(Mapping {
         spec: spec.clone(),
         backing,
@@ -425,7 +469,7 @@ impl Mapping {
 
     /// How another process can map the same memory: `None` for anonymous kinds (dram).
     pub fn handoff(&self) -> Option<Handoff> {
-        let path = self.path()?.to_path_buf();
+        let path = self.path()?;
         Some(Handoff {
             path,
             offset: 0,
@@ -444,11 +488,15 @@ impl Mapping {
     }
 
     /// The file or device behind the mapping, if any.
-    pub fn path(&self) -> Option<&std::path::Path> {
-        self.backing
-            .created
-            .as_deref()
-            .or(self.backing.device.as_deref())
+    ///
+    /// An unnamed scratch file has no name: its path is this process's `/proc/<pid>/fd/<n>`
+    /// link, which opens the same file (for this process and its children).
+    pub fn path(&self) -> Option<PathBuf> {
+        match &self.backing.scratch {
+            Some(Scratch::Named(p)) => Some(p.clone()),
+            Some(Scratch::Unnamed { .. }) => self.backing.file.as_ref().map(scratch::proc_path),
+            None => self.backing.device.clone(),
+        }
     }
 }
 
@@ -482,10 +530,16 @@ impl Backing {
     pub(crate) fn filesystem(&self) -> Option<String> {
         self.filesystem.clone()
     }
+    /// The path the records show: an unnamed file is its directory (or the name `--keep`
+    /// will give it) marked `(unnamed)`.
     pub(crate) fn path_string(&self) -> Option<String> {
-        self.created
-            .as_ref()
-            .or(self.device.as_ref())
-            .map(|p| p.display().to_string())
+        match &self.scratch {
+            Some(Scratch::Named(p)) => Some(p.display().to_string()),
+            Some(Scratch::Unnamed { dir, name }) => Some(format!(
+                "{} (unnamed)",
+                name.as_deref().unwrap_or(dir).display()
+            )),
+            None => self.device.as_ref().map(|p| p.display().to_string()),
+        }
     }
 }

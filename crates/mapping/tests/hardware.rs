@@ -194,8 +194,20 @@ mod needs_fsdax {
         assert_eq!(a.persistence, Persistence::Dax);
         assert_eq!(a.filesystem.as_deref(), Some("ext4"));
         assert!(m.warnings().is_empty(), "{:?}", m.warnings());
-        let path = m.path().unwrap().to_path_buf();
-        assert!(path.starts_with(&mnt), "{}", path.display());
+        // The scratch file is unnamed (O_TMPFILE) on the DAX mount, and still MAP_SYNC:
+        // nothing of it is visible in the directory, and a SIGKILL cannot leak it.
+        assert_eq!(a.path.as_deref(), Some(format!("{mnt} (unnamed)").as_str()));
+        let names = |dir: &str| -> Vec<String> {
+            std::fs::read_dir(dir)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("pmscope-"))
+                .collect()
+        };
+        assert_eq!(names(&mnt), Vec::<String>::new());
+        let path = m.path().unwrap();
+        assert!(path.starts_with("/proc/"), "{}", path.display());
         // The kernel's side: the VMA has synchronous faults (VmFlags `sf`), the inode is
         // DAX (statx STATX_ATTR_DAX), and the mount says dax=always.
         let smaps = pmscope_sys::smaps::probe_range(
@@ -217,7 +229,7 @@ mod needs_fsdax {
             "{mounts}"
         );
         drop(m);
-        assert!(!path.exists(), "the file is removed afterwards");
+        assert_eq!(names(&mnt), Vec::<String>::new(), "nothing left afterwards");
     }
 
     #[test]
@@ -238,7 +250,7 @@ mod needs_fsdax {
             "the guest's ext4 (mkfs -E stride=512) should give 2 MiB DAX faults"
         );
         // filefrag predicts the same from the extents.
-        let extents = extents_pmd_congruent(m.path().unwrap());
+        let extents = extents_pmd_congruent(&m.path().unwrap());
         assert!(
             !extents.is_empty() && extents.iter().all(|&c| c),
             "{extents:?}"
@@ -312,7 +324,7 @@ mod needs_legacy_pmem {
         let target = spec(&format!("file:{}", fs.dir.path().display()));
         let (m, kernel) = map_traced(&target, len, &MapOptions::host());
         let a = m.achieved();
-        let extents = extents_pmd_congruent(m.path().unwrap());
+        let extents = extents_pmd_congruent(&m.path().unwrap());
         assert_eq!(
             extents,
             [false],

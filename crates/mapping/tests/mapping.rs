@@ -46,6 +46,35 @@ fn dram_thp_shows_huge_pages_in_smaps() {
     assert!(a.faults.minor_faults < 1024, "{:?}", a.faults);
 }
 
+/// A THP range ending inside a 2 MiB page cannot be fully huge: the kind rounds it up and
+/// says so, instead of blaming the THP settings for a size the user chose (issue 17).
+#[test]
+fn dram_thp_rounds_a_partial_huge_page_up_and_says_so() {
+    let m = map(&spec("dram:thp"), 3 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.bytes, 4 << 20);
+    let codes: Vec<&str> = m.warnings().iter().map(|w| w.code.as_str()).collect();
+    assert!(codes.contains(&"size-rounded-up"), "{:?}", m.warnings());
+    assert!(!codes.contains(&"page-size-mismatch"), "{:?}", m.warnings());
+    let note = m
+        .warnings()
+        .iter()
+        .find(|w| w.code == "size-rounded-up")
+        .unwrap();
+    assert!(
+        note.message.contains("3.0 MiB was rounded up to 4.0 MiB"),
+        "{}",
+        note.message
+    );
+    // A size that is already whole gets no note.
+    let m = map(&spec("dram:thp"), 4 << 20, &MapOptions::host()).unwrap();
+    assert!(m.warnings().iter().all(|w| w.code != "size-rounded-up"));
+    // Base pages need no rounding beyond 4 KiB.
+    let m = map(&spec("dram:4k"), 3 << 20, &MapOptions::host()).unwrap();
+    assert_eq!(m.achieved().bytes, 3 << 20);
+    assert!(m.warnings().is_empty(), "{:?}", m.warnings());
+}
+
 #[test]
 fn node_binding_places_pages_on_the_node() {
     let m = map(&spec("dram:4k,node=0"), 8 << 20, &MapOptions::host()).unwrap();
@@ -122,10 +151,22 @@ fn shm_is_emulated_and_refuses_map_sync() {
     assert_eq!(a.map_sync, Some(false));
     assert_eq!(a.persistence, Persistence::Emulated);
     assert_eq!(a.filesystem, None);
-    let path = m.path().unwrap().to_path_buf();
-    assert!(path.starts_with("/dev/shm") && path.exists());
+    // Unnamed (O_TMPFILE): nothing in /dev/shm carries this process's files, so a
+    // SIGKILL cannot leak them; the process reaches it through /proc.
+    assert_eq!(a.path.as_deref(), Some("/dev/shm (unnamed)"));
+    let ours = || -> Vec<String> {
+        std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("pmscope-{}-", std::process::id())))
+            .collect()
+    };
+    assert_eq!(ours(), Vec::<String>::new());
+    let path = m.path().unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 8 << 20);
     drop(m);
-    assert!(!path.exists(), "the shm file is removed afterwards");
+    assert_eq!(ours(), Vec::<String>::new());
 }
 
 #[test]
@@ -251,7 +292,7 @@ fn a_file_mapping_hands_off_its_path_and_range() {
     let s = spec(&format!("file:{}", dir.path().display()));
     let m = map(&s, 1 << 20, &MapOptions::host()).unwrap();
     let h = m.handoff().expect("file-backed");
-    assert_eq!(Some(h.path.as_path()), m.path());
+    assert_eq!(Some(h.path.clone()), m.path());
     assert_eq!(h.offset, 0);
     assert_eq!(h.len, m.len() as u64);
 }

@@ -3,7 +3,6 @@
 //! the identity facts every record repeats (kernel, host name, online CPUs, tools present).
 //! Judging these facts (which are warnings, and their remedies) is `pmscope-runner`'s
 //! `sanity` module; this one only reads.
-#![allow(unsafe_code)]
 
 use crate::sysroot::SysRoot;
 use serde::{Deserialize, Serialize};

@@ -22,6 +22,7 @@ pub mod numa;
 pub mod perf;
 pub mod prefetch;
 pub mod rusage;
+pub mod scratch;
 pub mod signal;
 pub mod smaps;
 pub mod sysroot;

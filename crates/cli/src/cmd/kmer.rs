@@ -290,6 +290,7 @@ fn job_error(e: JobError) -> anyhow::Error {
     match e {
         JobError::Read(r) if r.is_usage => usage(r.to_string()),
         JobError::Usage(m) => usage(m),
+        JobError::Interrupted(i) => anyhow::Error::new(i),
         JobError::Table(pmscope_workload::kmer::table::TableError::Refused(m)) => usage(m),
         JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) if t.is_usage() => {
             usage(t.to_string())

@@ -13,14 +13,14 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
     match what {
         ListWhat::Targets => {
             if sink.json() {
-                for k in pmscope_mapping::kinds::KINDS {
+                for k in pmscope_mapping::kinds::KINDS.iter() {
                     println!(
                         "{}",
                         serde_json::json!({"kind": k.name, "syntax": k.syntax, "doc": k.doc})
                     );
                 }
             } else {
-                for k in pmscope_mapping::kinds::KINDS {
+                for k in pmscope_mapping::kinds::KINDS.iter() {
                     println!("{}\n    {}\n", k.syntax, k.doc);
                 }
             }

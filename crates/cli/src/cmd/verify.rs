@@ -97,4 +97,19 @@ pub fn print_table(sink: &Sink, records: &[Record]) {
         ]);
     }
     sink.text(&t.render());
+    // Which file a file: or shm target became (a directory gets a new file in it), since
+    // the spec alone does not say.
+    for r in records {
+        if let Some(tr) = &r.target
+            && let Some(path) = &tr.achieved.path
+        {
+            let path = match path.strip_suffix(" (unnamed)") {
+                Some(p) => format!(
+                    "{p} (unnamed: O_TMPFILE, it vanishes with the process unless --keep names it)"
+                ),
+                None => path.clone(),
+            };
+            sink.text(&format!("{}: {path}", tr.spec));
+        }
+    }
 }

@@ -30,6 +30,7 @@ use super::table::{Create, Entry, KmerTable, TableError, TableKind, TableRequest
 use pmscope_core::record::ThreadPlacement;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_persist::PersistStrategy;
+use pmscope_runner::interrupt::{self, Interrupted};
 use pmscope_runner::pin::PinError;
 use rayon::prelude::*;
 use std::io::Write;
@@ -144,6 +145,9 @@ pub enum JobError {
     /// The request itself.
     #[error("{0}")]
     Usage(String),
+    /// Ctrl-C or SIGTERM, seen between phases.
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
 }
 
 /// A genome as the report lists it.
@@ -372,10 +376,14 @@ fn run_words<const W: usize, T: Create<W>>(
         )));
     }
 
+    // Stopping is cheap between phases: nothing half-written survives (the table is
+    // scratch memory or a crash-consistent pool, the k-mers are written last).
+    interrupt::check()?;
     let t = Stopwatch::start();
     let estimate = run.estimate(&left);
     t.stop(&mut phases.estimate, &mut cpu.estimate);
 
+    interrupt::check()?;
     let t = Stopwatch::start();
     let expected = (estimate.total as f64 * 1.02) as u64 + 1024;
     let mut table = T::create(&TableRequest {
@@ -385,14 +393,17 @@ fn run_words<const W: usize, T: Create<W>>(
     })?;
     t.stop(&mut phases.map, &mut cpu.map);
 
+    interrupt::check()?;
     let t = Stopwatch::start();
     let placements = run.insert(&mut table, &left, &estimate)?;
     t.stop(&mut phases.insert, &mut cpu.insert);
 
+    interrupt::check()?;
     let t = Stopwatch::start();
     let result = run.set_operation(&table, &left, &right)?;
     t.stop(&mut phases.setops, &mut cpu.setops);
 
+    interrupt::check()?;
     let t = Stopwatch::start();
     let written = run.output(&table, &left, result.kept, &result.candidates, out)?;
     t.stop(&mut phases.output, &mut cpu.output);
@@ -509,6 +520,7 @@ impl<const W: usize> Run<'_, W> {
                 .insert_genome(table, g, (i + 1) as u32, self.job.k)?;
             placements = p;
             table.completed((i + 1) as u32);
+            interrupt::check()?;
         }
         Ok(placements)
     }
