@@ -887,3 +887,48 @@ fn a_kmer_record_carries_the_environment_findings() {
         }
     }
 }
+
+/// `-o` is the record file as in every command: a failed job leaves an existing file
+/// exactly as it was, also with --force, and the k-mers file is not created.
+#[test]
+fn a_failed_job_leaves_the_record_file_as_it_was() {
+    let dir = fixtures();
+    let d = dir.path();
+    std::fs::write(d.join("prev.jsonl"), "old\n").unwrap();
+    let o = pmscope_timed(
+        d,
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "5",
+            "a.fa",
+            "text.fa",
+            "-o",
+            "prev.jsonl",
+            "--kmers",
+            "k.tsv",
+            "--force",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(read(d, "prev.jsonl"), "old\n");
+    assert!(!d.join("k.tsv").exists());
+    // The same job on good input replaces it with its record.
+    let o = pmscope_timed(
+        d,
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "5",
+            "a.fa",
+            "-o",
+            "prev.jsonl",
+            "--force",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(read(d, "prev.jsonl").trim()).unwrap();
+    assert_eq!(r["experiment"], "kmer");
+}
