@@ -47,6 +47,10 @@ impl Context {
             timer: None,
             thp_enabled: thp.enabled.unwrap_or_default(),
             thp_defrag: thp.defrag.unwrap_or_default(),
+            smt_active: pmscope_sys::environment::smt_active(&root),
+            kernel_cmdline: pmscope_sys::environment::kernel_cmdline(&root),
+            mitigations: pmscope_sys::environment::mitigations(&root),
+            observed_core_ghz: None,
         };
         Context {
             session: Session {

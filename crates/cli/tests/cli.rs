@@ -475,6 +475,44 @@ fn info_json_holds_every_field() {
     assert_eq!(v["numa_nodes"].as_array().unwrap().len(), nodes);
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
     assert_eq!(v["cpu"]["features"]["clwb"], cpuinfo.contains(" clwb"));
+    // Platform facts (issue 11), against the kernel's own files.
+    let p = &v["platform"];
+    assert_eq!(
+        p["kernel_cmdline"],
+        std::fs::read_to_string("/proc/cmdline").unwrap().trim()
+    );
+    let smt = std::fs::read_to_string("/sys/devices/system/cpu/smt/active").ok();
+    assert_eq!(p["smt_active"].as_bool(), smt.map(|s| s.trim() == "1"));
+    let vulns: Vec<String> = std::fs::read_dir("/sys/devices/system/cpu/vulnerabilities")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    std::fs::read_to_string(e.path()).unwrap_or_default().trim() != "Not affected"
+                })
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut listed: Vec<String> = p["mitigations"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    let mut vulns = vulns;
+    vulns.sort();
+    listed.sort();
+    assert_eq!(listed, vulns);
+    assert!(p["observed_core_ghz"].as_f64().unwrap() > 0.1);
+    // libnvdimm regions: as many as sysfs lists (none on the CI host; the lab guest has 3).
+    let regions = std::fs::read_dir("/sys/bus/nd/devices")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("region"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(v["pmem_regions"].as_array().unwrap().len(), regions);
 }
 
 #[test]

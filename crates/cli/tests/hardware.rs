@@ -114,6 +114,29 @@ mod needs_fsdax {
         assert_eq!(a["pages"]["smaps_sees_mapping"], false);
         let faults = a["faults"]["minor_faults"].as_u64().unwrap();
         assert!((32..=34).contains(&faults), "{faults} faults for 64 MiB");
+        // The guest's NVDIMM is QEMU's: DAX semantics, but emulated, and pmscope says so
+        // (issue 11), with the region's persistence domain (QEMU declares none).
+        let region = &a["pmem_region"];
+        assert_eq!(region["origin"], "virtual-nfit", "{a}");
+        assert_eq!(region["emulated"], true);
+        assert!(region["region"].as_str().unwrap().starts_with("region"));
+        assert_eq!(region["persistence_domain"], Value::Null);
+        assert_eq!(region["interleave_ways"], 1);
+        assert!(
+            region["description"]
+                .as_str()
+                .unwrap()
+                .contains("virtual NVDIMM (QEMU)"),
+            "{region}"
+        );
+        assert!(
+            r["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["code"] == "pmem-emulated"),
+            "{r}"
+        );
         let codes: Vec<&Value> = r["warnings"].as_array().unwrap().iter().collect();
         assert!(
             !codes
@@ -183,6 +206,33 @@ mod needs_fsdax {
     }
 }
 
+mod needs_legacy_pmem {
+    use super::*;
+
+    /// The memmap= region (e820) is listed as DRAM emulating pmem, beside the NFIT ones.
+    #[test]
+    #[ignore = "needs a memmap= (e820) pmem region (LABVM_LEGACY_PMEM): runs in the lab guest via .ci/labvm-stage"]
+    fn info_tells_emulated_regions_from_nvdimms() {
+        lab("LABVM_LEGACY_PMEM");
+        let o = pmscope(&["info", "--json"]);
+        let v: Value = serde_json::from_str(&success(&o)).unwrap();
+        let regions = v["pmem_regions"].as_array().unwrap();
+        let origins: Vec<&str> = regions
+            .iter()
+            .map(|r| r["origin"].as_str().unwrap())
+            .collect();
+        assert!(origins.contains(&"e820"), "{origins:?}");
+        assert!(origins.contains(&"virtual-nfit"), "{origins:?}");
+        let text = success(&pmscope(&["info"]));
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("pmem region")
+                    && l.contains("memmap= (e820 type 12): emulated")),
+            "{text}"
+        );
+    }
+}
+
 mod needs_devdax {
     use super::*;
 
@@ -206,6 +256,8 @@ mod needs_devdax {
         assert_eq!(a["page_size"], 2 << 20);
         assert_eq!(a["page_size_source"], "smaps+faults");
         assert_eq!(a["pages"]["bytes_2m"], 64 << 20);
+        assert_eq!(a["pmem_region"]["origin"], "virtual-nfit", "{a}");
+        assert_eq!(a["pmem_region"]["emulated"], true);
     }
 }
 

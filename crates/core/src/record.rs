@@ -116,6 +116,20 @@ pub struct SystemSummary {
     pub thp_enabled: String,
     /// `/sys/kernel/mm/transparent_hugepage/defrag`, active value.
     pub thp_defrag: String,
+    /// Whether SMT is active (`None`: the kernel does not say).
+    #[serde(default)]
+    pub smt_active: Option<bool>,
+    /// The kernel command line.
+    #[serde(default)]
+    pub kernel_cmdline: String,
+    /// The CPU vulnerabilities the kernel reports as mitigated or vulnerable, by name
+    /// (those the CPU is not affected by are left out).
+    #[serde(default)]
+    pub mitigations: BTreeMap<String, String>,
+    /// The core clock observed at the start of the measurement (a chain of dependent adds
+    /// against the monotonic clock), in GHz; `None` when not measured.
+    #[serde(default)]
+    pub observed_core_ghz: Option<f64>,
 }
 
 impl Record {

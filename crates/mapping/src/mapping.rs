@@ -111,6 +111,7 @@ pub(crate) struct Backing {
     filesystem: Option<String>,
     extents: Option<ExtentLayout>,
     notes: Vec<Warning>,
+    pmem_region: Option<String>,
 }
 
 /// A scratch file of a file or shm target.
@@ -140,6 +141,7 @@ impl Backing {
             filesystem: None,
             extents: None,
             notes: Vec::new(),
+            pmem_region: None,
         }
     }
 
@@ -159,6 +161,11 @@ impl Backing {
         b.scratch = Some(scratch);
         b.keep = keep;
         b
+    }
+
+    /// The libnvdimm region behind a DAX backing (`region0`), for the verification.
+    pub(crate) fn set_pmem_region(&mut self, region: Option<String>) {
+        self.pmem_region = region;
     }
 
     /// A note for the result (stale files removed, ...), merged into the warnings.
@@ -526,6 +533,9 @@ impl Backing {
     }
     pub(crate) fn dax_file(&self) -> bool {
         self.dax_file
+    }
+    pub(crate) fn pmem_region(&self) -> Option<&str> {
+        self.pmem_region.as_deref()
     }
     pub(crate) fn filesystem(&self) -> Option<String> {
         self.filesystem.clone()

@@ -5,7 +5,7 @@
 
 use crate::TargetSpec;
 use crate::mapping::{Backing, Expectation, MapOptions, fault_evidence};
-use pmscope_core::achieved::{Achieved, Persistence};
+use pmscope_core::achieved::{Achieved, Persistence, PmemRegionFacts};
 use pmscope_core::units::{Bytes, GIB1, KIB4, MIB2, page_size_name};
 use pmscope_core::warning::Warning;
 use pmscope_sys::dax::ExtentLayout;
@@ -61,7 +61,27 @@ pub(crate) fn probe(
         filesystem: backing.filesystem(),
         alignment: Some(backing.alignment()),
         prefault_ns,
+        pmem_region: backing
+            .pmem_region()
+            .and_then(|r| region_facts(&opts.root, r)),
     }
+}
+
+/// What sysfs says about the region `name`: its origin (real, virtual or memmap= emulated),
+/// persistence domain and interleave.
+fn region_facts(root: &pmscope_sys::sysroot::SysRoot, name: &str) -> Option<PmemRegionFacts> {
+    let hypervisor = pmscope_sys::cpu::CpuFeatures::detect().hypervisor;
+    let r = pmscope_sys::pmem::regions(root, hypervisor)
+        .into_iter()
+        .find(|r| r.name == name)?;
+    Some(PmemRegionFacts {
+        origin: r.origin.name().to_string(),
+        emulated: r.origin.emulated(),
+        persistence_domain: r.persistence_domain.clone(),
+        interleave_ways: r.dimms.len() as u32,
+        description: r.describe(),
+        region: r.name,
+    })
 }
 
 fn size_name(bytes: u64) -> String {
@@ -151,6 +171,17 @@ pub(crate) fn against_expectation(
                 "check free memory on that node (`pmscope info`), or drop node= for this kind",
             ));
         }
+    }
+    if let Some(r) = a.pmem_region.as_ref().filter(|r| r.emulated) {
+        w.push(Warning::new(
+            "pmem-emulated",
+            format!(
+                "{name}: the DAX memory is not a persistent medium: {}",
+                r.description
+            ),
+            "read its figures as the backing memory's (DRAM or the host's file), not as persistent memory's; \
+             compare with real NVDIMM or CXL pmem before drawing conclusions about a medium",
+        ));
     }
     if a.persistence == Persistence::PageCache {
         w.push(Warning::new(
@@ -262,6 +293,7 @@ mod tests {
             filesystem: Some("ext4".into()),
             alignment: Some(MIB2),
             prefault_ns: 1,
+            pmem_region: None,
         }
     }
 

@@ -11,7 +11,7 @@ use pmscope_core::warning::Warning;
 ///
 /// | persistence | clflush, clflushopt, clwb, ntstore | none | msync |
 /// |---|---|---|---|
-/// | dax | durable | durable only with eADR | durable (the kernel flushes) |
+/// | dax | durable | durable only with eADR (the region's `persistence_domain` is `cpu_cache`: no warning) | durable (the kernel flushes) |
 /// | page-cache | not durable: lines reach the page cache, not the file | nothing asked | durable |
 /// | volatile | nothing survives power loss | nothing asked | nothing survives |
 /// | emulated (tmpfs) | nothing survives power loss | nothing asked | nothing survives |
@@ -21,7 +21,12 @@ pub fn domain_warning(strategy: PersistStrategy, achieved: &Achieved) -> Option<
         Some(p) => format!("the mapping of {p}"),
         None => "this mapping".to_string(),
     };
+    let eadr = achieved
+        .pmem_region
+        .as_ref()
+        .is_some_and(|r| r.persistence_domain.as_deref() == Some("cpu_cache"));
     match (achieved.persistence, strategy) {
+        (Persistence::Dax, S::None) if eadr => None,
         (Persistence::Dax, S::None) => Some(Warning::new(
             "persist-none-on-dax",
             format!(
@@ -77,6 +82,7 @@ mod tests {
             filesystem: None,
             alignment: None,
             prefault_ns: 0,
+            pmem_region: None,
         }
     }
 
@@ -123,6 +129,24 @@ mod tests {
             );
         }
         assert_eq!(code(S::Msync, Persistence::Dax), None);
+        // A region whose platform declares eADR (cpu_cache) needs no flush; ADR does.
+        let on_region = |domain: &str| {
+            let mut a = achieved(Persistence::Dax);
+            a.pmem_region = Some(pmscope_core::achieved::PmemRegionFacts {
+                region: "region0".into(),
+                origin: "nfit".into(),
+                emulated: false,
+                persistence_domain: Some(domain.into()),
+                interleave_ways: 6,
+                description: String::new(),
+            });
+            domain_warning(S::None, &a).map(|w| w.code)
+        };
+        assert_eq!(on_region("cpu_cache"), None);
+        assert_eq!(
+            on_region("memory_controller").as_deref(),
+            Some("persist-none-on-dax")
+        );
         assert_eq!(code(S::Msync, Persistence::PageCache), None);
         assert_eq!(
             code(S::Msync, Persistence::Volatile).as_deref(),

@@ -34,6 +34,7 @@ fn achieved(page: u64) -> Achieved {
         filesystem: None,
         alignment: Some(2 << 20),
         prefault_ns: 1,
+        pmem_region: None,
     }
 }
 

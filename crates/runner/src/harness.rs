@@ -107,6 +107,8 @@ impl<'s> Harness<'s> {
         pin::check_cpus(&m.cpus)?;
         let timer = Timer::calibrate(&session.features, Duration::from_millis(100));
         session.system.timer = Some(timer.info());
+        session.system.observed_core_ghz =
+            pmscope_sys::coreclock::observed_hz(20_000_000).map(|hz| (hz / 1e7).round() / 100.0);
         let env = sanity::check(
             &sanity::EnvFacts::probe(&session.root, &m.cpus),
             &sanity::Context {

@@ -52,6 +52,33 @@ pub fn hostname(root: &SysRoot) -> String {
         .unwrap_or_default()
 }
 
+/// Whether SMT (hyper-threading) is active (`/sys/devices/system/cpu/smt/active`); `None`
+/// where the kernel does not say. A sibling thread shares the core's caches and load ports.
+pub fn smt_active(root: &SysRoot) -> Option<bool> {
+    root.read_trim("sys/devices/system/cpu/smt/active")
+        .map(|s| s == "1")
+}
+
+/// The kernel command line (`/proc/cmdline`): `mitigations=off`, `memmap=`, hugepage
+/// reservations and `isolcpus` all change what is measured.
+pub fn kernel_cmdline(root: &SysRoot) -> String {
+    root.read_trim("proc/cmdline").unwrap_or_default()
+}
+
+/// The CPU vulnerabilities the kernel mitigates, by name
+/// (`/sys/devices/system/cpu/vulnerabilities/*`), leaving out those the CPU is not affected
+/// by: mitigations (retpolines, IBRS, page-table isolation) slow system calls and faults.
+pub fn mitigations(root: &SysRoot) -> std::collections::BTreeMap<String, String> {
+    let dir = "sys/devices/system/cpu/vulnerabilities";
+    root.list(dir)
+        .into_iter()
+        .filter_map(|name| {
+            let state = root.read_trim(&format!("{dir}/{name}"))?;
+            (state != "Not affected").then_some((name, state))
+        })
+        .collect()
+}
+
 /// A running DAMON worker (`/sys/kernel/mm/damon/admin/kdamonds/N`): which address space it
 /// monitors (`vaddr`, `paddr`) and the actions of its schemes (`pageout`, `hugepage`, ...).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,5 +233,49 @@ mod tests {
         assert!(tool_installed("sh").is_some());
         assert!(tool_installed("surely-not-a-tool-xyz").is_none());
         assert_eq!(prefetchers("GenuineIntel", true).state, "unknown");
+    }
+}
+
+#[cfg(test)]
+mod platform_tests {
+    use super::*;
+
+    #[test]
+    fn smt_cmdline_and_mitigations_from_a_fake_tree() {
+        let t = tempfile::tempdir().unwrap();
+        let w = |rel: &str, v: &str| {
+            let p = t.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, v).unwrap();
+        };
+        let root = SysRoot::at(t.path());
+        assert_eq!(smt_active(&root), None);
+        assert_eq!(kernel_cmdline(&root), "");
+        assert!(mitigations(&root).is_empty());
+        w("sys/devices/system/cpu/smt/active", "0\n");
+        w(
+            "proc/cmdline",
+            "console=ttyS0 memmap=512M!512M mitigations=auto\n",
+        );
+        let v = "sys/devices/system/cpu/vulnerabilities";
+        w(&format!("{v}/meltdown"), "Not affected\n");
+        w(
+            &format!("{v}/spectre_v2"),
+            "Mitigation: Retpolines; IBPB: conditional\n",
+        );
+        w(
+            &format!("{v}/mds"),
+            "Vulnerable: Clear CPU buffers attempted, no microcode\n",
+        );
+        assert_eq!(smt_active(&root), Some(false));
+        assert_eq!(
+            kernel_cmdline(&root),
+            "console=ttyS0 memmap=512M!512M mitigations=auto"
+        );
+        let m = mitigations(&root);
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["mds", "spectre_v2"]);
+        assert_eq!(m["spectre_v2"], "Mitigation: Retpolines; IBPB: conditional");
+        w("sys/devices/system/cpu/smt/active", "1\n");
+        assert_eq!(smt_active(&root), Some(true));
     }
 }

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod coreclock;
 pub mod cpu;
 pub mod dax;
 pub mod environment;
@@ -20,6 +21,7 @@ pub mod memory;
 pub mod mman;
 pub mod numa;
 pub mod perf;
+pub mod pmem;
 pub mod prefetch;
 pub mod rusage;
 pub mod scratch;

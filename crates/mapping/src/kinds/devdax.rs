@@ -153,6 +153,7 @@ fn prepare(
         false,
     );
     backing.set_filesystem("devdax".into(), None);
+    backing.set_pmem_region(pmscope_sys::pmem::region_of_dax(&opts.root, name));
     Ok(backing)
 }
 

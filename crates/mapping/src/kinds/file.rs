@@ -355,6 +355,14 @@ fn prepare(
             .then(|| dax::extent_layout(backing.file()))
             .flatten(),
     );
+    if map_sync {
+        // The pmem block device under the DAX mount names the region.
+        let mounts = dax::mounts(&opts.root);
+        let region = dax::mount_of(&mounts, &path)
+            .and_then(|m| m.source.strip_prefix("/dev/"))
+            .and_then(|block| pmscope_sys::pmem::region_of_block(&opts.root, block));
+        backing.set_pmem_region(region);
+    }
     Ok(backing)
 }
 
