@@ -64,6 +64,11 @@ pub struct Cli {
     /// and every record says so (tests run every command to completion with it).
     #[arg(long, global = true, hide = true)]
     pub null_executor: bool,
+    /// Hardware prefetchers during measurements: `off` turns them off on every CPU through
+    /// the msr driver (bare metal, root), as Intel MLC does, and back on afterwards; where
+    /// that is impossible (a VM) the records say why and the run goes on.
+    #[arg(long, global = true, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub prefetchers: String,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -588,7 +593,7 @@ pub struct BandwidthArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): read, write, ntstore, store+clwb, copy. Default: all (with --mix:
+    /// Ops (comma list): read, write, ntstore, store+clwb, copy, ntcopy (copy with non-temporal stores). Default: all (with --mix:
     /// write, the op of the writers).
     #[arg(long)]
     pub ops: Option<String>,
@@ -647,9 +652,20 @@ pub struct LoadedArgs {
         default_value = "0,25,50,100,200,400,800,1600,3200,6400,12800,25600"
     )]
     pub delays: String,
-    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only).
-    #[arg(long, default_value = "1:0")]
-    pub rw: String,
+    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only) [default:
+    /// 1:0; 0:1 with a writing --traffic-op].
+    #[arg(long)]
+    pub rw: Option<String>,
+    /// What the traffic writes with: write (ordinary stores), ntstore, store+clwb (a clwb per
+    /// line, an sfence per access), copy, ntcopy; or read (read-only traffic). A row of `pmscope
+    /// list ops` that streams as one of them (load, store, store+clwb+sfence, ...) is
+    /// accepted too [default: read, or write when --rw has writes].
+    #[arg(long, value_name = "OP")]
+    pub traffic_op: Option<String>,
+    /// The order the traffic visits its region: seq, or rand (a random permutation of every
+    /// access-sized block, each once per pass, so the whole region is covered).
+    #[arg(long, default_value = "seq", value_name = "PATTERN")]
+    pub traffic_pattern: String,
     /// Bytes per traffic access.
     #[arg(long, default_value = "1KiB", value_name = "SIZE")]
     pub traffic_access: Size,

@@ -59,6 +59,7 @@ impl Context {
                 features,
                 system,
                 executor,
+                prefetchers_off: false,
             },
         }
     }

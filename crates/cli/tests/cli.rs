@@ -769,3 +769,55 @@ fn file_targets_must_name_a_directory_or_a_new_file_in_one() {
         "the files were removed afterwards"
     );
 }
+
+/// `--prefetchers off` either turns them off (bare metal, root, msr driver) or says in the
+/// records why it could not, and the run goes on.
+#[test]
+fn prefetchers_off_is_done_or_explained_in_the_records() {
+    let o = pmscope(&[
+        "latency",
+        "-t",
+        "dram:4k",
+        "--sizes",
+        "64KiB",
+        "--reps",
+        "2",
+        "--samples",
+        "1000",
+        "--prefetchers",
+        "off",
+        "--json",
+        "--no-store",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!records.is_empty());
+    let left_on = |r: &serde_json::Value| {
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["code"] == "prefetchers-left-on")
+            .map(|w| w["message"].as_str().unwrap().to_string())
+    };
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    for r in &records {
+        if cpuinfo.contains(" hypervisor") {
+            let why = left_on(r).unwrap_or_else(|| panic!("no reason in {r}"));
+            assert!(why.contains("under a hypervisor"), "{why}");
+        } else if left_on(r).is_none() {
+            // Turned off: nothing may call them on or unknown during the run.
+            assert!(
+                !r["warnings"]
+                    .to_string()
+                    .contains("hardware prefetchers are"),
+                "{r}"
+            );
+        }
+    }
+    let o = pmscope(&["latency", "-t", "dram:4k", "--prefetchers", "sometimes"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -78,6 +78,95 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Loaded-latency traffic of every op, in both orders (seed 004 Figure 14): each run
+/// completes and its records say what the traffic was.
+#[test]
+fn loaded_traffic_of_every_op_and_pattern() {
+    for (op, rw, written) in [
+        (None, None, "read"),
+        (Some("read"), None, "read"),
+        (Some("write"), Some("2:1"), "write"),
+        (Some("ntstore"), None, "ntstore"),
+        (Some("store+clwb"), Some("1:1"), "store+clwb"),
+        (Some("store+clwb+sfence"), None, "store+clwb"),
+    ] {
+        for pattern in ["seq", "rand"] {
+            let mut a = vec![
+                "--null-executor",
+                "--json",
+                "loaded",
+                "-t",
+                "dram:4k",
+                "--delays",
+                "0,500",
+                "--samples",
+                "100",
+                "--probe-region",
+                "1MiB",
+                "--traffic-region",
+                "4MiB",
+                "--traffic-pattern",
+                pattern,
+            ];
+            if let Some(op) = op {
+                a.extend(["--traffic-op", op]);
+            }
+            if let Some(rw) = rw {
+                a.extend(["--rw", rw]);
+            }
+            let o = pmscope(&a);
+            if written == "store+clwb"
+                && !std::fs::read_to_string("/proc/cpuinfo")
+                    .unwrap()
+                    .contains(" clwb")
+            {
+                assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+                continue;
+            }
+            assert!(o.status.success(), "{a:?}: {}", stderr(&o));
+            let rs = records(&o);
+            check_all("loaded", &rs, "dram:4k");
+            let want_rw = rw.unwrap_or(if written == "read" { "1:0" } else { "0:1" });
+            assert_eq!(rs.len(), 3, "idle and two delays");
+            for r in &rs {
+                assert_eq!(r.params["traffic_op"], written, "{a:?}");
+                assert_eq!(r.params["traffic_pattern"], pattern, "{a:?}");
+                assert_eq!(r.params["traffic_rw"], want_rw, "{a:?}");
+            }
+            // The table names the traffic.
+            let human: Vec<&str> = a.iter().copied().filter(|x| *x != "--json").collect();
+            let o = pmscope(&human);
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(o.status.success() && text.contains("traffic "), "{text}");
+            assert_eq!(
+                text.contains("in random order"),
+                pattern == "rand",
+                "{text}"
+            );
+        }
+    }
+    for (args, msg) in [
+        (
+            &["--traffic-op", "load+mfence"][..],
+            "pmscope: --traffic-op load+mfence: use read, write, ntstore",
+        ),
+        (
+            &["--traffic-op", "read", "--rw", "1:1"][..],
+            "pmscope: --rw 1:1 asks for writes but --traffic-op read writes nothing",
+        ),
+        (
+            &["--traffic-pattern", "random"][..],
+            "pmscope: --traffic-pattern random: use seq or rand",
+        ),
+    ] {
+        let mut a = vec!["--null-executor", "loaded", "-t", "dram:4k"];
+        a.extend_from_slice(args);
+        let o = pmscope(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).starts_with(msg), "{args:?}: {}", stderr(&o));
+    }
+}
+
 fn records(o: &Output) -> Vec<Record> {
     String::from_utf8_lossy(&o.stdout)
         .lines()

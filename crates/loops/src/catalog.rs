@@ -14,6 +14,7 @@
 
 use crate::Unavailable;
 use crate::access::{FenceKind, FlushKind, OPS, Op, Sequence, Width};
+use crate::stream::StreamOp;
 use pmscope_persist::{Drain, PersistStrategy};
 use pmscope_sys::cpu::{CpuFeatures, Feature};
 
@@ -141,6 +142,24 @@ pub fn for_strategy(s: PersistStrategy) -> Option<&'static OpSpec> {
     Some(of(Op::of_recipe(&r)?, fence))
 }
 
+/// The stream op of a traffic generator named `name`: a bandwidth op (`read`, `write`,
+/// `ntstore`, `store+clwb`, `copy`: `pmscope bandwidth --ops`), or a row of this catalog
+/// that streams as one of them — `load`, `store`, `ntstore` and `store+clwb+sfence` (the
+/// stream's store+clwb fences after every access) and their aliases. Other rows (a flush
+/// without its fence, an mfence per access) have no stream loop.
+pub fn stream_op(name: &str) -> Option<StreamOp> {
+    StreamOp::parse(name).or_else(|| {
+        let r = find(name)?;
+        match (r.op, r.fence) {
+            (Op::Load, NoFence) => Some(StreamOp::Read),
+            (Op::Store, NoFence) => Some(StreamOp::Write),
+            (Op::NtStore, NoFence) => Some(StreamOp::NtStore),
+            (Op::StoreClwb, Sfence) => Some(StreamOp::StoreClwb),
+            _ => None,
+        }
+    })
+}
+
 /// The rows pmmeter names, in pmmeter's order (`pmscope sync`'s options).
 pub fn pmmeter_options() -> impl Iterator<Item = &'static OpSpec> {
     CATALOG.iter().filter(|r| r.pmmeter.is_some())
@@ -227,6 +246,24 @@ mod tests {
             }
         }
         assert_eq!(CATALOG.len(), OPS.len() * FENCES.len());
+    }
+
+    #[test]
+    fn traffic_ops_resolve_through_the_catalog() {
+        for op in crate::stream::STREAM_OPS {
+            assert_eq!(stream_op(op.name()), Some(op));
+        }
+        assert_eq!(stream_op("load"), Some(StreamOp::Read));
+        assert_eq!(stream_op("store bare"), Some(StreamOp::Write));
+        assert_eq!(stream_op("store nt"), Some(StreamOp::NtStore));
+        assert_eq!(stream_op("store+clwb+sfence"), Some(StreamOp::StoreClwb));
+        assert_eq!(
+            stream_op("SW"),
+            None,
+            "mfence per access has no stream loop"
+        );
+        assert_eq!(stream_op("ntload"), None);
+        assert_eq!(stream_op("bogus"), None);
     }
 
     /// Seed 004's latency sequences put an mfence after every access (LATTester).

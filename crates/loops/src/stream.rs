@@ -1,5 +1,5 @@
 //! Bandwidth streams: read, write (ordinary stores), ntstore, store+clwb (a `clwb` per line
-//! and an `sfence` per access) and copy, sequential over a region or over random aligned
+//! and an `sfence` per access), copy and ntcopy (copy with non-temporal stores), sequential over a region or over random aligned
 //! blocks of the access size. Each call returns the bytes it read and wrote, counted as
 //! likwid-bench counts them (a store counts its bytes once; copy counts its reads and its
 //! writes).
@@ -24,15 +24,18 @@ pub enum StreamOp {
     StoreClwb,
     /// Load from the first half of the region, store to the second.
     Copy,
+    /// As copy, with non-temporal stores (`vmovntdq`), `sfence` at the end of each call.
+    NtCopy,
 }
 
 /// Every op, in the order tables list them.
-pub const STREAM_OPS: [StreamOp; 5] = [
+pub const STREAM_OPS: [StreamOp; 6] = [
     StreamOp::Read,
     StreamOp::Write,
     StreamOp::NtStore,
     StreamOp::StoreClwb,
     StreamOp::Copy,
+    StreamOp::NtCopy,
 ];
 
 impl StreamOp {
@@ -44,7 +47,19 @@ impl StreamOp {
             StreamOp::NtStore => "ntstore",
             StreamOp::StoreClwb => "store+clwb",
             StreamOp::Copy => "copy",
+            StreamOp::NtCopy => "ntcopy",
         }
+    }
+
+    /// Whether the op reads a source (the region's first half) and writes a destination
+    /// (its second half).
+    pub fn copies(self) -> bool {
+        matches!(self, StreamOp::Copy | StreamOp::NtCopy)
+    }
+
+    /// Whether its stores are non-temporal (weakly ordered: drained with an `sfence`).
+    pub fn nontemporal(self) -> bool {
+        matches!(self, StreamOp::NtStore | StreamOp::NtCopy)
     }
 
     /// Parses a name.
@@ -199,7 +214,7 @@ impl Streamer {
     /// Bytes of the region an access may start in: the whole region, or its first half
     /// for copy (the second half is the destination).
     pub fn span(&self, region_len: usize) -> usize {
-        let usable = if self.op == StreamOp::Copy {
+        let usable = if self.op.copies() {
             region_len / 2
         } else {
             region_len
@@ -236,6 +251,8 @@ impl Streamer {
                 }
                 (StreamOp::Copy, true) => k::copy64(p, base.add(half + off), bytes),
                 (StreamOp::Copy, false) => k::copy32(p, base.add(half + off), bytes),
+                (StreamOp::NtCopy, true) => k::ntcopy64(p, base.add(half + off), bytes),
+                (StreamOp::NtCopy, false) => k::ntcopy32(p, base.add(half + off), bytes),
             }
         }
     }
@@ -247,7 +264,7 @@ impl Streamer {
                 read: b,
                 written: 0,
             },
-            StreamOp::Copy => Traffic {
+            StreamOp::Copy | StreamOp::NtCopy => Traffic {
                 read: b,
                 written: b,
             },
@@ -269,7 +286,7 @@ impl Streamer {
 
     /// `sfence` for ntstore (whose stores are weakly ordered and buffered); nothing otherwise.
     pub fn drain(&self) {
-        if self.op == StreamOp::NtStore {
+        if self.op.nontemporal() {
             Sfence::fence();
         }
     }
@@ -304,8 +321,17 @@ impl Streamer {
         self.traffic((span / self.access) as u64)
     }
 
-    /// Accesses at the given block numbers (block i starts at byte i * access).
+    /// Accesses at the given block numbers (block i starts at byte i * access); ntstore
+    /// drains at the end of the call.
     pub fn blocks(&self, view: StreamView<'_>, idx: &[u32], v: u64) -> Traffic {
+        let t = self.blocks_undrained(view, idx, v);
+        self.drain();
+        t
+    }
+
+    /// [`Streamer::blocks`] without the final drain, for accesses issued one at a time
+    /// (loaded-latency traffic drains once per round); call [`Streamer::drain`] after them.
+    pub fn blocks_undrained(&self, view: StreamView<'_>, idx: &[u32], v: u64) -> Traffic {
         let span = self.span(view.len);
         let half = view.len / 2;
         let base = view.ptr;
@@ -318,9 +344,6 @@ impl Streamer {
         unsafe {
             for &i in idx {
                 self.one(base, half, i as usize * self.access, v);
-            }
-            if self.op == StreamOp::NtStore {
-                Sfence::fence();
             }
         }
         self.traffic(idx.len() as u64)
@@ -489,7 +512,7 @@ mod tests {
                                 }
                             );
                         }
-                        StreamOp::Copy => {
+                        StreamOp::Copy | StreamOp::NtCopy => {
                             for o in 0..half {
                                 let dst = half + o;
                                 if touched(o) {
@@ -601,14 +624,11 @@ mod tests {
                     let i = one.next_block();
                     touched[i as usize] += 1;
                     let t = s.random_run(view, &mut o, 1, 7);
-                    assert_eq!(
-                        t.total(),
-                        if op == StreamOp::Copy { 2 } else { 1 } * access as u64
-                    );
+                    assert_eq!(t.total(), if op.copies() { 2 } else { 1 } * access as u64);
                 }
                 s.drain();
                 assert!(touched.iter().all(|&c| c == 1), "{op:?} {w}: {touched:?}");
-                if op != StreamOp::Copy {
+                if !op.copies() {
                     let span = s.span(b.0.len());
                     assert!(words(&b.0[..span]).iter().all(|&x| x == 7), "{op:?} {w}");
                 }

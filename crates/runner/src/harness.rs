@@ -61,6 +61,8 @@ pub struct Session {
     pub system: SystemSummary,
     /// Real or null.
     pub executor: Executor,
+    /// `--prefetchers off`: turn the hardware prefetchers off for each measurement.
+    pub prefetchers_off: bool,
 }
 
 impl Session {
@@ -94,6 +96,9 @@ pub struct Harness<'s> {
     env: Vec<Warning>,
     sink: &'s mut dyn RecordSink,
     seen: Vec<(String, Achieved)>,
+    /// Held for the whole measurement: dropping it (at the end, on an error or Ctrl-C)
+    /// turns the prefetchers back on.
+    _prefetchers: Option<pmscope_sys::hw_prefetchers::PrefetchersOff>,
 }
 
 impl<'s> Harness<'s> {
@@ -105,23 +110,48 @@ impl<'s> Harness<'s> {
         m: &Measurement,
     ) -> Result<Harness<'s>, PinError> {
         pin::check_cpus(&m.cpus)?;
+        // Before the environment is judged, so the records read the state the run has.
+        let mut env_notes = Vec::new();
+        let prefetchers = if session.prefetchers_off {
+            let cpus = pmscope_sys::environment::online_cpus(&session.root);
+            match pmscope_sys::hw_prefetchers::disable(
+                &session.root,
+                &pmscope_sys::cpu::vendor(),
+                session.features.hypervisor,
+                &cpus,
+            ) {
+                Ok(off) => Some(off),
+                Err(why) => {
+                    env_notes.push(Warning::new(
+                        "prefetchers-left-on",
+                        format!("--prefetchers off was asked for, but {why}"),
+                        "read sequential figures as prefetched; on bare metal run as root with the msr driver loaded",
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let timer = Timer::calibrate(&session.features, Duration::from_millis(100));
         session.system.timer = Some(timer.info());
         session.system.observed_core_ghz =
             pmscope_sys::coreclock::observed_hz(20_000_000).map(|hz| (hz / 1e7).round() / 100.0);
-        let env = sanity::check(
+        let mut env = env_notes;
+        env.extend(sanity::check(
             &sanity::EnvFacts::probe(&session.root, &m.cpus),
             &sanity::Context {
                 timer: Some(timer.info()),
                 memory_working_set: m.working_set,
                 times_single_accesses: m.times_single_accesses,
             },
-        );
+        ));
         Ok(Harness {
             session,
             timer,
             env,
             sink,
+            _prefetchers: prefetchers,
             seen: Vec::new(),
         })
     }

@@ -164,10 +164,8 @@ pub fn prefetchers(vendor: &str, hypervisor: bool) -> Prefetchers {
     if hypervisor {
         return unknown("running under a hypervisor: its prefetcher MSRs are not the host's");
     }
-    let (msr, mask): (u64, u64) = match vendor {
-        "GenuineIntel" => (0x1A4, 0xF),
-        "AuthenticAMD" => (0xC000_0108, 0x2F),
-        _ => return unknown("unknown CPU vendor"),
+    let Some((msr, mask)) = crate::hw_prefetchers::control_msr(vendor) else {
+        return unknown("unknown CPU vendor");
     };
     let file = match std::fs::File::open("/dev/cpu/0/msr") {
         Ok(f) => f,

@@ -17,6 +17,7 @@ pub mod cpu;
 pub mod dax;
 pub mod environment;
 pub mod hugepages;
+pub mod hw_prefetchers;
 pub mod memory;
 pub mod mman;
 pub mod numa;

@@ -8,6 +8,7 @@ use crate::args::InstArgs;
 use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::fields::{Fields, by_target, short_reason};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
@@ -20,6 +21,7 @@ use pmscope_loops::Region;
 use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
 use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
+use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
 use std::collections::BTreeMap;
@@ -36,8 +38,8 @@ pub struct Cell {
 /// A cell's outcome: latencies in ns, or why it could not run.
 pub enum Outcome {
     Measured(Summary),
-    /// The full sentence (for the record) and the short reason (for the table).
-    Unsupported(String, String),
+    /// Why not, as one sentence (the record's `unsupported`).
+    Unsupported(String),
 }
 
 /// Offsets of `count` accesses of `size` bytes in a region of `len` bytes: consecutive
@@ -58,7 +60,22 @@ pub fn offsets(count: usize, size: usize, len: usize, random: bool, seed: u64) -
         .collect()
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
+/// What `inst` measures, validated before anything is mapped.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    opts: MapOptions,
+    ops: Vec<Op>,
+    fences: Vec<FenceKind>,
+    cells: Vec<Cell>,
+    region_bytes: u64,
+    count: usize,
+    width: Width,
+    cpu: usize,
+    seed: u64,
+    no_flush: bool,
+}
+
+fn plan(ctx: &Context, a: &InstArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let ops: Vec<Op> = match &a.ops {
         None => OPS.to_vec(),
@@ -116,7 +133,6 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
         }
         None => Width::widest(&ctx.features),
     };
-    let cpu = a.cpu.unwrap_or(0);
     let mut cells: Vec<Cell> = Vec::new();
     for (oi, _) in ops.iter().enumerate() {
         for (fi, _) in fences.iter().enumerate() {
@@ -132,28 +148,52 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             }
         }
     }
+    Ok(Plan {
+        specs,
+        opts,
+        ops,
+        fences,
+        cells,
+        region_bytes,
+        count,
+        width,
+        cpu: a.cpu.unwrap_or(0),
+        seed: a.seed,
+        no_flush: a.no_flush,
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        print!("{}", render(sink.records()));
+    }
+    Ok(())
+}
+
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     let features = ctx.features;
-    let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
-    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", sink.human());
-    let json = !sink.human();
-    let mut h = ctx.start(sink, &[cpu], Some(region_bytes), true)?;
+    let progress = Progress::new((p.specs.len() * p.cells.len()) as u64, "inst", sink.human());
+    let mut h = ctx.start(sink, &[p.cpu], Some(p.region_bytes), true)?;
     let timer = *h.timer();
-    h.per_target(&specs, region_bytes, &opts, None, |run, m| {
+    let (ops, fences, count) = (&p.ops, &p.fences, p.count);
+    h.per_target(&p.specs, p.region_bytes, &p.opts, None, |run, m| {
         let executor = run.executor();
-        let (results, overhead_ns) = run.on_cpu(cpu, m.bytes_mut(), |bytes| {
+        let (mut results, overhead_ns) = run.on_cpu(p.cpu, m.bytes_mut(), |bytes| {
             let mut region = Region::from_slice(bytes);
             let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
             let mut results = BTreeMap::new();
             let mut ticks = vec![0u64; count];
-            for &c in &cells {
+            for &c in &p.cells {
                 if interrupt::check().is_err() {
                     break; // the cells so far are recorded, then the run stops
                 }
                 let op = ops[c.op_index];
                 let fence = fences[c.fence_index];
-                let w = if c.size == 8 { Width::W8 } else { width };
+                let w = if c.size == 8 { Width::W8 } else { p.width };
                 let outcome = match catalog::of(op, fence).sequence(w, &features) {
-                    Err(e) => Outcome::Unsupported(e.to_string(), e.reason.clone()),
+                    Err(e) => Outcome::Unsupported(e.to_string()),
                     Ok(seq) => {
                         let ns = executor.run(
                             || {
@@ -162,9 +202,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
                                     c.size,
                                     region.len(),
                                     c.random,
-                                    a.seed ^ c.size as u64,
+                                    p.seed ^ c.size as u64,
                                 );
-                                let flush = !op.writes() && !a.no_flush;
+                                let flush = !op.writes() && !p.no_flush;
                                 // Warm-up: the first accesses of a cell pay for code and TLB.
                                 let warm = count.min(1000);
                                 seq.time_each(
@@ -190,61 +230,60 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             }
             (results, timer.tsc_ticks_to_ns(overhead))
         })?;
-        for (c, outcome) in &results {
+        // In the plan's order, which is the table's.
+        for c in &p.cells {
+            let Some(outcome) = results.remove(c) else {
+                continue;
+            };
             let mut r: Record = run
                 .record("inst")
                 .param("op", ops[c.op_index].name())
                 .param("fence", fences[c.fence_index].name())
                 .param("access_bytes", c.size)
                 .param("pattern", Pattern::from_random(c.random).name())
-                .param("width_bytes", if c.size == 8 { 8 } else { width.bytes() })
-                .param("flushed_before", !ops[c.op_index].writes() && !a.no_flush)
-                .param("region_bytes", region_bytes)
+                .param("width_bytes", if c.size == 8 { 8 } else { p.width.bytes() })
+                .param("flushed_before", !ops[c.op_index].writes() && !p.no_flush)
+                .param("region_bytes", p.region_bytes)
                 .value("timer_overhead_ns", overhead_ns);
             match outcome {
                 Outcome::Measured(s) => {
                     r.metric = Some("latency_ns".into());
-                    r.summary = Some(s.clone());
+                    r.summary = Some(s);
                 }
-                Outcome::Unsupported(why, _) => {
-                    r = r.param("unsupported", why.as_str());
+                Outcome::Unsupported(why) => {
+                    r = r.param("unsupported", why);
                 }
             }
             run.emit(&r)?;
         }
-        columns.push((run.target().spec.clone(), results));
         run.check_interrupt()
     })?;
     h.finish()?;
     progress.finish();
-    if !json {
-        print_table(&columns, &cells, &ops, &fences, width);
-    }
     Ok(())
 }
 
-fn print_table(
-    columns: &[(String, BTreeMap<Cell, Outcome>)],
-    cells: &[Cell],
-    ops: &[Op],
-    fences: &[FenceKind],
-    width: Width,
-) {
-    println!(
-        "single-access latency ({}-byte instructions; loads flushed first; timer overhead subtracted)",
-        width.bytes()
-    );
-    println!("{}", render_table(columns, cells, ops, fences));
-}
-
-/// The seed 003 Table 5 layout: a row per op x fence x size x pattern, a column pair per
-/// target, and the slowdown against the first target.
-fn render_table(
-    columns: &[(String, BTreeMap<Cell, Outcome>)],
-    cells: &[Cell],
-    ops: &[Op],
-    fences: &[FenceKind],
-) -> String {
+/// The seed 003 Table 5 layout, from the `inst` records alone: a row per op x fence x size
+/// x pattern (in the order measured), a column pair per target, and the slowdown against
+/// the first target.
+fn render<'r>(records: &'r [Record]) -> String {
+    let columns = by_target(records, "inst");
+    let mut rows: Vec<(&str, &str, u64, &str)> = Vec::new();
+    for (_, rs) in &columns {
+        for r in rs {
+            let k = key(r);
+            if !rows.contains(&k) {
+                rows.push(k);
+            }
+        }
+    }
+    // The vector width of the cells wider than 8 bytes (8-byte cells use 8-byte moves).
+    let width = records
+        .iter()
+        .filter(|r| r.experiment == "inst" && r.count("access_bytes") != 8)
+        .map(|r| r.count("width_bytes"))
+        .next()
+        .unwrap_or(8);
     let mut header: Vec<String> = vec![
         "op".into(),
         "fence".into(),
@@ -260,20 +299,23 @@ fn render_table(
     }
     let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
     let mut t = Table::new(&h);
-    for c in cells {
+    let find = |rs: &[&'r Record], k| rs.iter().find(|r| key(r) == k).copied();
+    for k in &rows {
         let mut row = vec![
-            ops[c.op_index].name().to_string(),
-            fences[c.fence_index].name().to_string(),
-            c.size.to_string(),
-            if c.random { "rand" } else { "seq" }.to_string(),
+            k.0.to_string(),
+            k.1.to_string(),
+            k.2.to_string(),
+            k.3.to_string(),
         ];
-        let first = match columns.first().and_then(|(_, r)| r.get(c)) {
-            Some(Outcome::Measured(s)) => Some(s.p50),
-            _ => None,
-        };
-        for (i, (_, results)) in columns.iter().enumerate() {
-            match results.get(c) {
-                Some(Outcome::Measured(s)) => {
+        let first = columns
+            .first()
+            .and_then(|(_, rs)| find(rs, *k))
+            .and_then(|r| r.summary.as_ref())
+            .map(|s| s.p50);
+        for (i, (_, rs)) in columns.iter().enumerate() {
+            let r = find(rs, *k);
+            match (r.and_then(|r| r.summary.as_ref()), r) {
+                (Some(s), _) => {
                     row.push(format!("{:.1}", s.p50));
                     row.push(format!("{:.1}", s.p99));
                     if i > 0 {
@@ -283,19 +325,34 @@ fn render_table(
                         });
                     }
                 }
-                Some(Outcome::Unsupported(_, reason)) => {
-                    row.push(format!("n/a: {reason}"));
+                (None, r) => {
+                    row.push(match r.map(|r| r.text("unsupported")) {
+                        Some(why) if !why.is_empty() => format!("n/a: {}", short_reason(why)),
+                        _ => "-".into(),
+                    });
                     row.push("-".into());
                     if i > 0 {
                         row.push("-".into());
                     }
                 }
-                None => unreachable!("every cell is measured or unsupported"),
             }
         }
         t.row(row);
     }
-    t.render()
+    format!(
+        "single-access latency ({width}-byte instructions; loads flushed first; timer overhead subtracted)\n{}\n",
+        t.render()
+    )
+}
+
+/// A cell of the table, as its records name it.
+fn key(r: &Record) -> (&str, &str, u64, &str) {
+    (
+        r.text("op"),
+        r.text("fence"),
+        r.count("access_bytes"),
+        r.text("pattern"),
+    )
 }
 
 #[cfg(test)]
@@ -304,54 +361,50 @@ mod tests {
 
     #[test]
     fn table_has_every_cell_for_every_target() {
-        let ops = [Op::Load, Op::NtLoad];
-        let fences = [FenceKind::None, FenceKind::Mfence];
-        let mut cells = Vec::new();
-        for op_index in 0..2 {
-            for fence_index in 0..2 {
-                for size in [8, 64] {
-                    for random in [false, true] {
-                        cells.push(Cell {
-                            op_index,
-                            fence_index,
-                            size,
-                            random,
-                        });
+        let record = |spec: &str, op: &str, fence: &str, size: u64, pattern: &str, scale: f64| {
+            let mut r = Record::new("inst", vec![], Default::default())
+                .param("op", op)
+                .param("fence", fence)
+                .param("access_bytes", size)
+                .param("pattern", pattern)
+                .param("width_bytes", if size == 8 { 8 } else { 32 });
+            r = crate::output::fields::on_target(r, spec);
+            if op == "ntload" && size == 8 {
+                r = r.param(
+                    "unsupported",
+                    "ntload with 8-byte instructions: movntdqa has no 8-byte form",
+                );
+            } else {
+                r.summary = Some(Summary::of(&[100.0 * scale, 200.0 * scale]).unwrap());
+            }
+            r
+        };
+        let mut records = Vec::new();
+        for (spec, scale) in [("dram:4k", 1.0), ("shm:4k", 2.0)] {
+            for op in ["load", "ntload"] {
+                for fence in ["none", "mfence"] {
+                    for size in [8, 64] {
+                        for pattern in ["seq", "rand"] {
+                            records.push(record(spec, op, fence, size, pattern, scale));
+                        }
                     }
                 }
             }
         }
-        let column = |scale: f64| -> BTreeMap<Cell, Outcome> {
-            cells
-                .iter()
-                .map(|&c| {
-                    let o = if c.op_index == 1 && c.size == 8 {
-                        Outcome::Unsupported("full".into(), "movntdqa has no 8-byte form".into())
-                    } else {
-                        Outcome::Measured(Summary::of(&[100.0 * scale, 200.0 * scale]).unwrap())
-                    };
-                    (c, o)
-                })
-                .collect()
-        };
-        let cols = vec![
-            ("dram:4k".to_string(), column(1.0)),
-            ("shm:4k".to_string(), column(2.0)),
-        ];
-        let text = render_table(&cols, &cells, &ops, &fences);
+        let text = render(&records);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 1 + cells.len(), "a header and a row per cell");
+        assert!(lines[0].starts_with("single-access latency (32-byte instructions"));
+        assert_eq!(lines.len(), 2 + 16, "a title, a header and a row per cell");
         assert!(
-            lines[0].contains("dram:4k p50 ns")
-                && lines[0].contains("shm:4k p50 ns")
-                && lines[0].contains("slowdown")
+            lines[1].contains("dram:4k p50 ns")
+                && lines[1].contains("shm:4k p50 ns")
+                && lines[1].contains("slowdown")
         );
-        for l in &lines[1..] {
+        for l in &lines[2..] {
             assert!(
                 l.contains("2.00x") || l.contains("n/a: movntdqa has no 8-byte form"),
                 "{l}"
             );
-            assert_eq!(l.split_whitespace().filter(|w| w.is_empty()).count(), 0);
         }
         assert_eq!(
             text.matches("n/a:").count(),

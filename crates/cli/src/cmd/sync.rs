@@ -9,16 +9,19 @@ use crate::args::SyncArgs;
 use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::fields::{Fields, by_target, short_reason};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use crate::values::check_threads;
 use anyhow::Result;
+use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::access::{FenceKind, Sequence, Width, store_value};
 use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
+use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::harness::repeat_dropping_first;
 use std::time::{Duration, Instant};
 
@@ -59,8 +62,22 @@ fn stream_for(
     (done, start.elapsed().as_secs_f64())
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
-    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+/// What `sync` measures, validated before anything is mapped.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    opts: MapOptions,
+    unit: Width,
+    patterns: Vec<bool>,
+    plus_f: FenceKind,
+    region_bytes: u64,
+    cpus: Vec<usize>,
+    reps: usize,
+    duration: Duration,
+    seed: u64,
+}
+
+fn plan(ctx: &Context, a: &SyncArgs) -> Result<Plan> {
+    let (specs, mut opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let unit = Width::from_bytes(a.unit)
         .ok_or_else(|| usage(format!("--unit {}: use 8, 16, 32 or 64", a.unit)))?;
     let patterns = parse_patterns(&a.pattern)?;
@@ -69,45 +86,64 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         "sfence" => FenceKind::Sfence,
         other => return Err(usage(format!("--fence {other}: use mfence or sfence"))),
     };
-    let region_bytes = a.region.0;
     let threads = a.threads.0;
     let cpus: Vec<usize> = match &a.cpus {
         Some(c) => c.0.clone(),
         None => pmscope_sys::affinity::allowed_cpus()?,
     };
     check_threads(threads, &cpus).map_err(usage)?;
-    let cpus = &cpus[..threads];
+    let cpus = cpus[..threads].to_vec();
+    // Each thread's part is first touched by the CPU that streams over it.
+    opts.first_touch_cpus = cpus.clone();
     // --full changes only the defaults: an explicit option always wins.
-    let reps = a.reps.map_or(if a.full { 7 } else { 3 }, |r| r.0);
-    let duration =
-        Duration::from_secs_f64(a.duration.map_or(if a.full { 1.0 } else { 0.2 }, |d| d.0));
+    Ok(Plan {
+        specs,
+        opts,
+        unit,
+        patterns,
+        plus_f,
+        region_bytes: a.region.0,
+        cpus,
+        reps: a.reps.map_or(if a.full { 7 } else { 3 }, |r| r.0),
+        duration: Duration::from_secs_f64(
+            a.duration.map_or(if a.full { 1.0 } else { 0.2 }, |d| d.0),
+        ),
+        seed: a.seed,
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        print!("{}", render(sink.records()));
+    }
+    Ok(())
+}
+
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     let features = ctx.features;
+    let (cpus, threads, unit) = (&p.cpus[..], p.cpus.len(), p.unit);
     let progress = Progress::new(
-        (specs.len() * catalog::pmmeter_options().count() * patterns.len()) as u64,
+        (p.specs.len() * catalog::pmmeter_options().count() * p.patterns.len()) as u64,
         "sync",
         sink.human(),
     );
-    let json = !sink.human();
-    let mut tables = Vec::new();
-    // Each thread's part is first touched by the CPU that streams over it.
-    let mut opts = opts;
-    opts.first_touch_cpus = cpus.to_vec();
     // The timer is calibrated for the records; streams are timed by their own clock.
-    let mut h = ctx.start(sink, cpus, Some(region_bytes), false)?;
-    h.per_target(&specs, region_bytes, &opts, None, |run, m| {
+    let mut h = ctx.start(sink, cpus, Some(p.region_bytes), false)?;
+    h.per_target(&p.specs, p.region_bytes, &p.opts, None, |run, m| {
         let executor = run.executor();
         let lines_per_thread = m.len() / threads / 64;
         let mut regions = Region::from_slice(m.bytes_mut()).split(threads, 64);
-        let mut rows = Vec::new();
         // pmmeter's options, in its order; `+F` is the row with the chosen fence.
         for option in catalog::pmmeter_options() {
             let name = option.pmmeter.expect("a pmmeter option");
             let row = match option.fence {
                 FenceKind::None => option,
-                _ => catalog::of(option.op, plus_f),
+                _ => catalog::of(option.op, p.plus_f),
             };
             let (op, fence) = (row.op, row.fence);
-            for &random in &patterns {
+            for &random in &p.patterns {
                 run.check_interrupt()?;
                 let pattern = Pattern::from_random(random).name();
                 let seq = match row.sequence(unit, &features) {
@@ -120,24 +156,24 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
                             .param("fence", fence.name())
                             .param("unit_bytes", unit.bytes())
                             .param("pattern", pattern)
+                            .param("threads", threads)
                             .param("unsupported", e.to_string());
                         run.emit(&r)?;
-                        rows.push((name, random, Err(e.reason.clone())));
                         progress.inc();
                         continue;
                     }
                 };
-                let gb_s = repeat_dropping_first(reps, |_| {
+                let gb_s = repeat_dropping_first(p.reps, |_| {
                     let out = run.on_each(cpus, &mut regions, |w, region| {
                         let lines = (region.len() / 64) as u64;
                         executor.run(
                             || {
                                 let idx: Option<Vec<u32>> = random.then(|| {
                                     let mut v: Vec<u32> = (0..lines_per_thread as u32).collect();
-                                    SplitMix64::new(a.seed ^ w as u64).shuffle(&mut v);
+                                    SplitMix64::new(p.seed ^ w as u64).shuffle(&mut v);
                                     v
                                 });
-                                stream_for(&seq, region, idx.as_deref(), duration)
+                                stream_for(&seq, region, idx.as_deref(), p.duration)
                             },
                             || (lines, 0.001),
                         )
@@ -158,52 +194,60 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
                     .param("block_bytes", 64)
                     .param("pattern", pattern)
                     .param("threads", threads)
-                    .param("region_bytes", region_bytes)
+                    .param("region_bytes", p.region_bytes)
                     .value("million_instructions_per_s", minstr);
                 r.metric = Some("bandwidth_gb_s".into());
-                r.summary = Some(s.clone());
+                r.summary = Some(s);
                 run.emit(&r)?;
-                rows.push((name, random, Ok((s, minstr))));
                 progress.inc();
             }
         }
-        tables.push((run.target().spec.clone(), rows));
         Ok(())
     })?;
     h.finish()?;
     progress.finish();
-    if !json {
-        for (spec, rows) in &tables {
-            println!(
-                "{spec}: 64-byte blocks of {}-byte instructions, {threads} thread{}, GB/s = 10^9 B/s, +F = {} after each block",
-                unit.bytes(),
-                if threads == 1 { "" } else { "s" },
-                plus_f.name()
-            );
-            let mut t = Table::new(&["option", "pattern", "GB/s", "min", "max", "M instr/s"]);
-            for (name, random, res) in rows {
-                let pattern = if *random { "rand" } else { "seq" }.to_string();
-                match res {
-                    Ok((s, minstr)) => t.row(vec![
-                        name.to_string(),
-                        pattern,
-                        format!("{:.2}", s.p50),
-                        format!("{:.2}", s.min),
-                        format!("{:.2}", s.max),
-                        format!("{minstr:.0}"),
-                    ]),
-                    Err(reason) => t.row(vec![
-                        name.to_string(),
-                        pattern,
-                        format!("n/a: {reason}"),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                    ]),
-                }
-            }
-            println!("{}\n", t.render());
-        }
-    }
     Ok(())
+}
+
+/// A table per target, from the `sync` records alone: pmmeter's options in its order.
+fn render(records: &[Record]) -> String {
+    let mut out = String::new();
+    for (spec, rows) in by_target(records, "sync") {
+        let first = rows[0];
+        let threads = first.count("threads");
+        // The `+F` rows carry the fence `--fence` chose.
+        let plus_f = rows
+            .iter()
+            .find(|r| r.text("option").ends_with("+F"))
+            .map_or("mfence", |r| r.text("fence"));
+        out += &format!(
+            "{spec}: 64-byte blocks of {}-byte instructions, {threads} thread{}, GB/s = 10^9 B/s, +F = {plus_f} after each block\n",
+            first.count("unit_bytes"),
+            if threads == 1 { "" } else { "s" },
+        );
+        let mut t = Table::new(&["option", "pattern", "GB/s", "min", "max", "M instr/s"]);
+        for r in rows {
+            let (name, pattern) = (r.text("option").to_string(), r.text("pattern").to_string());
+            match &r.summary {
+                Some(s) => t.row(vec![
+                    name,
+                    pattern,
+                    format!("{:.2}", s.p50),
+                    format!("{:.2}", s.min),
+                    format!("{:.2}", s.max),
+                    format!("{:.0}", r.val("million_instructions_per_s")),
+                ]),
+                None => t.row(vec![
+                    name,
+                    pattern,
+                    format!("n/a: {}", short_reason(r.text("unsupported"))),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]),
+            }
+        }
+        out += &format!("{}\n\n", t.render());
+    }
+    out
 }

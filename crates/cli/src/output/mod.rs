@@ -6,6 +6,7 @@
 //! run, committed as it arrives; [`Sink::commit`] marks the run complete.
 
 pub mod atomic_file;
+pub mod fields;
 pub mod finished;
 pub mod progress;
 pub mod table;
