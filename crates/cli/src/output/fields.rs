@@ -96,6 +96,7 @@ pub fn on_target(mut r: Record, spec: &str) -> Record {
             filesystem: None,
             alignment: None,
             prefault_ns: 1,
+            pmem_region: None,
         },
     });
     r
