@@ -80,7 +80,9 @@ pub struct OutputArgs {
     /// Print results as JSON Lines (one record per line) instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Also write every record as JSON Lines to FILE (created; never overwritten without --force).
+    /// Also write every record as JSON Lines to FILE, in every command (`pmscope kmer`'s
+    /// k-mers go to --kmers); `-` is stdout. FILE appears only when the run succeeded and is
+    /// never overwritten without --force.
     #[arg(short = 'o', long = "output", global = true, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Allow -o to overwrite an existing file.
@@ -709,11 +711,11 @@ pub struct KmerArgs {
     pub command: KmerCommand,
 }
 
-/// What `-o` means for the k-mer commands.
-const KMER_OUTPUT_HELP: &str = "For pmscope kmer, -o FILE receives the k-mers (TSV, or FASTA with --format fasta; -o - is stdout), written only when the job succeeds; --record FILE receives the JSON record.";
+/// Where the k-mer commands write.
+const KMER_OUTPUT_HELP: &str = "Outputs: --kmers FILE receives the k-mers (TSV, or FASTA with --format fasta; --kmers - is stdout); -o FILE receives the JSON record, as in every command. Each appears only when the job succeeded and is never overwritten without --force.\n\nEXAMPLES:\n  pmscope kmer count -k 31 genomes/*.fa.gz --kmers counts.tsv -o run.jsonl\n  pmscope kmer primers --in-group a.fa b.fa --out-group c.fa --kmers candidates.tsv";
 
-/// The k-mer commands. For these, `-o FILE` receives the k-mers (TSV or FASTA; `-o -` is
-/// stdout) and `--record FILE` the JSON record.
+/// The k-mer commands. For these, `--kmers FILE` receives the k-mers (TSV or FASTA;
+/// `--kmers -` is stdout) and `-o FILE` the JSON record, as everywhere.
 #[derive(Debug, Subcommand)]
 #[command(after_help = KMER_OUTPUT_HELP)]
 pub enum KmerCommand {
@@ -767,24 +769,62 @@ pub struct KmerRunArgs {
     /// none or msync.
     #[arg(long, default_value = "clwb", value_name = "STRATEGY")]
     pub persist: String,
-    /// Worker threads (default: every CPU pmscope may use).
+    /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
+    pub threads: Option<Count>,
     /// Treat every FASTA record as a genome of its own (default: one file = one genome).
     #[arg(long)]
     pub genome_per_record: bool,
-    /// Format of the k-mers written with -o.
+    /// Format of the k-mers written with --kmers.
     #[arg(long, value_enum, default_value = "tsv")]
     pub format: KmerFormat,
     /// Sort written k-mer sets lexicographically (candidates are in genome order anyway).
     #[arg(long)]
     pub sorted: bool,
-    /// Also write the JSON record to FILE (created; never overwritten without --force).
+    /// Write the k-mers (TSV or FASTA) to FILE; `-` is stdout (not with --json).
     #[arg(long, value_name = "FILE")]
+    pub kmers: Option<PathBuf>,
+    /// The old name of -o (the JSON record); deprecated.
+    #[arg(long, value_name = "FILE", hide = true)]
     pub record: Option<PathBuf>,
-    /// The table's memory target (default dram:thp) and mapping options.
+    /// The table's memory target and mapping options.
     #[command(flatten)]
-    pub targets: TargetArgs,
+    pub targets: KmerTargetArgs,
+}
+
+/// The one memory target of a k-mer table and its mapping options.
+#[derive(Debug, Args, Clone)]
+pub struct KmerTargetArgs {
+    /// The one memory target the table is placed on (default dram:thp; a table lives on
+    /// one target, so give it once). Syntax: dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp],
+    /// devdax:/dev/daxX.Y, each with an optional ,node=N. See `pmscope list targets`.
+    #[arg(short = 't', long = "target", value_name = "SPEC")]
+    pub targets: Vec<TargetSpec>,
+    /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).
+    #[arg(long, value_name = "SIZE")]
+    pub max_mem: Option<Size>,
+    /// Keep files pmscope created for file: and shm targets.
+    #[arg(long)]
+    pub keep: bool,
+    /// Refuse file targets that are not on DAX (MAP_SYNC refused).
+    #[arg(long)]
+    pub require_dax: bool,
+    /// Allow writing to devdax devices, destroying their contents.
+    #[arg(long)]
+    pub destroy_data: bool,
+}
+
+impl KmerTargetArgs {
+    /// As the mapping options of every command.
+    pub fn as_target_args(&self) -> TargetArgs {
+        TargetArgs {
+            targets: self.targets.clone(),
+            max_mem: self.max_mem,
+            keep: self.keep,
+            require_dax: self.require_dax,
+            destroy_data: self.destroy_data,
+        }
+    }
 }
 
 /// Table implementations.

@@ -4,12 +4,41 @@
 
 use std::process::{Command, Output};
 
+/// Runs pmscope, killed after 120 s: no input may hang.
 fn pmscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pmscope"))
         .env("PMSCOPE_RESULTS", test_store())
         .args(args)
-        .output()
-        .expect("run pmscope")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run pmscope");
+    // Drain both pipes while waiting, so a long output cannot block the child.
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut v).map(|_| v)
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).map(|_| v)
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for pmscope") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().ok();
+            panic!("{args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap().unwrap(),
+        stderr: stderr.join().unwrap().unwrap(),
+    }
 }
 
 /// A results store of this test process's own, so no test writes into the user's store.
@@ -234,6 +263,88 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
         &["loaded", "--probe-region", "64B", "--delays", "0"],
         2,
         "pmscope: --probe-region 64B cannot hold a chain of two 64-byte elements\n",
+    ),
+    // pmscope kmer: its two outputs never name one place, and under --json stdout is JSON
+    // (refused before any work: the missing genome is never read).
+    (
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "21",
+            "missing.fa",
+            "-o",
+            "same.tsv",
+            "--kmers",
+            "same.tsv",
+        ],
+        2,
+        "pmscope: --kmers same.tsv and -o same.tsv name the same file: give each output its own\n",
+    ),
+    (
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "21",
+            "missing.fa",
+            "--kmers",
+            "same.tsv",
+            "--record",
+            "same.tsv",
+            "--force",
+        ],
+        2,
+        "pmscope: --kmers same.tsv and -o same.tsv name the same file: give each output its own\n",
+    ),
+    (
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "5",
+            "missing.fa",
+            "--json",
+            "--kmers",
+            "-",
+        ],
+        2,
+        "pmscope: --kmers - with --json: under --json stdout carries only JSON Lines; write the k-mers to a file\n",
+    ),
+    (
+        &[
+            "kmer",
+            "union",
+            "-k",
+            "5",
+            "missing.fa",
+            "-o",
+            "-",
+            "--kmers",
+            "-",
+        ],
+        2,
+        "pmscope: --kmers - and -o - name the same stdout: give each output its own\n",
+    ),
+    (
+        &["kmer", "count", "-k", "5", "missing.fa", "--threads", "0"],
+        2,
+        "pmscope: --threads 0: must be at least 1\n",
+    ),
+    (
+        &["kmer", "count", "-k", "0", "missing.fa"],
+        2,
+        "pmscope: -k 0 is out of range: k must be between 1 and 128\n",
+    ),
+    (
+        &["kmer", "synth", "never-created", "--snp-rate", "NaN"],
+        2,
+        "pmscope: --snp-rate NaN is not a rate per base between 0 and 0.5\n",
+    ),
+    (
+        &["kmer", "synth", "never-created", "--length", "0"],
+        2,
+        "pmscope: --length '0' must be between 1 and 100G bases\n",
     ),
     (
         &["loaded", "--cpus", "0-x"],

@@ -18,13 +18,20 @@ pub enum PendingOutput {
         temp: PathBuf,
         dest: PathBuf,
         force: bool,
+        flag: &'static str,
         writer: Option<BufWriter<File>>,
         wrote: bool,
     },
 }
 
 impl PendingOutput {
+    /// Prepares the `-o` file `dest`.
     pub fn prepare(dest: &Path, force: bool) -> Result<PendingOutput> {
+        PendingOutput::prepare_for("-o", dest, force)
+    }
+
+    /// Prepares `dest`, given with `flag` (named in the errors).
+    pub fn prepare_for(flag: &'static str, dest: &Path, force: bool) -> Result<PendingOutput> {
         if dest == Path::new("-") {
             return Ok(PendingOutput::Stdout(BufWriter::with_capacity(
                 1 << 20,
@@ -33,13 +40,13 @@ impl PendingOutput {
         }
         if dest.exists() && !force {
             return Err(usage(format!(
-                "{} already exists; pass --force to overwrite it or choose another -o file",
+                "{} already exists; pass --force to overwrite it or choose another {flag} file",
                 dest.display()
             )));
         }
         let name = dest
             .file_name()
-            .ok_or_else(|| usage(format!("-o {}: not a file name", dest.display())))?;
+            .ok_or_else(|| usage(format!("{flag} {}: not a file name", dest.display())))?;
         let temp = dest.with_file_name(format!(
             ".{}.pmscope-{}.tmp",
             name.to_string_lossy(),
@@ -54,6 +61,7 @@ impl PendingOutput {
             temp,
             dest: dest.to_path_buf(),
             force,
+            flag,
             writer: Some(BufWriter::with_capacity(1 << 20, file)),
             wrote: false,
         })
@@ -92,6 +100,7 @@ impl PendingOutput {
                 temp,
                 dest,
                 force,
+                flag,
                 writer,
                 ..
             } => {
@@ -108,7 +117,7 @@ impl PendingOutput {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                             return Err(usage(format!(
-                                "{} already exists; pass --force to overwrite it or choose another -o file",
+                                "{} already exists; pass --force to overwrite it or choose another {flag} file",
                                 dest.display()
                             )));
                         }
