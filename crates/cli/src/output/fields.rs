@@ -97,7 +97,6 @@ pub fn on_target(mut r: Record, spec: &str) -> Record {
             alignment: None,
             pmem_region: None,
             prefault_ns: 1,
-            pmem_region: None,
         },
     });
     r
