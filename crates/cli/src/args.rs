@@ -282,6 +282,24 @@ pub enum ListWhat {
     Ops,
 }
 
+fn bandwidth_ops_help() -> String {
+    format!(
+        "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
+         ntcopy: the region's first half into its second, ntcopy with non-temporal stores). \
+         Default: all (with --mix: write, the op of the writers)",
+        pmscope_loops::stream::StreamOp::names()
+    )
+}
+
+fn traffic_op_help() -> String {
+    format!(
+        "What the traffic does: {} (read: read-only traffic). A row of `pmscope list ops` that \
+         streams as one of them (load, store, store+clwb+sfence, ...) is accepted too \
+         [default: read, or write when --rw has writes]",
+        pmscope_loops::stream::StreamOp::names()
+    )
+}
+
 fn target_help() -> String {
     format!(
         "A memory target (repeatable: targets are measured side by side). Syntax: {}, each \
@@ -607,9 +625,8 @@ pub struct BandwidthArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): read, write, ntstore, store+clwb, copy, ntcopy (copy with non-temporal stores). Default: all (with --mix:
-    /// write, the op of the writers).
-    #[arg(long)]
+    // The op list comes from loops::stream::STREAM_OPS.
+    #[arg(long, help = bandwidth_ops_help())]
     pub ops: Option<String>,
     /// Pattern: seq, rand (random aligned blocks of the access size) or both.
     #[arg(long, default_value = "both")]
@@ -670,11 +687,8 @@ pub struct LoadedArgs {
     /// 1:0; 0:1 with a writing --traffic-op].
     #[arg(long)]
     pub rw: Option<String>,
-    /// What the traffic writes with: write (ordinary stores), ntstore, store+clwb (a clwb per
-    /// line, an sfence per access), copy, ntcopy; or read (read-only traffic). A row of `pmscope
-    /// list ops` that streams as one of them (load, store, store+clwb+sfence, ...) is
-    /// accepted too [default: read, or write when --rw has writes].
-    #[arg(long, value_name = "OP")]
+    // The op list comes from loops::stream::STREAM_OPS.
+    #[arg(long, value_name = "OP", help = traffic_op_help())]
     pub traffic_op: Option<String>,
     /// The order the traffic visits its region: seq, or rand (a random permutation of every
     /// access-sized block, each once per pass, so the whole region is covered).

@@ -66,6 +66,16 @@ impl StreamOp {
     pub fn parse(s: &str) -> Option<StreamOp> {
         STREAM_OPS.into_iter().find(|o| o.name() == s)
     }
+
+    /// Every op's name for help and messages, `read, write, ... or ntcopy`: a new op
+    /// appears in them by itself.
+    pub fn names() -> String {
+        let names: Vec<&str> = STREAM_OPS.iter().map(|o| o.name()).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
 }
 
 /// Bytes moved by a call.
@@ -463,6 +473,14 @@ impl BlockOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn op_names_for_messages() {
+        assert_eq!(
+            StreamOp::names(),
+            "read, write, ntstore, store+clwb, copy or ntcopy"
+        );
+    }
 
     #[repr(align(64))]
     struct Buf([u8; 1 << 16]);

@@ -230,7 +230,8 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
         None => None,
         Some(s) => Some(catalog::stream_op(s).ok_or_else(|| {
             usage(format!(
-                "--traffic-op {s}: use read, write, ntstore, store+clwb, copy or ntcopy (or a row of `pmscope list ops` that streams as one, such as store or store+clwb+sfence)"
+                "--traffic-op {s}: use {} (or a row of `pmscope list ops` that streams as one, such as store or store+clwb+sfence)",
+                StreamOp::names()
             ))
         })?),
     };
