@@ -1,21 +1,26 @@
 //! Files that appear only when complete (ripgrep's and hyperfine's habit for exported
-//! results): `-o` record files and `pmscope kmer` outputs are written beside their name and
-//! moved into place on success.
+//! results): `-o` record files and `pmscope kmer` outputs are written to an unnamed file in
+//! their directory (`O_TMPFILE`, so not even a SIGKILL leaves a temporary file behind) and
+//! linked into place on success.
 
 use crate::error::usage;
 use anyhow::{Context as _, Result, anyhow};
+use pmscope_sys::scratch;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// An output that appears under its name only when the run succeeded: stdout (`-`), or a
-/// hidden file beside the name, linked into place by [`PendingOutput::commit`] and removed
-/// if the run fails or is interrupted — so a failed run never leaves a truncated file,
-/// never clobbers an existing one, and never leaves a 0-byte file that blocks the next.
+/// An output that appears under its name only when the run succeeded: stdout (`-`), or an
+/// unnamed file in the name's directory (a hidden one beside the name where the file
+/// system has no unnamed files), linked into place by [`PendingOutput::commit`] and gone if
+/// the run fails, is interrupted or killed — so a failed run never leaves a truncated
+/// file, never clobbers an existing one, and never leaves a 0-byte file that blocks the
+/// next.
 pub enum PendingOutput {
     Stdout(BufWriter<std::io::Stdout>),
     File {
-        temp: PathBuf,
+        /// `None`: the file is unnamed until commit.
+        temp: Option<PathBuf>,
         dest: PathBuf,
         force: bool,
         flag: &'static str,
@@ -52,11 +57,23 @@ impl PendingOutput {
             name.to_string_lossy(),
             std::process::id()
         ));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| usage(format!("cannot create {}: {e}", dest.display())))?;
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let cannot = |e: std::io::Error| usage(format!("cannot create {}: {e}", dest.display()));
+        let (file, temp) = match scratch::create_unnamed(dir) {
+            Ok(f) => (f, None),
+            Err(e) if scratch::unnamed_unsupported(&e) => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&temp)
+                    .map_err(cannot)?;
+                (f, Some(temp))
+            }
+            Err(e) => return Err(cannot(e)),
+        };
         Ok(PendingOutput::File {
             temp,
             dest: dest.to_path_buf(),
@@ -109,20 +126,45 @@ impl PendingOutput {
                     .into_inner()
                     .map_err(|e| anyhow!("writing {}: {e}", dest.display()))?;
                 file.sync_all().ok();
+                let exists = || {
+                    usage(format!(
+                        "{} already exists; pass --force to overwrite it or choose another {flag} file",
+                        dest.display()
+                    ))
+                };
+                let Some(temp) = temp.as_ref() else {
+                    // Unnamed: a link never replaces a name; --force links a hidden name
+                    // and renames it over the old file, so the swap is atomic.
+                    if !*force {
+                        return scratch::link_unnamed(&file, dest).map_err(|e| {
+                            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                                exists()
+                            } else {
+                                anyhow!("writing {}: {e}", dest.display())
+                            }
+                        });
+                    }
+                    let name = dest.file_name().unwrap_or_default().to_string_lossy();
+                    let hidden =
+                        dest.with_file_name(format!(".{name}.pmscope-{}.tmp", std::process::id()));
+                    scratch::link_unnamed(&file, &hidden)
+                        .with_context(|| format!("writing {}", dest.display()))?;
+                    return std::fs::rename(&hidden, &*dest).with_context(|| {
+                        let _ = std::fs::remove_file(&hidden);
+                        format!("writing {}", dest.display())
+                    });
+                };
                 if *force {
-                    std::fs::rename(&temp, &dest)
+                    std::fs::rename(temp, &dest)
                         .with_context(|| format!("writing {}", dest.display()))?;
                 } else {
-                    match std::fs::hard_link(&temp, &dest) {
+                    match std::fs::hard_link(temp, &dest) {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            return Err(usage(format!(
-                                "{} already exists; pass --force to overwrite it or choose another {flag} file",
-                                dest.display()
-                            )));
+                            return Err(exists());
                         }
                         // File systems without hard links: the existence check above stands.
-                        Err(_) => std::fs::rename(&temp, &dest)
+                        Err(_) => std::fs::rename(temp, &dest)
                             .with_context(|| format!("writing {}", dest.display()))?,
                     }
                 }
@@ -134,7 +176,10 @@ impl PendingOutput {
 
 impl Drop for PendingOutput {
     fn drop(&mut self) {
-        if let PendingOutput::File { temp, .. } = self {
+        if let PendingOutput::File {
+            temp: Some(temp), ..
+        } = self
+        {
             let _ = std::fs::remove_file(temp);
         }
     }
