@@ -90,15 +90,22 @@ kill_leaves_nothing() {
 	before=$(df -k "$mnt" | awk 'NR == 2 { print $4 }')
 	./pmscope latency -t "file:$mnt" --sizes 16MiB,32MiB --reps 50 --samples 20000 >/tmp/kill.out 2>&1 &
 	pid=$!
-	sleep 3
+	# Until the file is allocated (the pre-fault runs after it): the kill must hit a live one.
+	during=$before
+	for _ in $(seq 60); do
+		sleep 0.5
+		during=$(df -k "$mnt" | awk 'NR == 2 { print $4 }')
+		[ "$during" -lt $((before - 16384)) ] && break
+	done
+	sleep 1
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null
 	left=$(find "$mnt" -maxdepth 1 -name 'pmscope-*' | wc -l)
 	sleep 1
 	after=$(df -k "$mnt" | awk 'NR == 2 { print $4 }')
 	cat /tmp/kill.out
-	echo "files left: $left; free KiB before $before, after $after"
-	[ "$left" = 0 ] && [ "$after" -ge $((before - 1024)) ]
+	echo "files left: $left; free KiB before $before, while running $during, after the kill $after"
+	[ "$during" -lt $((before - 16384)) ] && [ "$left" = 0 ] && [ "$after" -ge $((before - 1024)) ]
 }
 step "pmscope-sigkill[file:$LABVM_FSDAX_MNT]" kill_leaves_nothing "$LABVM_FSDAX_MNT"
 # The NUMA matrix over the guest's CPU nodes and memory-only node(s).
