@@ -92,8 +92,8 @@ kill_leaves_nothing() {
 	pid=$!
 	# Until the file is allocated (the pre-fault runs after it): the kill must hit a live one.
 	during=$before
-	for _ in $(seq 60); do
-		sleep 0.5
+	for _ in $(seq 40); do
+		sleep 1
 		during=$(df -k "$mnt" | awk 'NR == 2 { print $4 }')
 		[ "$during" -lt $((before - 16384)) ] && break
 	done
