@@ -1,8 +1,8 @@
 //! Instruction latency (`inst`): seed 004 Figure 8's bars and seed 003 Table 5.
 
-use super::{Ctx, Figure, Panel, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, index_of, page_size_flag};
 use crate::data;
-use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use crate::plot::{self, Bar, BarChart, Series};
 use pmscope_core::record::Record;
 
 /// Seed 004 Figure 8's names of the instruction sequences.
@@ -303,13 +303,7 @@ impl Figure for InstHistogram {
                         } else {
                             colour
                         },
-                        points: h
-                            .lower
-                            .iter()
-                            .zip(&h.count)
-                            .filter(|(_, c)| **c > 0)
-                            .map(|(l, c)| (*l, *c as f64))
-                            .collect(),
+                        points: histogram_points(h),
                     });
                     shown.push(r);
                 }
@@ -318,17 +312,7 @@ impl Figure for InstHistogram {
         if series.is_empty() {
             return None;
         }
-        let svg = plot::line_chart(&LineChart {
-            x_label: "ns per access (bucket lower bound)".into(),
-            y_label: "accesses (log)".into(),
-            x: Axis::Log10,
-            y: Axis::Log10,
-            series,
-            vmarks: vec![],
-            hmarks: vec![],
-            points: vec![],
-            flag: page_size_flag(shown.iter().copied()),
-        });
+        let svg = histogram_chart(series, "access", shown.iter().copied());
         Some(Panel {
             svgs: vec![svg],
             table: None,

@@ -1,6 +1,6 @@
 //! Idle latency: the working-set sweep and the per-load distribution.
 
-use super::{Ctx, Figure, Panel, group, page_size_flag};
+use super::{Ctx, Figure, Panel, group, histogram_chart, histogram_points, page_size_flag};
 use crate::data;
 use crate::observations::plateau_ends;
 use crate::plot::{self, Axis, LineChart, Series};
@@ -127,27 +127,11 @@ impl Figure for LatencyHistogram {
                         data::bytes(data::u(r, "working_set_bytes").unwrap_or(0) as f64)
                     ),
                     colour: ctx.colour(t),
-                    points: h
-                        .lower
-                        .iter()
-                        .zip(&h.count)
-                        .filter(|(_, c)| **c > 0)
-                        .map(|(l, c)| (*l, *c as f64))
-                        .collect(),
+                    points: histogram_points(h),
                 }
             })
             .collect();
-        let svg = plot::line_chart(&LineChart {
-            x_label: "ns per load (bucket lower bound)".into(),
-            y_label: "loads (log)".into(),
-            x: Axis::Log10,
-            y: Axis::Log10,
-            series,
-            vmarks: vec![],
-            hmarks: vec![],
-            points: vec![],
-            flag: page_size_flag(recs.iter().copied()),
-        });
+        let svg = histogram_chart(series, "load", recs.iter().copied());
         Some(Panel {
             svgs: vec![svg],
             table: None,

@@ -135,3 +135,33 @@ pub(crate) fn index_of(list: &mut Vec<String>, name: &str) -> usize {
 pub(crate) use bandwidth::{largest, ops as bandwidth_ops, plain as bandwidth_plain};
 pub(crate) use inst::pick as inst_pick;
 pub(crate) use loaded::curves as loaded_curves;
+
+/// A log-log chart of latency histograms (bucket lower bound against count), one series
+/// each: the per-load and the per-access distributions share it.
+pub(crate) fn histogram_chart<'a>(
+    series: Vec<plot::Series>,
+    unit: &str,
+    records: impl IntoIterator<Item = &'a Record>,
+) -> String {
+    plot::line_chart(&plot::LineChart {
+        x_label: format!("ns per {unit} (bucket lower bound)"),
+        y_label: format!("{unit}s (log)"),
+        x: plot::Axis::Log10,
+        y: plot::Axis::Log10,
+        series,
+        vmarks: vec![],
+        hmarks: vec![],
+        points: vec![],
+        flag: page_size_flag(records),
+    })
+}
+
+/// The non-empty buckets of a histogram as (lower bound, count) points.
+pub(crate) fn histogram_points(h: &pmscope_core::summary::LogHistogram) -> Vec<(f64, f64)> {
+    h.lower
+        .iter()
+        .zip(&h.count)
+        .filter(|(_, c)| **c > 0)
+        .map(|(l, c)| (*l, *c as f64))
+        .collect()
+}
