@@ -228,6 +228,24 @@ impl Drop for Backing {
             (Some(Scratch::Named(path)), false) => {
                 let _ = std::fs::remove_file(path);
             }
+            (Some(Scratch::Named(path)), true) => {
+                // A scratch name would be swept as stale by the next run: kept files leave it.
+                let scratch_name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(scratch::pid_of)
+                    .is_some();
+                if scratch_name {
+                    let kept = keep_named(&path);
+                    match kept {
+                        Ok(p) => eprintln!("pmscope: kept {}", p.display()),
+                        Err(e) => eprintln!(
+                            "pmscope: kept {} under its scratch name ({e}): rename it before the next run",
+                            path.display()
+                        ),
+                    }
+                }
+            }
             (Some(Scratch::Unnamed { dir, name }), true) => {
                 // Drop cannot fail, so the outcome of --keep is said here, in one sentence.
                 let file = self.file.as_ref().expect("a scratch backing has a file");
@@ -241,15 +259,36 @@ impl Drop for Backing {
     }
 }
 
+/// Gives a named scratch file a kept name beside it (a hard link, so nothing is replaced,
+/// then the scratch name goes).
+fn keep_named(path: &Path) -> std::io::Result<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for seq in 0..1000 {
+        let to = dir.join(scratch::kept(std::process::id(), seq));
+        match std::fs::hard_link(path, &to) {
+            Ok(()) => {
+                std::fs::remove_file(path)?;
+                return Ok(to);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "no free name in {}",
+        dir.display()
+    )))
+}
+
 /// Names an unnamed scratch file: `name` if given, else the first free
-/// `pmscope-<pid>-<n>.bin` in `dir`. Never replaces an existing file.
+/// `pmscope-<pid>-<n>-kept.bin` in `dir`. Never replaces an existing file.
 fn keep_unnamed(file: &File, dir: &Path, name: Option<&Path>) -> std::io::Result<PathBuf> {
     if let Some(name) = name {
         scratch::link_unnamed(file, name)?;
         return Ok(name.to_path_buf());
     }
     for seq in 0..1000 {
-        let path = dir.join(scratch::named(std::process::id(), seq));
+        let path = dir.join(scratch::kept(std::process::id(), seq));
         match scratch::link_unnamed(file, &path) {
             Ok(()) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

@@ -315,3 +315,36 @@ fn first_touch_by_several_cpus_prefaults_every_page_once() {
     assert_eq!(a.page_size, Some(KIB4));
     assert_eq!(a.pages.bytes_4k, 8 << 20);
 }
+
+/// `--keep` on a directory target names the unnamed file with a kept name, which a later
+/// run's stale-file sweep never takes.
+#[test]
+fn a_kept_file_gets_a_name_no_sweep_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = MapOptions {
+        keep: true,
+        ..MapOptions::host()
+    };
+    let m = map(
+        &spec(&format!("file:{}", dir.path().display())),
+        1 << 20,
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "unnamed while mapped"
+    );
+    drop(m);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [format!("pmscope-{}-0-kept.bin", std::process::id())]
+    );
+    assert!(pmscope_sys::scratch::remove_stale(dir.path()).is_empty());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}

@@ -79,6 +79,12 @@ pub fn named(pid: u32, seq: u32) -> String {
     format!("pmscope-{pid}-{seq}.bin")
 }
 
+/// The name `--keep` gives the `seq`-th scratch file of process `pid`: outside the
+/// [`named`] form, so no later sweep ever takes a kept file for a stale one.
+pub fn kept(pid: u32, seq: u32) -> String {
+    format!("pmscope-{pid}-{seq}-kept.bin")
+}
+
 /// The PID in a scratch file name of exactly the form [`named`] writes, else `None`.
 pub fn pid_of(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("pmscope-")?.strip_suffix(".bin")?;
@@ -137,6 +143,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_nothing_else_matches() {
         assert_eq!(pid_of(&named(4242, 7)), Some(4242));
+        assert_eq!(pid_of(&kept(4242, 7)), None, "kept files are never swept");
         for other in [
             "pmscope-4242-7.bin.tmp",
             "pmscope-4242.bin",
