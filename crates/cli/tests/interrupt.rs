@@ -118,15 +118,19 @@ fn shm_files_of(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A xorshift generator of the moments signals are sent at (deterministic per seed).
+fn moments(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[test]
 fn interrupted_runs_stop_report_and_leave_nothing_behind() {
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = moments(0x9E37_79B9_7F4A_7C15u64);
     let mut runs = 0;
     let mut interrupted = 0;
     for round in 0..4 {
@@ -199,13 +203,7 @@ fn interrupted_runs_stop_report_and_leave_nothing_behind() {
 #[test]
 fn killed_runs_leave_no_file_and_no_child_process() {
     use std::os::unix::process::ExitStatusExt;
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = moments(0x2545_F491_4F6C_DD1Du64);
     let mut runs = 0;
     let mut killed = 0;
     for _round in 0..2 {
