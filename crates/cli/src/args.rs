@@ -152,6 +152,13 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
     )]
     Numa(NumaArgs),
+    /// A real key-value server (memcached, redis) with its heap on each target, loaded by
+    /// its own benchmark client (seed 004 Figures 20, 22, 27), with the heap's verified
+    /// placement.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k"
+    )]
+    App(AppArgs),
     /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
     /// XPLines, with the knee of each curve.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
@@ -346,6 +353,48 @@ pub struct NumaArgs {
     /// Mapping options (--max-mem, --keep...); targets are made from --memory, not -t.
     #[command(flatten)]
     pub targets: TargetArgs,
+}
+
+/// `pmscope app`.
+#[derive(Debug, Args)]
+pub struct AppArgs {
+    /// The server.
+    #[arg(value_enum)]
+    pub server: AppServer,
+    /// Targets for the server's heap, and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Value sizes (memcached default 1KiB, redis 512, with --aof-on 4).
+    #[arg(long, value_name = "AXIS")]
+    pub value_sizes: Option<String>,
+    /// Concurrent client connections [default: 12].
+    #[arg(long)]
+    pub clients: Option<Count>,
+    /// memcached: seconds per workload and value size [default: 5].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
+    /// redis: requests per workload and value size [default: 50000].
+    #[arg(long)]
+    pub requests: Option<Count>,
+    /// The server's memory limit (memcached -m, redis maxmemory) [default: 1GiB].
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<Size>,
+    /// redis: keep an append-only file, fsynced after every write, in a new directory
+    /// inside DIR (file:DIR; removed afterwards unless --keep): seed 004 Figure 27's MSET.
+    #[arg(long, value_name = "file:DIR")]
+    pub aof_on: Option<String>,
+    /// Port on 127.0.0.1 [default: a free one].
+    #[arg(long)]
+    pub port: Option<u16>,
+}
+
+/// Servers `pmscope app` drives.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum AppServer {
+    /// memcached, loaded by memaslap (GET-heavy 10 % SET, SET-heavy 50 % SET; 128 B keys).
+    Memcached,
+    /// redis-server, loaded by redis-benchmark (SET then GET; MSET with --aof-on).
+    Redis,
 }
 
 /// `pmscope probe`.

@@ -130,6 +130,17 @@ pub const PARAMS: &[Key] = keys! {
     "write" => "the write made at each visit: store+clwb or ntstore",
     "width_bytes" => "bytes per instruction of an access",
     "working_set_bytes" => "bytes the chain covers",
+    "aof_directory" => "the directory redis kept its append-only file in (fsync after every write)",
+    "clients" => "concurrent client connections of the load generator",
+    "key_bytes" => "bytes per key",
+    "percentiles_bucketed" => "whether p50/p99 are the upper bounds of power-of-two buckets (memaslap) rather than exact",
+    "placement" => "pmscope run's report of where the server's large allocations landed: its params and values",
+    "requests" => "requests per client run (redis-benchmark -n)",
+    "server" => "the key-value server (`memcached`, `redis`)",
+    "set_fraction" => "fraction of SET operations in the mix",
+    "target" => "the target spec the server's heap was placed on",
+    "value_bytes" => "bytes per value",
+    "workload" => "the load: memcached `get-heavy` (10 % SET) or `set-heavy` (50 % SET); redis `set`, `get` or `mset` (ten pairs)",
 };
 
 /// Every value key, in the order the doc lists them.
@@ -184,10 +195,40 @@ pub const VALUES: &[Key] = keys! {
     "total_ms" => "wall time of the whole job",
     "traffic_gb_s" => "bandwidth the traffic threads achieved",
     "write_gb_s" => "write bandwidth (median)",
+    "mean_us" => "mean latency of a client request, µs",
+    "p50_us" => "median latency of a client request, µs",
+    "p99_us" => "99th-percentile latency of a client request, µs",
+    "max_us" => "largest latency of a client request, µs",
 };
 
 /// Every experiment.
 pub const EXPERIMENTS: &[ExperimentDoc] = &[
+    ExperimentDoc {
+        name: "app-kv",
+        doc: "one workload and value size of a key-value server on a target, as its own client measured it",
+        metric: Some("throughput_ops_s"),
+        params: &[
+            "server",
+            "target",
+            "workload",
+            "value_bytes",
+            "key_bytes",
+            "set_fraction",
+            "clients",
+            "duration_s",
+            "requests",
+            "percentiles_bucketed",
+            "aof_directory",
+        ],
+        values: &["mean_us", "p50_us", "p99_us", "max_us"],
+    },
+    ExperimentDoc {
+        name: "app-placement",
+        doc: "where a key-value server's heap landed on a target (pmscope run's verified report)",
+        metric: None,
+        params: &["server", "target", "placement"],
+        values: &[],
+    },
     ExperimentDoc {
         name: "verify",
         doc: "one target mapped, pre-faulted and verified",

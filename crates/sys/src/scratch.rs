@@ -110,8 +110,7 @@ pub fn process_alive(pid: u32) -> bool {
 /// exactly as [`named`] writes, owned by this user, whose process no longer exists.
 /// Returns what it removed; anything it cannot read or remove is left alone.
 pub fn remove_stale(dir: &Path) -> Vec<PathBuf> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::process::effective_uid();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

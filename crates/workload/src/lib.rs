@@ -5,6 +5,8 @@
 //! * [`kmer`] — k-mer set analysis for PCR primer design (seed 003): FASTA genomes, 2-bit
 //!   canonical k-mers, a concurrent hash table on a target, set operations, and a record
 //!   of inserts, set sizes, phase times and the table's verified configuration.
+//! * [`kvstore`] — the key-value servers and load generators `pmscope app` drives (seed 004):
+//!   their arguments on 127.0.0.1, the seed's workloads, and parsers of the clients' output.
 //!
 //! This crate sits above `target`, `runner` and `core`; it contains no `unsafe` (the
 //! software prefetch it uses is `pmscope_sys::prefetch`).
@@ -17,4 +19,5 @@
 #![deny(missing_docs)]
 
 pub mod kmer;
+pub mod kvstore;
 pub mod polybench;

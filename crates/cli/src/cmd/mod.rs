@@ -1,6 +1,7 @@
 //! One file per command. Each turns its arguments into a plan (targets parsed, sizes
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
+mod app;
 mod bandwidth;
 mod info;
 pub(crate) mod inst;
@@ -91,6 +92,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Suite(a) => suite::run(ctx, sink, a),
         Command::Numa(a) => numa::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
+        Command::App(a) => app::run(ctx, sink, a),
         Command::Kmer(_)
         | Command::Completions { .. }
         | Command::Man

@@ -1,0 +1,131 @@
+//! Child processes pmscope must never leave behind (servers it starts for `pmscope app`):
+//! each runs in a process group of its own, so one signal reaches it and everything it
+//! started, and the kernel sends it SIGTERM if pmscope dies first (even by SIGKILL, when no
+//! `Drop` runs).
+#![allow(unsafe_code)]
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+/// Spawns `cmd` as the leader of a new process group that receives SIGTERM when the calling
+/// thread's process ends.
+pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
+    cmd.process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl and
+    // getppid, both async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then nobody would signal us.
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// Sends `signal` to every process of the group `pgid`. Ok(false) if the group is gone.
+pub fn signal_group(pgid: u32, signal: i32) -> std::io::Result<bool> {
+    let pgid =
+        libc::pid_t::try_from(pgid).map_err(|_| std::io::Error::other("pid out of range"))?;
+    // SAFETY: kill with a negative pid only sends a signal; no memory is involved.
+    if unsafe { libc::kill(-pgid, signal) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// Sends `signal` to the process `pid`. Ok(false) if it is gone.
+pub fn signal(pid: u32, signal: i32) -> std::io::Result<bool> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?;
+    // SAFETY: kill only sends a signal; no memory is involved.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// The children of `pid` (from /proc/PID/task/*/children); empty if it is gone.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<u32> = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The effective user id of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether any process of the group `pgid` is still alive.
+pub fn group_alive(pgid: u32) -> bool {
+    signal_group(pgid, 0).unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_group_is_signalled_with_its_children() {
+        // sh starts a grandchild in the same group; one signal ends both.
+        let mut c =
+            spawn_group(Command::new("sh").args(["-c", "sleep 30 & sleep 30; wait"])).unwrap();
+        let pgid = c.id();
+        assert!(group_alive(pgid));
+        assert!(signal_group(pgid, libc::SIGKILL).unwrap());
+        c.wait().unwrap();
+        let t = Instant::now();
+        while group_alive(pgid) && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !group_alive(pgid),
+            "the grandchild survived its group's SIGKILL"
+        );
+        assert!(!signal_group(pgid, 0).unwrap());
+    }
+
+    #[test]
+    fn children_are_listed() {
+        let mut c = spawn_group(Command::new("sh").args(["-c", "sleep 30 & wait"])).unwrap();
+        let t = Instant::now();
+        let mut kids = Vec::new();
+        while kids.is_empty() && t.elapsed() < Duration::from_secs(5) {
+            kids = children(c.id());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(kids.len(), 1, "sh's one child");
+        assert!(signal(kids[0], libc::SIGKILL).unwrap());
+        c.wait().unwrap();
+        assert!(children(c.id()).is_empty());
+    }
+}
