@@ -1,0 +1,342 @@
+//! `pmscope app`: real servers under `pmscope run`, their clients, and the lifecycle — a
+//! server that fails to start, a killed client and Ctrl-C all leave no process behind.
+//! memcached, memaslap, redis-server and redis-benchmark come from ./dev setup; a missing
+//! one fails these tests (they are not skipped).
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn pmscope() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pmscope"));
+    c.arg("--no-store");
+    c
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn records(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("a JSON record"))
+        .collect()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn which(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not installed: ./dev setup installs it"))
+}
+
+/// Processes whose command line holds `port` as an argument.
+fn processes_on(port: u16) -> Vec<String> {
+    let port = port.to_string();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args
+            .iter()
+            .any(|a| a == &port || a.ends_with(&format!(":{port}")))
+        {
+            found.push(args.join(" "));
+        }
+    }
+    found
+}
+
+/// Nothing listens on `port` and no process names it, within a few seconds.
+fn assert_nothing_left(port: u16) {
+    let t = Instant::now();
+    loop {
+        let listening = TcpStream::connect_timeout(
+            &(Ipv4Addr::LOCALHOST, port).into(),
+            Duration::from_millis(100),
+        )
+        .is_ok();
+        let procs = processes_on(port);
+        if !listening && procs.is_empty() {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "left behind on port {port}: listening {listening}, processes {procs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A directory for PATH holding `links` to real programs and `scripts` written out.
+fn fake_path(links: &[&str], scripts: &[(&str, &str)]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for l in links {
+        std::os::unix::fs::symlink(which(l), d.path().join(l)).unwrap();
+    }
+    for (name, body) in scripts {
+        let p = d.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    d
+}
+
+fn path_with(dir: &Path) -> std::ffi::OsString {
+    // sh, sleep, kill for the scripts; the fake directory first.
+    let mut p = dir.as_os_str().to_owned();
+    p.push(":/usr/bin:/bin");
+    p
+}
+
+#[test]
+fn memcached_on_dram_reports_both_mixes_and_its_heap_placement() {
+    let port = free_port();
+    let o = pmscope()
+        .args([
+            "--json",
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--duration",
+            "1",
+        ])
+        .args([
+            "--clients",
+            "4",
+            "--memory",
+            "64MiB",
+            "--port",
+            &port.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rs = records(&o);
+    let kv: Vec<_> = rs.iter().filter(|r| r["experiment"] == "app-kv").collect();
+    let workloads: Vec<&str> = kv
+        .iter()
+        .map(|r| r["params"]["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(workloads, ["get-heavy", "set-heavy"]);
+    for r in &kv {
+        assert!(r["summary"]["p50"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["params"]["value_bytes"], 1024);
+        assert_eq!(r["params"]["target"], "dram:4k");
+        assert!(r["values"]["p99_us"].as_f64().unwrap() >= r["values"]["p50_us"].as_f64().unwrap());
+    }
+    let placement: Vec<_> = rs
+        .iter()
+        .filter(|r| r["experiment"] == "app-placement")
+        .collect();
+    assert_eq!(placement.len(), 1);
+    assert!(
+        placement[0]["params"]["placement"]["params"].is_object(),
+        "{}",
+        placement[0]
+    );
+    assert_nothing_left(port);
+}
+
+#[test]
+fn redis_append_only_file_lives_in_a_new_directory_that_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let o = pmscope()
+        .args([
+            "--json",
+            "app",
+            "redis",
+            "-t",
+            "dram:4k",
+            "--requests",
+            "2000",
+        ])
+        .args([
+            "--clients",
+            "4",
+            "--memory",
+            "64MiB",
+            "--port",
+            &port.to_string(),
+        ])
+        .arg("--aof-on")
+        .arg(format!("file:{}", dir.path().display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rs = records(&o);
+    let kv: Vec<_> = rs.iter().filter(|r| r["experiment"] == "app-kv").collect();
+    assert_eq!(kv.len(), 1);
+    assert_eq!(kv[0]["params"]["workload"], "mset");
+    let aof = kv[0]["params"]["aof_directory"].as_str().unwrap();
+    assert!(aof.starts_with(dir.path().to_str().unwrap()), "{aof}");
+    assert!(kv[0]["summary"]["p50"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the AOF directory stayed"
+    );
+    assert_nothing_left(port);
+}
+
+#[test]
+fn a_bad_target_fails_before_any_server_starts() {
+    let port = free_port();
+    let o = pmscope()
+        .args([
+            "app",
+            "memcached",
+            "-t",
+            "file:/nonexistent-pmscope-dir/x/",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    assert_nothing_left(port);
+}
+
+#[test]
+fn a_missing_tool_is_one_sentence_naming_its_package() {
+    let empty = fake_path(&[], &[]);
+    let o = pmscope()
+        .env("PATH", empty.path())
+        .args(["app", "redis", "-t", "dram:4k"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("redis-server is not installed") && e.contains("apt-get install redis-server"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_server_that_fails_to_start_is_reported_and_leaves_nothing() {
+    let port = free_port();
+    let fake = fake_path(
+        &["memcaslap"],
+        &[("memcached", "echo 'failed to listen: pretend' >&2; exit 3")],
+    );
+    let o = pmscope()
+        .env("PATH", path_with(fake.path()))
+        .args([
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--port",
+            &port.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("exited (exit status 3) before it listened"),
+        "{e}"
+    );
+    assert_nothing_left(port);
+}
+
+#[test]
+fn a_killed_client_stops_the_run_and_the_server() {
+    let port = free_port();
+    let fake = fake_path(&["memcached"], &[("memcaslap", "kill -9 $$")]);
+    let o = pmscope()
+        .env("PATH", path_with(fake.path()))
+        .args([
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--memory",
+            "64MiB",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("killed by signal 9"), "{}", stderr(&o));
+    assert_nothing_left(port);
+}
+
+#[test]
+fn ctrl_c_during_a_client_run_stops_client_and_server() {
+    let port = free_port();
+    let marker = tempfile::tempdir().unwrap();
+    let started = marker.path().join("client-pid");
+    let fake = fake_path(
+        &["memcached"],
+        &[(
+            "memcaslap",
+            &format!("echo $$ > {}; exec sleep 60", started.display()),
+        )],
+    );
+    let mut child = pmscope()
+        .env("PATH", path_with(fake.path()))
+        .args([
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--memory",
+            "64MiB",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !started.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the client never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let client: u32 = std::fs::read_to_string(&started)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        !Path::new(&format!("/proc/{client}")).exists(),
+        "the client survived Ctrl-C"
+    );
+    assert_nothing_left(port);
+}
