@@ -83,7 +83,7 @@ run_kmc_count() { # K
 run_pmscope_count() { # K
 	local k=$1
 	rm -f "$OUT/pm.json"
-	timed "pmscope-count-$k" "$PMSCOPE" kmer count -k "$k" --threads $THREADS --record "$OUT/pm.json" $(cat "$OUT/all.lst")
+	timed "pmscope-count-$k" "$PMSCOPE" kmer count -k "$k" --threads $THREADS -o "$OUT/pm.json" $(cat "$OUT/all.lst")
 	json_value "$OUT/pm.json" union_kmers >"$OUT/pmscope-count-$k.result"
 	cp "$OUT/pm.json" "$OUT/pmscope-count-$k.json"
 }
@@ -120,7 +120,7 @@ run_pmscope_primers() { # K
 	rm -f "$OUT/pm.json" "$OUT/candidates.tsv"
 	timed "pmscope-primers-$k" "$PMSCOPE" kmer primers -k "$k" --threads $THREADS \
 		--in-group $(cat "$OUT/in.lst") --out-group $(cat "$OUT/out.lst") \
-		-o "$OUT/candidates.tsv" --record "$OUT/pm.json"
+		--kmers "$OUT/candidates.tsv" -o "$OUT/pm.json"
 	json_value "$OUT/pm.json" candidates_kmers >"$OUT/pmscope-primers-$k.result"
 	cp "$OUT/pm.json" "$OUT/pmscope-primers-$k.json"
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # vs-likwid.sh — pmscope bandwidth against likwid-bench on the same machine, side by side.
 #
-# For each case (sequential read, ordinary write, non-temporal write, copy) and thread count
-# (1 and 2), runs pmscope and likwid-bench alternately RUNS times on the same working set
-# (1 GiB per thread) and page policy, and prints one line per case: the median GB/s of each
+# For each case (sequential read, ordinary write, non-temporal write, copy, and ntcopy: copy
+# with non-temporal stores, against likwid's copy_mem, as glibc memcpy and so STREAM Copy
+# stream at this size) and thread count (1 and 2), runs pmscope and likwid-bench alternately
+# RUNS times on the same working set (1 GiB per thread) and page policy, and prints one line per case: the median GB/s of each
 # (10^9 B/s; likwid's MByte/s / 1000) and the ratio pmscope / likwid-bench. A ratio below 1
 # means pmscope under-measures, which is a bug to investigate in its inner loop.
 #
@@ -44,7 +45,7 @@ likwid_gbs() { # kernel threads
 }
 
 for threads in 1 2; do
-	for pair in read:load write:store ntstore:store_mem copy:copy; do
+	for pair in read:load write:store ntstore:store_mem copy:copy ntcopy:copy_mem; do
 		op=${pair%%:*}
 		kernel=${pair#*:}_$SUFFIX
 		p=() l=()

@@ -1,33 +1,102 @@
 //! The command line as the user typed it (clap derive): validated for form, not yet
 //! interpreted. Each command turns these into its plan.
 
+use crate::values::{Count, Cpus, Seconds, Size};
 use clap::{Args, Parser, Subcommand};
+use pmscope_loops::catalog;
+use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
+
+// Help texts that list ops or strategies are generated from their registries.
+
+fn inst_ops_help() -> String {
+    format!(
+        "Ops (comma list): {}. Default: all. Each op with each fence is a row of `pmscope list ops`",
+        catalog::op_names()
+    )
+}
+
+fn persist_help() -> String {
+    let names: Vec<&str> = pmscope_persist::STRATEGIES
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    format!(
+        "Persist strategy: {} (see `pmscope list strategies`)",
+        names.join(", ")
+    )
+}
+
+fn probe_help() -> String {
+    format!(
+        "What the measuring thread times: chase (dependent loads), a persist strategy ({}) meaning its store, flush and drain, or a storing op of `pmscope list ops` such as store+clwb+sfence or SW",
+        catalog::strategy_names()
+    )
+}
+
+/// `pmscope --version`: the package version, the commit and the build profile.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PMSCOPE_GIT_COMMIT"),
+    ", ",
+    env!("PMSCOPE_BUILD_PROFILE"),
+    " build)"
+);
+
+/// How sweep axes are written, for every command that takes one.
+macro_rules! axis_help {
+    () => {
+        "AXIS is a list (1,2,4) or a range a..b with a step: :x2 multiplies (the default for \
+sizes), :+N adds (the default for counts is +1); e.g. 64..4KiB:x2, 1..8, 4KiB..1GiB,1536MiB. \
+Sizes are binary: 4K = 4KiB = 4096."
+    };
+}
 
 /// pmscope tells the truth about a memory tier.
 #[derive(Debug, Parser)]
-#[command(name = "pmscope", version, about, long_about = None, max_term_width = 100)]
+#[command(name = "pmscope", version = VERSION, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
     /// Output options shared by every command.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Measure nothing: every timed kernel is replaced by deterministic synthetic samples,
+    /// and every record says so (tests run every command to completion with it).
+    #[arg(long, global = true, hide = true)]
+    pub null_executor: bool,
+    /// Hardware prefetchers during measurements: `off` turns them off on every CPU through
+    /// the msr driver (bare metal, root), as Intel MLC does, and back on afterwards; where
+    /// that is impossible (a VM) the records say why and the run goes on.
+    #[arg(long, global = true, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub prefetchers: String,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
 }
 
 /// Where results go.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Print results as JSON Lines (one record per line) instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Also write every record as JSON Lines to FILE (created; never overwritten without --force).
+    /// Also write every record as JSON Lines to FILE, in every command (`pmscope kmer`'s
+    /// k-mers go to --kmers); `-` is stdout. FILE appears only when the run succeeded and is
+    /// never overwritten without --force.
     #[arg(short = 'o', long = "output", global = true, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Allow -o to overwrite an existing file.
     #[arg(long, global = true)]
     pub force: bool,
+    /// The results store (default: $PMSCOPE_RESULTS, else $XDG_DATA_HOME/pmscope/results.sqlite).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub results: Option<PathBuf>,
+    /// Do not store this run's records in the results store.
+    #[arg(long, global = true)]
+    pub no_store: bool,
+    /// Tag this run in the results store (repeatable).
+    #[arg(long = "tag", global = true, value_name = "T")]
+    pub tags: Vec<String>,
 }
 
 /// The commands.
@@ -38,30 +107,167 @@ pub enum Command {
     Info,
     /// The main job on the embedded default targets (dram:4k, dram:thp, shm): map, verify,
     /// and print a short summary.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope quick\n  pmscope quick -t dram:4k -t file:/mnt/pmem --size 1GiB"
+    )]
     Quick(QuickArgs),
     /// Map targets, pre-fault them and print what the kernel actually gave.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
+    )]
     Verify(VerifyArgs),
     /// Idle load latency by dependent-load chains over a working-set sweep.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
     Latency(LatencyArgs),
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", axis_help!()))]
     Inst(InstArgs),
     /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
+    )]
     Sync(SyncArgs),
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", axis_help!()))]
     Rap(RapArgs),
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
     Bandwidth(BandwidthArgs),
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
     Loaded(LoadedArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
-    /// List target kinds or persist strategies.
+    /// The offline HTML report (inline SVG figures, observations) of runs of the results
+    /// store or JSON Lines files written with -o, side by side. Writes -o FILE (default
+    /// report.html).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope report\n  pmscope report latest latest~1 -o two-runs.html\n  pmscope report optane-box.jsonl cxl-box.jsonl --reference optane-g1 --svg-dir figures"
+    )]
+    Report(ReportArgs),
+    /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
+    /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
+    )]
+    Numa(NumaArgs),
+    /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
+    /// XPLines, with the knee of each curve.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
+    Probe(ProbeArgs),
+    /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
+    /// 003 Table 5), sync (seed 002).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest"
+    )]
+    Suite(SuiteArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope completions bash > /etc/bash_completion.d/pmscope"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to stdout.
+    #[command(after_help = "EXAMPLES:\n  pmscope man > pmscope.1 && man ./pmscope.1")]
+    Man,
+    /// List target kinds, persist strategies or the op catalog.
     List {
         /// What to list.
         #[arg(value_enum)]
         what: ListWhat,
     },
+    /// The results store: list, show, export, import and remove runs.
+    Results(ResultsArgs),
+    /// Compare two runs, or two targets of one run, point by point.
+    Compare(CompareArgs),
+}
+
+/// `pmscope results`.
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ResultsCommand,
+}
+
+/// A `pmscope results` command. RUN is an id, `latest`, `latest~N` or a tag.
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// List the stored runs, oldest first (with --tag T: only runs tagged T).
+    List,
+    /// Show one run and its points.
+    Show {
+        /// The run.
+        run: String,
+    },
+    /// Write runs' records to stdout as CSV (tidy long format) or JSON Lines.
+    Export {
+        /// The runs.
+        #[arg(required = true)]
+        runs: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "csv")]
+        format: ExportFormat,
+    },
+    /// Remove a run and its points.
+    Rm {
+        /// The run.
+        run: String,
+        /// Do not ask.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Add the records of a JSON Lines file (written with -o) as one run.
+    Import {
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Tidy long CSV: one row per point and statistic.
+    Csv,
+    /// The records as JSON Lines.
+    Jsonl,
+}
+
+/// `pmscope compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A (id, latest, latest~N or tag), or with --targets the run holding both.
+    pub a: String,
+    /// Run B, or with --targets target A's spec.
+    pub b: String,
+    /// With --targets: target B's spec.
+    pub c: Option<String>,
+    /// Compare two targets of one run: `pmscope compare --targets RUN SPEC_A SPEC_B`.
+    #[arg(long)]
+    pub targets: bool,
+    /// Exit 1 when any point got worse by more than PCT percent beyond the noise.
+    #[arg(long, value_name = "PCT")]
+    pub fail_above: Option<f64>,
+}
+
+/// Arguments of `pmscope report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// The runs, side by side: each a run of the results store (an id, latest, latest~N or
+    /// a tag) or a JSON Lines file written with -o (an argument naming an existing file,
+    /// a path with a '/' or ending in .jsonl, is a file) [default: latest].
+    #[arg(value_name = "RUN|FILE.jsonl")]
+    pub runs: Vec<String>,
+    /// Also write one SVG per figure into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub svg_dir: Option<PathBuf>,
+    /// Overlay a published reference profile (optane-g1).
+    #[arg(long, value_name = "PROFILE")]
+    pub reference: Option<String>,
 }
 
 /// What `pmscope list` lists.
@@ -71,19 +277,46 @@ pub enum ListWhat {
     Targets,
     /// Persist strategies and whether this CPU supports them.
     Strategies,
+    /// The op catalog (access sequences of inst, sync and loaded --probe) and whether this
+    /// CPU runs them.
+    Ops,
+}
+
+fn bandwidth_ops_help() -> String {
+    format!(
+        "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
+         ntcopy: the region's first half into its second, ntcopy with non-temporal stores). \
+         Default: all (with --mix: write, the op of the writers)",
+        pmscope_loops::stream::StreamOp::names()
+    )
+}
+
+fn traffic_op_help() -> String {
+    format!(
+        "What the traffic does: {} (read: read-only traffic). A row of `pmscope list ops` that \
+         streams as one of them (load, store, store+clwb+sfence, ...) is accepted too \
+         [default: read, or write when --rw has writes]",
+        pmscope_loops::stream::StreamOp::names()
+    )
+}
+
+fn target_help() -> String {
+    format!(
+        "A memory target (repeatable: targets are measured side by side). Syntax: {}, each \
+         with an optional ,node=N. See `pmscope list targets`.",
+        pmscope_mapping::kinds::syntax_summary()
+    )
 }
 
 /// Options of every command that maps targets.
 #[derive(Debug, Args, Clone)]
 pub struct TargetArgs {
-    /// A memory target (repeatable: targets are measured side by side). Syntax:
-    /// dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp], devdax:/dev/daxX.Y, each with an
-    /// optional ,node=N. See `pmscope list targets`.
-    #[arg(short = 't', long = "target", value_name = "SPEC")]
-    pub targets: Vec<String>,
+    // The help lists the kinds from their registry, so a new kind appears here by itself.
+    #[arg(short = 't', long = "target", value_name = "SPEC", help = target_help())]
+    pub targets: Vec<TargetSpec>,
     /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).
     #[arg(long, value_name = "SIZE")]
-    pub max_mem: Option<String>,
+    pub max_mem: Option<Size>,
     /// Keep files pmscope created for file: and shm targets.
     #[arg(long)]
     pub keep: bool,
@@ -95,6 +328,119 @@ pub struct TargetArgs {
     pub destroy_data: bool,
 }
 
+/// `pmscope numa`.
+#[derive(Debug, Args)]
+pub struct NumaArgs {
+    /// The memory kind mapped on every node, without node= (dram:4k, dram:thp, dram:2m...).
+    #[arg(long, default_value = "dram:4k", value_name = "KIND")]
+    pub memory: String,
+    /// Bytes mapped per memory node (the latency chain covers all of it).
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub size: Size,
+    /// Repetitions per cell (one more is run first and dropped).
+    #[arg(long)]
+    pub reps: Option<Count>,
+    /// Seconds each bandwidth repetition streams [default: 0.15].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
+    /// Mapping options (--max-mem, --keep...); targets are made from --memory, not -t.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+}
+
+/// `pmscope probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The probe.
+    #[arg(value_enum)]
+    pub kind: ProbeKind,
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// Working sets (sweep axis) [default: 1KiB..64MiB].
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Timed visits per point [default: 10000].
+    #[arg(long)]
+    pub count: Option<Count>,
+    /// chase-write: the write made at each visit, store+clwb or ntstore.
+    #[arg(long, default_value = "store+clwb")]
+    pub write: String,
+    /// CPU to pin the measuring thread to.
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
+    pub cpu: Option<usize>,
+    /// Seed of the random orders.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+}
+
+/// The probes of `pmscope probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProbeKind {
+    /// Read k of the 4 lines of each XPLine (k = 1..4), flushed: the read buffer's size and
+    /// its granularity (64 B vs 256 B).
+    ReadBuffer,
+    /// Sequential and random non-temporal writes of 1..4 lines of each XPLine: the
+    /// write-combining buffer.
+    WriteBuffer,
+    /// Flushed reads interleaved with non-temporal writes on a disjoint half, against
+    /// read-only and write-only baselines: do reads and writes share a buffer?
+    RwBuffer,
+    /// Random XPLines read line by line, with and without a software prefetch of the next.
+    Prefetch,
+    /// A walk over XPLine elements writing another line of each (--write), coupled (a
+    /// pointer chase) or decoupled (addresses from a DRAM array).
+    ChaseWrite,
+}
+
+impl ProbeKind {
+    /// The name in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::ReadBuffer => "read-buffer",
+            ProbeKind::WriteBuffer => "write-buffer",
+            ProbeKind::RwBuffer => "rw-buffer",
+            ProbeKind::Prefetch => "prefetch",
+            ProbeKind::ChaseWrite => "chase-write",
+        }
+    }
+}
+
+/// `pmscope suite`.
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// The study.
+    #[arg(value_enum)]
+    pub study: Study,
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// The publication-grade version of every step (each command's --full).
+    #[arg(long)]
+    pub full: bool,
+    /// CPUs to use (default: all this process may use).
+    #[arg(long)]
+    pub cpus: Option<Cpus>,
+    /// Finish RUN, an interrupted run of this suite in the results store (an id, latest,
+    /// latest~N or a tag): its finished steps are kept, the rest are measured into it.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
+}
+
+/// The studies `pmscope suite` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Study {
+    /// Seed 004 section 3: idle latency (random, sequential), instruction latency,
+    /// bandwidth vs threads per op, bandwidth vs access size, mixed read/write, loaded
+    /// latency. About 2 minutes for two targets on 2 cores.
+    Basic,
+    /// Seed 003 Table 5: single-thread latency by access size, rand/seq x read/write/
+    /// write+flush, with slowdown factors against the first target.
+    Table5,
+    /// Seed 002: the cost of each synchronisation option (pmmeter).
+    Sync,
+}
+
 /// `pmscope verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
@@ -103,7 +449,7 @@ pub struct VerifyArgs {
     pub targets: TargetArgs,
     /// Bytes to map per target.
     #[arg(long, default_value = "64MiB", value_name = "SIZE")]
-    pub size: String,
+    pub size: Size,
 }
 
 /// `pmscope quick`.
@@ -114,7 +460,7 @@ pub struct QuickArgs {
     pub targets: TargetArgs,
     /// Bytes to map per target.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub size: String,
+    pub size: Size,
 }
 
 /// `pmscope latency`.
@@ -128,7 +474,7 @@ pub struct LatencyArgs {
     pub pattern: String,
     /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
     #[arg(long, default_value = "64B", value_name = "SIZE")]
-    pub element: String,
+    pub element: Size,
     /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB). Default: 4 KiB to
     /// max(1 GiB, 4x the last-level cache), every power of two and the midpoint after it.
     #[arg(long, value_name = "AXIS")]
@@ -136,18 +482,19 @@ pub struct LatencyArgs {
     /// Randomise only within groups of this many 4 KiB pages (separates TLB misses from
     /// memory latency).
     #[arg(long, value_name = "PAGES")]
-    pub tlb_window: Option<usize>,
+    pub tlb_window: Option<Count>,
     /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
     #[arg(long)]
     pub no_mix: bool,
-    /// Repetitions per point (one more is run first and dropped).
-    #[arg(long, default_value_t = 5)]
-    pub reps: usize,
-    /// Individually timed loads for the distribution at the largest point (0: none).
-    #[arg(long, default_value_t = 200_000)]
-    pub samples: usize,
-    /// CPU to pin the measuring thread to.
+    /// Repetitions per point (one more is run first and dropped) [default: 5; 15 with --full].
     #[arg(long)]
+    pub reps: Option<Count>,
+    /// Individually timed loads for the distribution at the largest point, 0 for none
+    /// [default: 200000; 1000000 with --full].
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// CPU to pin the measuring thread to.
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random orders.
     #[arg(long, default_value_t = 0x5EED)]
@@ -163,9 +510,7 @@ pub struct InstArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): load, ntload, store, store+clflush, store+clflushopt, store+clwb,
-    /// ntstore. Default: all.
-    #[arg(long)]
+    #[arg(long, help = inst_ops_help())]
     pub ops: Option<String>,
     /// Fences after each access (comma list): none, sfence, mfence. Default: all.
     #[arg(long)]
@@ -178,19 +523,23 @@ pub struct InstArgs {
     pub pattern: String,
     /// Region the addresses fall in.
     #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub region: String,
-    /// Accesses timed per cell.
-    #[arg(long, default_value_t = 100_000)]
-    pub count: usize,
+    pub region: Size,
+    /// Accesses timed per cell [default: 100000; 1000000 with --full].
+    #[arg(long)]
+    pub count: Option<Count>,
     /// Do not flush lines before timed loads (measure cache hits instead of memory).
     #[arg(long)]
     pub no_flush: bool,
+    /// After the table, print every cell's per-access latency histogram (log buckets, seed
+    /// 003 Figures 6-7); the records always carry them.
+    #[arg(long)]
+    pub histograms: bool,
     /// Instruction width in bytes for accesses of 64 bytes and more (default: the widest
     /// the CPU has: 64 with AVX-512, 32 with AVX2).
     #[arg(long)]
     pub width: Option<usize>,
     /// CPU to pin the measuring thread to.
-    #[arg(long)]
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random addresses.
     #[arg(long, default_value_t = 0x5EED)]
@@ -215,13 +564,19 @@ pub struct SyncArgs {
     pub pattern: String,
     /// Region streamed over (split between threads).
     #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub region: String,
+    pub region: Size,
     /// Threads, each on its own part of the region.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    #[arg(long, default_value = "1")]
+    pub threads: Count,
+    /// Repetitions per option (one more is run first and dropped) [default: 3; 7 with --full].
+    #[arg(long)]
+    pub reps: Option<Count>,
+    /// Seconds each thread streams per repetition [default: 0.2; 1 with --full].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
     /// CPUs to pin the threads to (default: the allowed CPUs in order).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<Cpus>,
     /// The fence of the +F options: mfence (pmmeter's default) or sfence.
     #[arg(long, default_value = "mfence")]
     pub fence: String,
@@ -239,8 +594,7 @@ pub struct RapArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Persist strategy: clflush, clflushopt, clwb, ntstore, none or msync.
-    #[arg(long, default_value = "clwb")]
+    #[arg(long, default_value = "clwb", help = persist_help())]
     pub persist: String,
     /// Distances d in lines (sweep axis).
     #[arg(
@@ -250,12 +604,12 @@ pub struct RapArgs {
     pub distances: String,
     /// Region the lines are taken from.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub region: String,
-    /// Timed loads per distance.
-    #[arg(long, default_value_t = 20_000)]
-    pub samples: usize,
-    /// CPU to pin the thread to.
+    pub region: Size,
+    /// Timed loads per distance [default: 20000; 200000 with --full].
     #[arg(long)]
+    pub samples: Option<Count>,
+    /// CPU to pin the thread to.
+    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Seed of the random line order.
     #[arg(long, default_value_t = 0x5EED)]
@@ -271,9 +625,8 @@ pub struct BandwidthArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Ops (comma list): read, write, ntstore, store+clwb, copy. Default: all (with --mix:
-    /// write, the op of the writers).
-    #[arg(long)]
+    // The op list comes from loops::stream::STREAM_OPS.
+    #[arg(long, help = bandwidth_ops_help())]
     pub ops: Option<String>,
     /// Pattern: seq, rand (random aligned blocks of the access size) or both.
     #[arg(long, default_value = "both")]
@@ -287,19 +640,19 @@ pub struct BandwidthArgs {
     pub threads: Option<String>,
     /// CPUs to pin threads to, in order (default: all allowed CPUs).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<Cpus>,
     /// All threads stream over one shared region instead of one region each.
     #[arg(long)]
     pub shared: bool,
     /// Memory per thread (the whole region with --shared).
     #[arg(long, default_value = "512MiB", value_name = "SIZE")]
-    pub region: String,
-    /// Seconds each thread streams per repetition (default 0.15; --full 1).
+    pub region: Size,
+    /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
+    /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
     #[arg(long)]
-    pub duration: Option<String>,
-    /// Repetitions per point (one more is run first and dropped).
-    #[arg(long, default_value_t = 3)]
-    pub reps: usize,
+    pub reps: Option<Count>,
     /// Vector width in bytes: 64 (AVX-512) or 32 (AVX2). Default: the widest the CPU has.
     #[arg(long)]
     pub width: Option<usize>,
@@ -321,9 +674,7 @@ pub struct LoadedArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// What the measuring thread times: chase (dependent loads), a persist strategy
-    /// (clflush, clflushopt, clwb, ntstore) or a sequence such as store+clwb+sfence.
-    #[arg(long, default_value = "chase")]
+    #[arg(long, default_value = "chase", help = probe_help())]
     pub probe: String,
     /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
     /// traffic is always measured first).
@@ -332,24 +683,32 @@ pub struct LoadedArgs {
         default_value = "0,25,50,100,200,400,800,1600,3200,6400,12800,25600"
     )]
     pub delays: String,
-    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only).
-    #[arg(long, default_value = "1:0")]
-    pub rw: String,
+    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only) [default:
+    /// 1:0; 0:1 with a writing --traffic-op].
+    #[arg(long)]
+    pub rw: Option<String>,
+    // The op list comes from loops::stream::STREAM_OPS.
+    #[arg(long, value_name = "OP", help = traffic_op_help())]
+    pub traffic_op: Option<String>,
+    /// The order the traffic visits its region: seq, or rand (a random permutation of every
+    /// access-sized block, each once per pass, so the whole region is covered).
+    #[arg(long, default_value = "seq", value_name = "PATTERN")]
+    pub traffic_pattern: String,
     /// Bytes per traffic access.
     #[arg(long, default_value = "1KiB", value_name = "SIZE")]
-    pub traffic_access: String,
+    pub traffic_access: Size,
     /// Region each traffic thread streams over.
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub traffic_region: String,
+    pub traffic_region: Size,
     /// Region of the probe (the chain's working set).
     #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub probe_region: String,
-    /// Individually timed probe operations per point.
-    #[arg(long, default_value_t = 50_000)]
-    pub samples: usize,
+    pub probe_region: Size,
+    /// Individually timed probe operations per point [default: 50000; 200000 with --full].
+    #[arg(long)]
+    pub samples: Option<Count>,
     /// CPUs: the first measures, the others generate traffic (default: all allowed).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<Cpus>,
     /// Seed of the chain and random lines.
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
@@ -366,11 +725,11 @@ pub struct KmerArgs {
     pub command: KmerCommand,
 }
 
-/// What `-o` means for the k-mer commands.
-const KMER_OUTPUT_HELP: &str = "For pmscope kmer, -o FILE receives the k-mers (TSV, or FASTA with --format fasta; -o - is stdout), written only when the job succeeds; --record FILE receives the JSON record.";
+/// Where the k-mer commands write.
+const KMER_OUTPUT_HELP: &str = "Outputs: --kmers FILE receives the k-mers (TSV, or FASTA with --format fasta; --kmers - is stdout); -o FILE receives the JSON record, as in every command. Each appears only when the job succeeded and is never overwritten without --force.\n\nEXAMPLES:\n  pmscope kmer count -k 31 genomes/*.fa.gz --kmers counts.tsv -o run.jsonl\n  pmscope kmer primers --in-group a.fa b.fa --out-group c.fa --kmers candidates.tsv";
 
-/// The k-mer commands. For these, `-o FILE` receives the k-mers (TSV or FASTA; `-o -` is
-/// stdout) and `--record FILE` the JSON record.
+/// The k-mer commands. For these, `--kmers FILE` receives the k-mers (TSV or FASTA;
+/// `--kmers -` is stdout) and `-o FILE` the JSON record, as everywhere.
 #[derive(Debug, Subcommand)]
 #[command(after_help = KMER_OUTPUT_HELP)]
 pub enum KmerCommand {
@@ -395,6 +754,16 @@ pub enum KmerCommand {
     Demo(KmerDemoArgs),
     /// Write a synthetic reference and strains derived from it (SNPs, indels) as FASTA.
     Synth(KmerSynthArgs),
+    /// Check a static-pm pool after a crash: header, cut-short inserts cleared, contents.
+    Recover(KmerRecoverArgs),
+}
+
+/// Options of `pmscope kmer recover`.
+#[derive(Debug, Args, Clone)]
+pub struct KmerRecoverArgs {
+    /// The pool file.
+    #[arg(long, value_name = "PATH")]
+    pub pool: PathBuf,
 }
 
 /// Options of every k-mer command that builds a table.
@@ -406,24 +775,70 @@ pub struct KmerRunArgs {
     /// The table implementation.
     #[arg(long, value_enum, default_value = "volatile")]
     pub table: KmerTableKind,
-    /// Worker threads (default: every CPU pmscope may use).
+    /// Pool file of a persistent table: created exclusively, or reopened to resume the
+    /// job it holds (default: a fresh pool on the target, gone afterwards).
+    #[arg(long, value_name = "PATH")]
+    pub pool: Option<PathBuf>,
+    /// How a persistent table makes stores durable: clflush, clflushopt, clwb, ntstore,
+    /// none or msync.
+    #[arg(long, default_value = "clwb", value_name = "STRATEGY")]
+    pub persist: String,
+    /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
+    pub threads: Option<Count>,
     /// Treat every FASTA record as a genome of its own (default: one file = one genome).
     #[arg(long)]
     pub genome_per_record: bool,
-    /// Format of the k-mers written with -o.
+    /// Format of the k-mers written with --kmers.
     #[arg(long, value_enum, default_value = "tsv")]
     pub format: KmerFormat,
     /// Sort written k-mer sets lexicographically (candidates are in genome order anyway).
     #[arg(long)]
     pub sorted: bool,
-    /// Also write the JSON record to FILE (created; never overwritten without --force).
+    /// Write the k-mers (TSV or FASTA) to FILE; `-` is stdout (not with --json).
     #[arg(long, value_name = "FILE")]
+    pub kmers: Option<PathBuf>,
+    /// The old name of -o (the JSON record); deprecated.
+    #[arg(long, value_name = "FILE", hide = true)]
     pub record: Option<PathBuf>,
-    /// The table's memory target (default dram:thp) and mapping options.
+    /// The table's memory target and mapping options.
     #[command(flatten)]
-    pub targets: TargetArgs,
+    pub targets: KmerTargetArgs,
+}
+
+/// The one memory target of a k-mer table and its mapping options.
+#[derive(Debug, Args, Clone)]
+pub struct KmerTargetArgs {
+    /// The one memory target the table is placed on (default dram:thp; a table lives on
+    /// one target, so give it once). Syntax: dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp],
+    /// devdax:/dev/daxX.Y, each with an optional ,node=N. See `pmscope list targets`.
+    #[arg(short = 't', long = "target", value_name = "SPEC")]
+    pub targets: Vec<TargetSpec>,
+    /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).
+    #[arg(long, value_name = "SIZE")]
+    pub max_mem: Option<Size>,
+    /// Keep files pmscope created for file: and shm targets.
+    #[arg(long)]
+    pub keep: bool,
+    /// Refuse file targets that are not on DAX (MAP_SYNC refused).
+    #[arg(long)]
+    pub require_dax: bool,
+    /// Allow writing to devdax devices, destroying their contents.
+    #[arg(long)]
+    pub destroy_data: bool,
+}
+
+impl KmerTargetArgs {
+    /// As the mapping options of every command.
+    pub fn as_target_args(&self) -> TargetArgs {
+        TargetArgs {
+            targets: self.targets.clone(),
+            max_mem: self.max_mem,
+            keep: self.keep,
+            require_dax: self.require_dax,
+            destroy_data: self.destroy_data,
+        }
+    }
 }
 
 /// Table implementations.
@@ -431,6 +846,8 @@ pub struct KmerRunArgs {
 pub enum KmerTableKind {
     /// Concurrent open addressing in the target's memory.
     Volatile,
+    /// The seed's Static-HT: log-free, crash-consistent, in a persistent pool.
+    StaticPm,
 }
 
 /// Formats of k-mer lists.

@@ -1,34 +1,39 @@
 //! What every command needs before it measures: the command line, the system summary, the
-//! targets parsed and checked, the mapping options, the timer.
+//! targets parsed and checked, the mapping options, and the start of a measurement.
 
 use crate::args::TargetArgs;
 use crate::error::usage;
+use crate::output::Sink;
 use anyhow::Result;
-use pmscope_core::record::{Record, SystemSummary, TimerInfo};
-use pmscope_core::units::Bytes;
-use pmscope_core::warning::Warning;
+use pmscope_core::record::SystemSummary;
 use pmscope_mapping::{DestroyData, MapOptions, MemoryGuard, TargetSpec};
-use pmscope_runner::sanity;
-use pmscope_runner::timer::Timer;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::harness::{Harness, Measurement, Session};
 use pmscope_sys::cpu::CpuFeatures;
 use pmscope_sys::sysroot::SysRoot;
-use std::time::Duration;
 
-/// The run's shared facts.
+/// The run's shared facts: the runner's [`Session`] (machine, command line, executor),
+/// plus the argument helpers every command uses.
 pub struct Context {
-    /// `/sys` and `/proc`.
-    pub root: SysRoot,
-    /// The command line as given.
-    pub command_line: Vec<String>,
-    /// CPU features.
-    pub features: CpuFeatures,
-    /// The machine, as every record repeats it.
-    pub system: SystemSummary,
+    session: Session,
+}
+
+impl std::ops::Deref for Context {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
+    }
+}
+
+impl std::ops::DerefMut for Context {
+    fn deref_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
 }
 
 impl Context {
     /// Reads the machine once.
-    pub fn new() -> Context {
+    pub fn new(executor: Executor) -> Context {
         let root = SysRoot::host();
         let features = CpuFeatures::detect();
         let thp = pmscope_sys::thp::settings(&root);
@@ -42,44 +47,38 @@ impl Context {
             timer: None,
             thp_enabled: thp.enabled.unwrap_or_default(),
             thp_defrag: thp.defrag.unwrap_or_default(),
+            smt_active: pmscope_sys::environment::smt_active(&root),
+            kernel_cmdline: pmscope_sys::environment::kernel_cmdline(&root),
+            mitigations: pmscope_sys::environment::mitigations(&root),
+            observed_core_ghz: None,
         };
         Context {
-            root,
-            command_line: std::env::args().collect(),
-            features,
-            system,
+            session: Session {
+                root,
+                command_line: std::env::args().collect(),
+                features,
+                system,
+                executor,
+                prefetchers_off: false,
+            },
         }
     }
 
-    /// Records the timer in the system summary every later record carries.
-    pub fn set_timer(&mut self, t: TimerInfo) {
-        self.system.timer = Some(t);
-    }
-
-    /// Calibrates the timer for an experiment on `cpus` (recorded in every later record) and
-    /// judges the environment it will run in: the two things every experiment does first.
-    pub fn start_measuring(
-        &mut self,
+    /// Starts a measurement on `cpus`: CPUs checked (a usage error naming `--cpus`), timer
+    /// calibrated, environment judged. Every measuring command starts here.
+    pub fn start<'s>(
+        &'s mut self,
+        sink: &'s mut Sink,
         cpus: &[usize],
-        memory_working_set: Option<u64>,
+        working_set: Option<u64>,
         times_single_accesses: bool,
-    ) -> (Timer, Vec<Warning>) {
-        let timer = Timer::calibrate(&self.features, Duration::from_millis(100));
-        self.set_timer(timer.info());
-        let env = sanity::check(
-            &sanity::EnvFacts::probe(&self.root, cpus),
-            &sanity::Context {
-                timer: Some(timer.info()),
-                memory_working_set,
-                times_single_accesses,
-            },
-        );
-        (timer, env)
-    }
-
-    /// An empty record of `experiment` for this run.
-    pub fn record(&self, experiment: &str) -> Record {
-        Record::new(experiment, self.command_line.clone(), self.system.clone())
+    ) -> Result<Harness<'s>> {
+        let m = Measurement {
+            cpus: cpus.to_vec(),
+            working_set,
+            times_single_accesses,
+        };
+        Harness::start(&mut self.session, sink, &m).map_err(|e| usage(format!("--cpus: {e}")))
     }
 
     /// Parses the targets (or the defaults when none are given) and the mapping options.
@@ -88,22 +87,22 @@ impl Context {
         a: &TargetArgs,
         defaults: &[&str],
     ) -> Result<(Vec<TargetSpec>, MapOptions)> {
-        let given: Vec<String> = if a.targets.is_empty() {
-            defaults.iter().map(|s| s.to_string()).collect()
+        let given: Vec<TargetSpec> = if a.targets.is_empty() {
+            defaults
+                .iter()
+                .map(|s| s.parse().expect("the embedded default targets parse"))
+                .collect()
         } else {
             a.targets.clone()
         };
         let mut specs: Vec<TargetSpec> = Vec::new();
-        for s in &given {
-            let spec: TargetSpec = s
-                .parse()
-                .map_err(|e: pmscope_mapping::SpecError| usage(format!("--target {s}: {e}")))?;
+        for spec in given {
             if specs.contains(&spec) {
                 return Err(usage(format!("--target {spec} is given twice")));
             }
             specs.push(spec);
         }
-        let max_mem = a.max_mem.as_deref().map(parse_size).transpose()?;
+        let max_mem = a.max_mem.map(|m| m.0);
         let opts = MapOptions {
             guard: MemoryGuard::new(&self.root, max_mem),
             root: self.root.clone(),
@@ -112,6 +111,9 @@ impl Context {
             destroy_data: a.destroy_data.then(DestroyData::accepted_by_flag),
             first_touch_cpus: Vec::new(),
         };
+        for spec in &specs {
+            spec.preflight(&opts)?;
+        }
         Ok((specs, opts))
     }
 }
@@ -126,13 +128,4 @@ pub fn parse_patterns(s: &str) -> Result<Vec<bool>> {
             "'{other}' is not a pattern: use seq, rand or both"
         ))),
     }
-}
-
-/// Parses a size argument, as a usage error when malformed.
-pub fn parse_size(s: &str) -> Result<u64> {
-    let b: Bytes = s.parse().map_err(|e| usage(format!("{e}")))?;
-    if b.0 == 0 {
-        return Err(usage(format!("size '{s}' must be greater than zero")));
-    }
-    Ok(b.0)
 }

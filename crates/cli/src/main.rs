@@ -12,6 +12,7 @@ mod context;
 mod error;
 mod measure;
 mod output;
+mod values;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -30,9 +31,26 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("pmscope: internal error: {msg}{at}; this is a bug, please report it");
     }));
+    if let Err(e) = pmscope_runner::interrupt::install() {
+        eprintln!("pmscope: cannot handle Ctrl-C ({e}); an interrupted run may leave files behind");
+    }
     let cli = match args::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
+            // A value our parsers refused: the same one sentence as every other usage error.
+            if e.kind() == clap::error::ErrorKind::ValueValidation
+                && let Some(why) = std::error::Error::source(&e)
+            {
+                let ctx = |k| match e.get(k) {
+                    Some(clap::error::ContextValue::String(s)) => s.clone(),
+                    _ => String::new(),
+                };
+                let flag = ctx(clap::error::ContextKind::InvalidArg);
+                let flag = flag.split([' ', '=']).next().unwrap_or_default();
+                let value = ctx(clap::error::ContextKind::InvalidValue);
+                eprintln!("pmscope: {flag} {value}: {why}");
+                return ExitCode::from(2);
+            }
             // clap prints its own usage errors (exit 2) and --help/--version (exit 0).
             let code = e.exit_code();
             let _ = e.print();
@@ -42,6 +60,15 @@ fn main() -> ExitCode {
     let outcome = std::panic::catch_unwind(|| cmd::run(cli));
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e))
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            // The reader went away (`pmscope man | head`): not an error of ours.
+            ExitCode::SUCCESS
+        }
         Ok(Err(e)) => {
             let code = error::exit_code(&e);
             eprintln!("pmscope: {}", error::describe(&e));

@@ -59,8 +59,7 @@ pub fn chase_distribution(
     (summary, LogHistogram::of(&ns, 4))
 }
 
-use pmscope_loops::rng::SplitMix64;
-use pmscope_loops::stream::{StreamView, Streamer, Traffic};
+use pmscope_loops::stream::{BlockOrder, StreamView, Streamer, Traffic};
 use std::time::{Duration, Instant};
 
 /// What one bandwidth worker does.
@@ -82,17 +81,12 @@ pub enum Role {
     },
 }
 
-/// Block numbers in a random order (with repetition), for random patterns.
-pub fn random_blocks(blocks: usize, n: usize, seed: u64) -> Vec<u32> {
-    let mut rng = SplitMix64::new(seed);
-    (0..n)
-        .map(|_| rng.below(blocks.max(1) as u64) as u32)
-        .collect()
-}
-
 /// Bytes of a sequential pass between two looks at the clock: small enough to stop within
 /// about a millisecond of the deadline, large enough that the look costs nothing.
 const SEQ_CHUNK: usize = 64 << 20;
+
+/// Random accesses between two looks at the clock.
+const RANDOM_CHUNK: u64 = 1 << 14;
 
 /// Streams for `duration`; returns the traffic and the seconds it took.
 pub fn stream_for(
@@ -107,10 +101,11 @@ pub fn stream_for(
     let mut value = 1u64;
     match role {
         Role::Stream(s) => {
-            let idx = random.then(|| random_blocks(s.block_count(view.len()), 1 << 14, seed));
+            // Random orders cover every block of the view (issue 11 part 1).
+            let mut order = random.then(|| BlockOrder::new(s.block_count(view.len()) as u64, seed));
             let mut at = 0;
             while start.elapsed() < duration {
-                t += match &idx {
+                t += match &mut order {
                     None => {
                         let part = view.slice(at, SEQ_CHUNK);
                         at = if at + SEQ_CHUNK >= view.len() {
@@ -120,7 +115,7 @@ pub fn stream_for(
                         };
                         s.pass_undrained(part, value)
                     }
-                    Some(idx) => s.blocks(view, idx, value),
+                    Some(order) => s.random_run(view, order, RANDOM_CHUNK, value),
                 };
                 value += 1;
             }
@@ -135,24 +130,29 @@ pub fn stream_for(
         } => {
             let (rv, wv) = view.halves();
             let (rb, wb) = (read.block_count(rv.len()), write.block_count(wv.len()));
-            let (ri, wi) = if random {
-                (
-                    random_blocks(rb, 1 << 16, seed),
-                    random_blocks(wb, 1 << 16, seed ^ 1),
-                )
-            } else {
-                ((0..rb as u32).collect(), (0..wb as u32).collect())
-            };
-            let (mut r, mut w) = (0usize, 0usize);
+            // Random: every block of each half, in a random order; sequential: in order.
+            let mut ri = BlockOrder::new(rb as u64, seed);
+            let mut wi = BlockOrder::new(wb as u64, seed ^ 1);
+            let (mut r, mut w) = (0u32, 0u32);
             while start.elapsed() < duration {
                 for _ in 0..1024 {
                     for _ in 0..reads {
-                        t += read.blocks(rv, &ri[r..r + 1], value);
-                        r = (r + 1) % ri.len();
+                        t += if random {
+                            read.random_run(rv, &mut ri, 1, value)
+                        } else {
+                            let b = read.blocks(rv, &[r], value);
+                            r = (r + 1) % rb.max(1) as u32;
+                            b
+                        };
                     }
                     for _ in 0..writes {
-                        t += write.blocks(wv, &wi[w..w + 1], value);
-                        w = (w + 1) % wi.len();
+                        t += if random {
+                            write.random_run(wv, &mut wi, 1, value)
+                        } else {
+                            let b = write.blocks(wv, &[w], value);
+                            w = (w + 1) % wb.max(1) as u32;
+                            b
+                        };
                     }
                 }
                 value += 1;
@@ -162,27 +162,126 @@ pub fn stream_for(
     (t, start.elapsed().as_secs_f64())
 }
 
-/// Traffic for loaded latency: `reads` read accesses and `writes` write accesses per round,
-/// each of the streams' access size, sequential through the view (reads in its first
-/// half, writes in its second), with a busy wait of `delay_ticks` TSC ticks after every
-/// access (MLC's injected delay; 0 streams flat out). Runs until `stop` is set.
-pub fn delayed_traffic(
+/// GB/s of `cpus` streaming `read` sequentially, each over its own view of `region`, for
+/// `duration` per repetition (`reps` kept, the first dropped): quick's and numa's
+/// read-bandwidth figure. The null executor counts one pass per worker per millisecond.
+pub fn read_bandwidth(
+    run: &mut pmscope_runner::harness::TargetRun<'_, '_>,
+    cpus: &[usize],
+    region: &mut pmscope_loops::Region<'_>,
     read: Streamer,
-    write: Streamer,
-    reads: u32,
-    writes: u32,
+    duration: Duration,
+    reps: usize,
+) -> anyhow::Result<Vec<f64>> {
+    let executor = run.executor();
+    let views = StreamView::of(region, cpus.len(), false);
+    pmscope_runner::harness::repeat_dropping_first(reps, |rep| {
+        let out = run.on_cpus(cpus, |w| {
+            executor.run(
+                || stream_for(Role::Stream(read), views[w], false, duration, rep as u64),
+                || {
+                    let t = Traffic {
+                        read: views[w].len() as u64,
+                        written: 0,
+                    };
+                    (t, 0.001)
+                },
+            )
+        })?;
+        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+        Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
+    })
+}
+
+/// The order in which traffic visits the blocks of its view: in sequence, or a random
+/// permutation of every block ([`BlockOrder`]: computed in the loop, each block once per
+/// pass, so the traffic's footprint is its whole view and not a sample that re-hits the
+/// cache).
+#[derive(Debug, Clone)]
+pub enum Walk {
+    /// Block 0, 1, ..., n-1, 0, ...
+    Seq {
+        /// The next block.
+        next: u32,
+        /// Blocks in the view.
+        n: u32,
+    },
+    /// A random permutation of the blocks, the same each pass.
+    Rand(BlockOrder),
+}
+
+impl Walk {
+    /// A walk over `n` blocks.
+    pub fn new(n: usize, random: bool, seed: u64) -> Walk {
+        if random {
+            Walk::Rand(BlockOrder::new(n as u64, seed))
+        } else {
+            Walk::Seq {
+                next: 0,
+                n: n.max(1) as u32,
+            }
+        }
+    }
+
+    /// The next block.
+    #[inline(always)]
+    pub fn next_block(&mut self) -> u32 {
+        match self {
+            Walk::Seq { next, n } => {
+                let b = *next;
+                *next = if b + 1 == *n { 0 } else { b + 1 };
+                b
+            }
+            Walk::Rand(o) => o.next_block() as u32,
+        }
+    }
+}
+
+/// What loaded-latency traffic does: `reads` accesses of `read` and `writes` of `write` per
+/// round, each of the streams' access size, over the blocks of the view in `random` or
+/// sequential order.
+#[derive(Debug, Clone, Copy)]
+pub struct TrafficMix {
+    /// The reading stream.
+    pub read: Streamer,
+    /// The writing stream (ordinary stores, ntstore, store+clwb, ...).
+    pub write: Streamer,
+    /// Reads per round.
+    pub reads: u32,
+    /// Writes per round.
+    pub writes: u32,
+    /// Random order (every block once per pass) instead of sequential.
+    pub random: bool,
+}
+
+/// Traffic for loaded latency: rounds of `mix.reads` read and `mix.writes` write accesses
+/// (reads in the view's first half and writes in its second when it does both, else over
+/// the whole view), with a busy wait of `delay_ticks` TSC ticks after every access (MLC's
+/// injected delay; 0 streams flat out). Non-temporal stores are drained once per 64 rounds.
+/// Runs until `stop` is set.
+pub fn delayed_traffic(
+    mix: TrafficMix,
     view: StreamView<'_>,
     delay_ticks: u64,
+    seed: u64,
     stop: &std::sync::atomic::AtomicBool,
 ) -> (Traffic, f64) {
     use std::sync::atomic::Ordering;
+    let TrafficMix {
+        read,
+        write,
+        reads,
+        writes,
+        random,
+    } = mix;
     let start = Instant::now();
-    let (rv, wv) = view.halves();
-    let (rb, wb) = (
-        read.block_count(rv.len()).max(1) as u32,
-        write.block_count(wv.len()).max(1) as u32,
-    );
-    let (mut r, mut w) = (0u32, 0u32);
+    let (rv, wv) = match (reads, writes) {
+        (_, 0) => (view, view.slice(0, 0)),
+        (0, _) => (view.slice(0, 0), view),
+        _ => view.halves(),
+    };
+    let mut r = Walk::new(read.block_count(rv.len()), random, seed);
+    let mut w = Walk::new(write.block_count(wv.len()), random, seed ^ 1);
     let mut t = Traffic::default();
     let mut value = 1u64;
     let wait = |ticks: u64| {
@@ -196,16 +295,15 @@ pub fn delayed_traffic(
     while !stop.load(Ordering::Relaxed) {
         for _ in 0..64 {
             for _ in 0..reads {
-                t += read.blocks(rv, &[r], value);
-                r = (r + 1) % rb;
+                t += read.blocks_undrained(rv, &[r.next_block()], value);
                 wait(delay_ticks);
             }
             for _ in 0..writes {
-                t += write.blocks(wv, &[w], value);
-                w = (w + 1) % wb;
+                t += write.blocks_undrained(wv, &[w.next_block()], value);
                 wait(delay_ticks);
             }
         }
+        write.drain();
         value += 1;
     }
     (t, start.elapsed().as_secs_f64())
@@ -278,10 +376,88 @@ mod tests {
         assert!(b.0[2 * q..].iter().all(|&x| x == 0));
     }
 
+    /// Random loaded-latency traffic is a permutation of its region's blocks: one pass
+    /// touches every line exactly once, pass after pass (not a random sample that re-hits
+    /// the cache), and the stores land on every line.
     #[test]
-    fn random_blocks_stay_inside() {
-        let v = random_blocks(10, 1000, 3);
-        assert!(v.iter().all(|&i| i < 10));
-        assert!(v.iter().any(|&i| i != v[0]));
+    fn random_traffic_touches_every_line_of_its_region_once_per_pass() {
+        for access in [64usize, 256, 1024] {
+            let mut b = Box::new(Buf([0; 1 << 20]));
+            let len = (64 << 10) + access; // not a power of two of blocks
+            let mut region = Region::from_slice(&mut b.0[..len]);
+            let view = StreamView::of(&mut region, 1, false)[0];
+            let s = streamer(StreamOp::Write, access);
+            let n = s.block_count(view.len());
+            assert_eq!(n * access, len);
+            let mut walk = Walk::new(n, true, 9);
+            let mut orders = Vec::new();
+            for pass in 1..=3u64 {
+                let mut lines = vec![0u32; len / 64];
+                let mut order = Vec::new();
+                for _ in 0..n {
+                    let blk = walk.next_block() as usize;
+                    order.push(blk);
+                    for l in &mut lines[blk * access / 64..(blk + 1) * access / 64] {
+                        *l += 1;
+                    }
+                    s.blocks_undrained(view, &[blk as u32], pass);
+                }
+                assert!(lines.iter().all(|&c| c == 1), "{access} B, pass {pass}");
+                orders.push(order);
+            }
+            let sorted: Vec<usize> = (0..n).collect();
+            assert_ne!(orders[0], sorted, "{access} B: not shuffled");
+            let words: Vec<u64> = b.0[..len]
+                .chunks_exact(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+                .collect();
+            assert!(words.iter().all(|&w| w == 3), "{access} B: a line missed");
+        }
+        // The sequential walk goes round in order.
+        let mut w = Walk::new(3, false, 0);
+        let v: Vec<u32> = (0..7).map(|_| w.next_block()).collect();
+        assert_eq!(v, [0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    /// Loaded traffic stays in its view, splits it between reads and writes only when it
+    /// does both, and accounts R:W exactly, with every writer and both orders.
+    #[test]
+    fn delayed_traffic_accounts_reads_and_writes() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let f = CpuFeatures::detect();
+        let mut ops = vec![StreamOp::Write, StreamOp::NtStore];
+        if f.clwb {
+            ops.push(StreamOp::StoreClwb);
+        }
+        for op in ops {
+            for random in [false, true] {
+                let mut b = Box::new(Buf([0; 1 << 20]));
+                let mut r = Region::from_slice(&mut b.0[..256 << 10]);
+                let view = StreamView::of(&mut r, 1, false)[0];
+                let mix = |reads, writes| TrafficMix {
+                    read: streamer(StreamOp::Read, 1024),
+                    write: streamer(op, 1024),
+                    reads,
+                    writes,
+                    random,
+                };
+                let stop = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        std::thread::sleep(Duration::from_millis(5));
+                        stop.store(true, Ordering::Relaxed);
+                    });
+                    let (t, _) = delayed_traffic(mix(2, 1), view, 0, 1, &stop);
+                    assert!(t.written > 0 && t.read == 2 * t.written, "{op:?}: {t:?}");
+                });
+                let stop = AtomicBool::new(true);
+                let (t, _) = delayed_traffic(mix(0, 1), view, 0, 1, &stop);
+                assert_eq!(t.total(), 0, "stopped before it began");
+                // Writes went to the second half only, with reads in the first.
+                assert!(b.0[..128 << 10].iter().all(|&x| x == 0), "{op:?}");
+                assert!(b.0[128 << 10..256 << 10].iter().any(|&x| x != 0), "{op:?}");
+                assert!(b.0[256 << 10..].iter().all(|&x| x == 0), "{op:?}");
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! `pmscope kmer` end to end: malformed inputs give one sentence, the right exit code and
-//! no output file; results agree with a brute-force count; -o is never clobbered; the demo
+//! no output file; results agree with a brute-force count; --kmers and -o are never
+//! clobbered and never name one place; --json prints only records; the demo
 //! runs on the Debian genomes that `./dev setup` installs.
 
 use std::collections::{HashMap, HashSet};
@@ -10,6 +11,7 @@ use std::process::{Command, Output};
 fn pmscope(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pmscope"))
         .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("pmscope-test-results.sqlite"))
         .args(args)
         .output()
         .expect("run pmscope")
@@ -102,7 +104,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["count", "-k", "5", "a.fa", "--threads", "0"],
         2,
-        "pmscope: --threads 0: at least one thread is needed\n",
+        "pmscope: --threads 0: must be at least 1\n",
     ),
     (
         &[
@@ -129,7 +131,7 @@ fn malformed_inputs_give_one_sentence_and_write_nothing() {
     for (args, code, message) in MALFORMED {
         let mut a = vec!["kmer"];
         a.extend_from_slice(args);
-        a.extend_from_slice(&["-o", "out.tsv", "--record", "r.json"]);
+        a.extend_from_slice(&["--kmers", "out.tsv", "-o", "r.json"]);
         let o = pmscope(dir.path(), &a);
         assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
         assert_eq!(&stderr(&o), message, "{args:?}");
@@ -142,7 +144,15 @@ fn malformed_inputs_give_one_sentence_and_write_nothing() {
     // A truncated gzip names the line where the stream broke, and writes nothing.
     let o = pmscope(
         dir.path(),
-        &["kmer", "count", "-k", "5", "cut.fa.gz", "-o", "out.tsv"],
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "5",
+            "cut.fa.gz",
+            "--kmers",
+            "out.tsv",
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
@@ -164,7 +174,7 @@ fn malformed_inputs_give_one_sentence_and_write_nothing() {
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("pmscope"))
+        .filter(|n| n.contains("pmscope") && !n.starts_with("pmscope-test-results"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
@@ -218,9 +228,9 @@ fn count_agrees_with_brute_force_and_reports_a_record() {
             "b.fa",
             "c.fa",
             "--sorted",
-            "-o",
+            "--kmers",
             "counts.tsv",
-            "--record",
+            "-o",
             "r.json",
             "-t",
             "dram:4k",
@@ -314,7 +324,7 @@ fn primers_are_the_in_group_intersection_minus_the_out_group() {
             "b.fa",
             "--out-group",
             "c.fa",
-            "-o",
+            "--kmers",
             "cand.tsv",
         ],
     );
@@ -368,7 +378,7 @@ fn primers_are_the_in_group_intersection_minus_the_out_group() {
             "c.fa",
             "--format",
             "fasta",
-            "-o",
+            "--kmers",
             "cand.fa",
         ],
     );
@@ -394,7 +404,7 @@ fn set_commands_match_brute_force() {
         let _ = std::fs::remove_file(dir.path().join("s.tsv"));
         let mut a = vec!["kmer"];
         a.extend_from_slice(args);
-        a.extend_from_slice(&["-k", "6", "--sorted", "-o", "s.tsv"]);
+        a.extend_from_slice(&["-k", "6", "--sorted", "--kmers", "s.tsv"]);
         let o = pmscope(dir.path(), &a);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         read(dir.path(), "s.tsv")
@@ -433,26 +443,26 @@ fn output_is_never_clobbered_without_force() {
     std::fs::write(dir.path().join("out.tsv"), "precious\n").unwrap();
     let o = pmscope(
         dir.path(),
-        &["kmer", "count", "-k", "5", "a.fa", "-o", "out.tsv"],
+        &["kmer", "count", "-k", "5", "a.fa", "--kmers", "out.tsv"],
     );
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        "pmscope: out.tsv already exists; pass --force to overwrite it or choose another -o file\n"
+        "pmscope: out.tsv already exists; pass --force to overwrite it or choose another --kmers file\n"
     );
     assert_eq!(read(dir.path(), "out.tsv"), "precious\n");
     let o = pmscope(
         dir.path(),
         &[
-            "kmer", "count", "-k", "5", "a.fa", "-o", "out.tsv", "--force",
+            "kmer", "count", "-k", "5", "a.fa", "--kmers", "out.tsv", "--force",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(read(dir.path(), "out.tsv").starts_with("kmer\tgenomes\n"));
-    // -o - writes the k-mers to stdout and the summary to stderr.
+    // --kmers - writes the k-mers to stdout and the summary to stderr.
     let o = pmscope(
         dir.path(),
-        &["kmer", "union", "-k", "5", "whole.fa.gz", "-o", "-"],
+        &["kmer", "union", "-k", "5", "whole.fa.gz", "--kmers", "-"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("kmer\tgenomes\n"));
@@ -519,7 +529,10 @@ fn demo_finds_candidates_in_the_debian_genomes() {
         "the Debian example genomes are missing: run ./dev setup (it installs ragout-examples and kaptive-example)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let o = pmscope(dir.path(), &["kmer", "demo", "-k", "31", "-o", "cand.tsv"]);
+    let o = pmscope(
+        dir.path(),
+        &["kmer", "demo", "-k", "31", "--kmers", "cand.tsv"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
@@ -534,4 +547,388 @@ fn demo_finds_candidates_in_the_debian_genomes() {
     // The out-group holds a draft assembly of one of the in-group strains (USA300), so
     // the candidates are few: far fewer than the in-group's shared k-mers.
     assert!(lines < 200_000, "{lines}");
+}
+
+#[test]
+fn static_pm_counts_like_volatile_resumes_its_pool_and_refuses_a_foreign_one() {
+    let dir = fixtures();
+    let d = dir.path();
+    let common = [
+        "kmer", "count", "a.fa", "b.fa", "c.fa", "-k", "5", "--sorted",
+    ];
+    let run = |extra: &[&str], out: &str| {
+        let mut args: Vec<&str> = common.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--kmers", out]);
+        pmscope(d, &args)
+    };
+    let o = run(&[], "vol.tsv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["--table", "static-pm", "-t", "shm:4k"], "spm.tsv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read(d, "spm.tsv"), read(d, "vol.tsv"));
+    // A pool file: created, then reopened (the job is complete, the counts the same).
+    for out in ["pool1.tsv", "pool2.tsv"] {
+        let o = run(
+            &[
+                "--table",
+                "static-pm",
+                "--pool",
+                "counts.pool",
+                "--persist",
+                "clflush",
+            ],
+            out,
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(read(d, out), read(d, "vol.tsv"));
+    }
+    let o = pmscope(d, &["kmer", "recover", "--pool", "counts.pool"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("K = 5"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("3 genomes completed"), "{}", stdout(&o));
+    // A foreign file is refused with one sentence, exit 2, and left as it was.
+    let foreign: Vec<u8> = (0..8192u32).map(|i| (i * 31) as u8).collect();
+    std::fs::write(d.join("foreign.pool"), &foreign).unwrap();
+    let o = run(
+        &[
+            "--table",
+            "static-pm",
+            "--pool",
+            "foreign.pool",
+            "--persist",
+            "clflush",
+        ],
+        "foreign.tsv",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a pmscope k-mer pool"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    assert_eq!(std::fs::read(d.join("foreign.pool")).unwrap(), foreign);
+    assert!(!d.join("foreign.tsv").exists());
+}
+
+/// Runs pmscope in `dir`, killed after 120 s: no input may hang.
+fn pmscope_timed(dir: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("pmscope-test-results.sqlite"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run pmscope");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The files of `dir` but the fixtures and the test's results store.
+fn left_behind(dir: &Path, fixtures: &[String]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !fixtures.contains(n) && !n.starts_with("pmscope-test-results"))
+        .collect()
+}
+
+/// Outputs that collide, and k-mers on stdout under --json: one sentence, exit 2, before
+/// any work (a missing genome would otherwise be the error), and no file left behind.
+const OUTPUT_CONFLICTS: &[(&[&str], &str)] = &[
+    (
+        &[
+            "count",
+            "-k",
+            "5",
+            "missing.fa",
+            "-o",
+            "same.tsv",
+            "--kmers",
+            "same.tsv",
+        ],
+        "pmscope: --kmers same.tsv and -o same.tsv name the same file: give each output its own\n",
+    ),
+    (
+        &[
+            "count",
+            "-k",
+            "5",
+            "missing.fa",
+            "-o",
+            "./same.tsv",
+            "--kmers",
+            "same.tsv",
+            "--force",
+        ],
+        "pmscope: --kmers same.tsv and -o ./same.tsv name the same file: give each output its own\n",
+    ),
+    (
+        &["union", "-k", "5", "missing.fa", "-o", "-", "--kmers", "-"],
+        "pmscope: --kmers - and -o - name the same stdout: give each output its own\n",
+    ),
+    (
+        &["count", "-k", "5", "missing.fa", "--json", "--kmers", "-"],
+        "pmscope: --kmers - with --json: under --json stdout carries only JSON Lines; write the k-mers to a file\n",
+    ),
+    (
+        &[
+            "count",
+            "-k",
+            "5",
+            "missing.fa",
+            "-o",
+            "r.jsonl",
+            "--record",
+            "r2.jsonl",
+        ],
+        "pmscope: --record is the old name of -o; give the record file once, with -o\n",
+    ),
+    (
+        &[
+            "subtract",
+            "-k",
+            "5",
+            "missing.fa",
+            "--minus",
+            "b.fa",
+            "--kmers",
+            "x.tsv",
+            "--record",
+            "x.tsv",
+        ],
+        "pmscope: --kmers x.tsv and -o x.tsv name the same file: give each output its own\n",
+    ),
+    (
+        &["count", "-k", "5", "missing.fa", "--threads", "0"],
+        "pmscope: --threads 0: must be at least 1\n",
+    ),
+    (
+        &["count", "-k", "5", "missing.fa", "--threads=-1"],
+        "pmscope: --threads -1: not a whole number: give a count of at least 1\n",
+    ),
+];
+
+#[test]
+fn colliding_outputs_are_usage_errors_before_any_work() {
+    let dir = fixtures();
+    let d = dir.path();
+    let before = left_behind(d, &[]);
+    for (args, message) in OUTPUT_CONFLICTS {
+        let mut a = vec!["kmer"];
+        a.extend_from_slice(args);
+        let o = pmscope_timed(d, &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(&stderr(&o), message, "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}: {}", stdout(&o));
+        let left = left_behind(d, &before);
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    // The same path twice with real genomes: still refused, nothing written.
+    let o = pmscope_timed(
+        d,
+        &[
+            "kmer", "count", "-k", "5", "a.fa", "-o", "same", "--kmers", "same",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(left_behind(d, &before).is_empty());
+}
+
+/// One rule for thread counts: kmer refuses more threads than CPUs with bandwidth's
+/// sentence, word for word.
+#[test]
+fn thread_counts_follow_the_rule_of_every_command() {
+    let dir = fixtures();
+    let kmer = pmscope_timed(
+        dir.path(),
+        &["kmer", "count", "-k", "5", "a.fa", "--threads", "1000"],
+    );
+    let bandwidth = pmscope_timed(
+        dir.path(),
+        &["--null-executor", "bandwidth", "--threads", "1000"],
+    );
+    assert_eq!(kmer.status.code(), Some(2), "{}", stderr(&kmer));
+    assert_eq!(bandwidth.status.code(), Some(2), "{}", stderr(&bandwidth));
+    assert!(
+        stderr(&kmer).starts_with("pmscope: 1000 threads asked for but "),
+        "{}",
+        stderr(&kmer)
+    );
+    assert_eq!(stderr(&kmer), stderr(&bandwidth));
+}
+
+/// Under --json every k-mer command prints JSON Lines and nothing else, each a record held
+/// to its declaration; a job's record carries the timer, the environment checks' findings
+/// and where its workers ran, and -o receives the same records.
+#[test]
+fn every_kmer_command_prints_only_json_under_json() {
+    let dir = fixtures();
+    let d = dir.path();
+    let runs: &[&[&str]] = &[
+        &["count", "-k", "5", "a.fa", "b.fa", "--kmers", "c.tsv"],
+        &["union", "-k", "5", "a.fa", "b.fa"],
+        &["intersect", "-k", "5", "a.fa", "b.fa"],
+        &["subtract", "-k", "5", "a.fa", "--minus", "b.fa"],
+        &[
+            "primers",
+            "-k",
+            "4",
+            "--in-group",
+            "a.fa",
+            "b.fa",
+            "--out-group",
+            "c.fa",
+        ],
+        &[
+            "count",
+            "-k",
+            "5",
+            "a.fa",
+            "--table",
+            "static-pm",
+            "--pool",
+            "p.pool",
+            "-t",
+            "shm:4k",
+        ],
+        &["recover", "--pool", "p.pool"],
+        &["synth", "syn", "--length", "2k", "--strains", "2"],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let file = format!("r{i}.jsonl");
+        let mut a = vec!["kmer"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--json", "-o", &file]);
+        let o = pmscope_timed(d, &a);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(!text.trim().is_empty(), "{args:?}: no JSON");
+        let records: Vec<pmscope_core::record::Record> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("{args:?}: not a record ({e}): {l}"))
+            })
+            .collect();
+        assert_eq!(read(d, &file), text, "{args:?}: -o differs from stdout");
+        for r in &records {
+            pmscope_core::vocab::check_record(r).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            if r.experiment == "kmer" {
+                assert!(r.system.timer.is_some(), "{args:?}: no timer");
+                assert!(!r.threads.is_empty(), "{args:?}: no thread placement");
+                assert!(r.target.is_some(), "{args:?}: no target");
+            }
+        }
+        let experiment = &records[0].experiment;
+        let want = match args[0] {
+            "synth" => "kmer-synth",
+            "recover" => "kmer-recover",
+            _ => "kmer",
+        };
+        assert_eq!(experiment, want, "{args:?}");
+        assert!(!stderr(&o).contains("warning:"), "{args:?}: {}", stderr(&o));
+    }
+    assert!(read(d, "c.tsv").starts_with("kmer\tgenomes\n"));
+}
+
+/// A job's record holds the same environment findings a measuring command records (those
+/// that do not depend on what is measured), so none of them reaches only stderr.
+#[test]
+fn a_kmer_record_carries_the_environment_findings() {
+    let dir = fixtures();
+    let d = dir.path();
+    let o = pmscope_timed(d, &["kmer", "count", "-k", "5", "a.fa", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let kmer: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let o = pmscope_timed(d, &["verify", "-t", "dram:4k", "--size", "4MiB", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let verify: serde_json::Value =
+        serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    let codes = |r: &serde_json::Value| -> Vec<String> {
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let kmer_codes = codes(&kmer);
+    // The load average may cross its threshold between the two runs; the rest is fixed.
+    for code in codes(&verify) {
+        if [
+            "damon",
+            "numa-balancing",
+            "thp-always",
+            "thp-never",
+            "thp-unknown",
+            "thp-defrag",
+            "governor",
+            "governor-unknown",
+            "tsc-unusable",
+            "tsc-frequency-undeclared",
+            "prefetchers",
+        ]
+        .contains(&code.as_str())
+        {
+            assert!(
+                kmer_codes.contains(&code),
+                "{code} missing from {kmer_codes:?}"
+            );
+        }
+    }
+}
+
+/// `-o` is the record file as in every command: a failed job leaves an existing file
+/// exactly as it was, also with --force, and the k-mers file is not created.
+#[test]
+fn a_failed_job_leaves_the_record_file_as_it_was() {
+    let dir = fixtures();
+    let d = dir.path();
+    std::fs::write(d.join("prev.jsonl"), "old\n").unwrap();
+    let o = pmscope_timed(
+        d,
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "5",
+            "a.fa",
+            "text.fa",
+            "-o",
+            "prev.jsonl",
+            "--kmers",
+            "k.tsv",
+            "--force",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(read(d, "prev.jsonl"), "old\n");
+    assert!(!d.join("k.tsv").exists());
+    // The same job on good input replaces it with its record.
+    let o = pmscope_timed(
+        d,
+        &[
+            "kmer",
+            "count",
+            "-k",
+            "5",
+            "a.fa",
+            "-o",
+            "prev.jsonl",
+            "--force",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(read(d, "prev.jsonl").trim()).unwrap();
+    assert_eq!(r["experiment"], "kmer");
 }

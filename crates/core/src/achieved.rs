@@ -142,6 +142,29 @@ pub struct Achieved {
     pub alignment: Option<u64>,
     /// Wall time of the pre-fault pass, in nanoseconds.
     pub prefault_ns: u64,
+    /// The persistent-memory region behind a DAX target (fsdax file or devdax), as sysfs
+    /// describes it; absent for other targets (and in records of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmem_region: Option<PmemRegionFacts>,
+}
+
+/// Where a DAX target's memory comes from: whether it is persistent memory at all, and
+/// what makes its stores durable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PmemRegionFacts {
+    /// The libnvdimm region (`region0`).
+    pub region: String,
+    /// `nfit` (a real NVDIMM), `virtual-nfit` (a hypervisor's), `e820` (DRAM reserved
+    /// with memmap=), `of-pmem`, `nfit-test` or `unknown`.
+    pub origin: String,
+    /// Whether the region only emulates persistent memory.
+    pub emulated: bool,
+    /// `cpu_cache` (eADR), `memory_controller` (ADR), or absent when not declared.
+    pub persistence_domain: Option<String>,
+    /// DIMMs interleaved in the region (0 for memmap= regions).
+    pub interleave_ways: u32,
+    /// One sentence describing the region.
+    pub description: String,
 }
 
 impl Achieved {

@@ -3,10 +3,12 @@
 //! * [`units`] — byte sizes (binary prefixes) and their grammar;
 //! * [`range`] — the one grammar for every sweep axis (`64..4KiB:x2`, `1,2,4`);
 //! * [`cpulist`] — CPU and node lists as the kernel writes them (`0-3,8`);
+//! * [`knee`] — where a curve over a sweep steps (buffer sizes, cache plateaus);
 //! * [`summary`] — n, min, percentiles, max, mean, stddev of a sample;
 //! * [`warning`] — a finding about the configuration, always with its remedy;
 //! * [`achieved`] — what the kernel actually gave a target (page sizes, nodes, DAX);
-//! * [`record`] — THE result schema, with its version.
+//! * [`record`] — THE result schema, with its version;
+//! * [`vocab`] — every experiment, parameter and value key, and the enums records carry.
 //!
 //! ```
 //! use pmscope_core::units::Bytes;
@@ -17,8 +19,10 @@
 
 pub mod achieved;
 pub mod cpulist;
+pub mod knee;
 pub mod range;
 pub mod record;
 pub mod summary;
 pub mod units;
+pub mod vocab;
 pub mod warning;

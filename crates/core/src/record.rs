@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the record layout. Bump it whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One measurement (or one verified configuration) with everything needed to interpret it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,6 +116,20 @@ pub struct SystemSummary {
     pub thp_enabled: String,
     /// `/sys/kernel/mm/transparent_hugepage/defrag`, active value.
     pub thp_defrag: String,
+    /// Whether SMT is active (`None`: the kernel does not say).
+    #[serde(default)]
+    pub smt_active: Option<bool>,
+    /// The kernel command line.
+    #[serde(default)]
+    pub kernel_cmdline: String,
+    /// The CPU vulnerabilities the kernel reports as mitigated or vulnerable, by name
+    /// (those the CPU is not affected by are left out).
+    #[serde(default)]
+    pub mitigations: BTreeMap<String, String>,
+    /// The core clock observed at the start of the measurement (a chain of dependent adds
+    /// against the monotonic clock), in GHz; `None` when not measured.
+    #[serde(default)]
+    pub observed_core_ghz: Option<f64>,
 }
 
 impl Record {
@@ -165,7 +179,7 @@ mod tests {
             .param("threads", 2)
             .value("prefault_ms", 1.5);
         let json = serde_json::to_string(&r).unwrap();
-        assert!(json.contains("\"schema_version\":1"));
+        assert!(json.contains("\"schema_version\":2"));
         let back: Record = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
     }

@@ -7,11 +7,14 @@
 //! — non-zero and different every time, since some CPUs elide stores of zeros over zeros.
 #![allow(unsafe_code)]
 
-use crate::arch::ops::{
-    self, Clflush, Clflushopt, Clwb, Load, Mfence, NoFence, NoFlush, NtLoad, NtStore, Sfence, Store,
+use crate::arch::ops::{self, Load, NtLoad, NtStore, Store};
+use crate::{Region, Unavailable};
+use pmscope_persist::Recipe;
+use pmscope_persist::insn::{
+    Clflush, Clflushopt, Clwb, Fence, Flush, Mfence, NoFence, NoFlush, Sfence,
 };
-use crate::{Region, Unsupported};
-use pmscope_sys::cpu::CpuFeatures;
+pub use pmscope_persist::insn::{FENCES, FenceKind, FlushKind};
+use pmscope_sys::cpu::{CpuFeatures, Feature};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -64,14 +67,49 @@ impl Op {
         !matches!(self, Op::Load | Op::NtLoad)
     }
 
+    /// The write-back after each line.
+    pub fn flush(self) -> FlushKind {
+        match self {
+            Op::StoreClflush => FlushKind::Clflush,
+            Op::StoreClflushopt => FlushKind::Clflushopt,
+            Op::StoreClwb => FlushKind::Clwb,
+            Op::Load | Op::NtLoad | Op::Store | Op::NtStore => FlushKind::None,
+        }
+    }
+
+    /// Whether the accesses are non-temporal (`movntdqa` loads, `movnt*` stores).
+    pub fn nontemporal(self) -> bool {
+        matches!(self, Op::NtLoad | Op::NtStore)
+    }
+
+    /// The CPU features the op needs at every width (the width's vector extension comes on
+    /// top: AVX2 for 32-byte, AVX-512F for 64-byte instructions).
+    pub fn features(self) -> Vec<Feature> {
+        let access = match self {
+            Op::NtLoad => Some(Feature::Movntdqa),
+            Op::NtStore => Some(Feature::Movnti),
+            _ => None,
+        };
+        access.into_iter().chain(self.flush().feature()).collect()
+    }
+
+    /// The op of a persist strategy's recipe: how it stores and flushes a line (`None` for
+    /// a recipe no op performs, such as msync's system call or a non-temporal store plus a
+    /// flush).
+    pub fn of_recipe(r: &Recipe) -> Option<Op> {
+        OPS.into_iter()
+            .find(|o| o.writes() && o.nontemporal() == r.nontemporal && o.flush() == r.flush)
+    }
+
     /// Parses a name.
     pub fn parse(s: &str) -> Option<Op> {
         OPS.into_iter().find(|o| o.name() == s)
     }
 
     /// Refuses what this CPU cannot run at this unit width.
-    pub fn check(self, width: Width, f: &CpuFeatures) -> Result<(), Unsupported> {
+    pub fn check(self, width: Width, f: &CpuFeatures) -> Result<(), Unavailable> {
         let what = format!("{} with {}-byte instructions", self.name(), width.bytes());
+        let flush_missing = self.flush().feature().filter(|&x| !f.has(x));
         let reason = match (self, width) {
             (Op::NtLoad, Width::W8) => Some("movntdqa has no 8-byte form".to_string()),
             (Op::NtLoad, Width::W16) if !f.movntdqa => {
@@ -79,12 +117,10 @@ impl Op {
             }
             (_, Width::W32) if !f.avx2 => Some("this CPU lacks AVX2".into()),
             (_, Width::W64) if !f.avx512f => Some("this CPU lacks AVX-512F".into()),
-            (Op::StoreClflushopt, _) if !f.clflushopt => Some("this CPU lacks clflushopt".into()),
-            (Op::StoreClwb, _) if !f.clwb => Some("this CPU lacks clwb".into()),
-            _ => None,
+            _ => flush_missing.map(|x| format!("this CPU lacks {x}")),
         };
         match reason {
-            Some(reason) => Err(Unsupported { what, reason }),
+            Some(reason) => Err(Unavailable::asked(what, reason)),
             None => Ok(()),
         }
     }
@@ -93,36 +129,6 @@ impl Op {
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// The fence after an access (inst) or after each 64-byte block (sync).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum FenceKind {
-    /// No fence.
-    None,
-    /// `sfence`.
-    Sfence,
-    /// `mfence`.
-    Mfence,
-}
-
-/// Every fence, in table order.
-pub const FENCES: [FenceKind; 3] = [FenceKind::None, FenceKind::Sfence, FenceKind::Mfence];
-
-impl FenceKind {
-    /// The name the CLI accepts.
-    pub fn name(self) -> &'static str {
-        match self {
-            FenceKind::None => "none",
-            FenceKind::Sfence => "sfence",
-            FenceKind::Mfence => "mfence",
-        }
-    }
-
-    /// Parses a name.
-    pub fn parse(s: &str) -> Option<FenceKind> {
-        FENCES.into_iter().find(|f| f.name() == s)
     }
 }
 
@@ -249,13 +255,13 @@ impl Sequence {
         fence: FenceKind,
         width: Width,
         f: &CpuFeatures,
-    ) -> Result<Sequence, Unsupported> {
+    ) -> Result<Sequence, Unavailable> {
         op.check(width, f)?;
         if !f.rdtscp {
-            return Err(Unsupported {
-                what: "timing single accesses".into(),
-                reason: "this CPU lacks rdtscp".into(),
-            });
+            return Err(Unavailable::machine(
+                "timing single accesses",
+                "this CPU lacks rdtscp",
+            ));
         }
         Ok(Sequence { op, fence, width })
     }
@@ -301,10 +307,11 @@ impl Sequence {
             if flush_before {
                 let line = (p as usize & !63) as *const u8;
                 for l in 0..lines {
-                    // SAFETY: inside the region (the line of p and the following ones).
-                    pmscope_persist::arch::clflush(unsafe { &*line.add(l * 64) });
+                    // SAFETY: the line of p and the following ones are inside the region;
+                    // clflush is baseline x86-64 (CPUID.01H:EDX[19]).
+                    unsafe { Clflush::line(line.add(l * 64)) };
                 }
-                pmscope_persist::arch::mfence();
+                Mfence::fence();
             }
             let v = store_value(i as u64);
             // SAFETY: the CPU supports the sequence (checked in `new`); p is aligned and the
@@ -360,57 +367,7 @@ mod tests {
     #[repr(align(64))]
     struct Buf([u8; 8192]);
 
-    fn widths(f: &CpuFeatures) -> Vec<Width> {
-        [Width::W8, Width::W16, Width::W32, Width::W64]
-            .into_iter()
-            .filter(|w| match w {
-                Width::W32 => f.avx2,
-                Width::W64 => f.avx512f,
-                _ => true,
-            })
-            .collect()
-    }
-
-    /// Every op at every width this CPU has leaves memory holding exactly what it claims:
-    /// stores write their value over the accessed bytes and nothing else; loads change
-    /// nothing.
-    #[test]
-    fn every_op_touches_exactly_its_bytes() {
-        let f = CpuFeatures::detect();
-        for w in widths(&f) {
-            for op in OPS {
-                for fence in FENCES {
-                    let Ok(seq) = Sequence::new(op, fence, w, &f) else {
-                        assert!(op.check(w, &f).is_err());
-                        continue;
-                    };
-                    for size in [64usize, 256] {
-                        let mut b = Box::new(Buf([0xEE; 8192]));
-                        let mut r = Region::from_slice(&mut b.0);
-                        let offsets = [128usize, 1024, 4096];
-                        let mut out = [0u64; 3];
-                        seq.time_each(&mut r, size, &offsets, op == Op::Load, &mut out);
-                        for (i, &o) in offsets.iter().enumerate() {
-                            let want = store_value(i as u64).to_ne_bytes();
-                            for k in 0..size {
-                                let got = b.0[o + k];
-                                if op.writes() {
-                                    assert_eq!(got, want[k % 8], "{op} {w:?} size {size} byte {k}");
-                                } else {
-                                    assert_eq!(got, 0xEE, "{op} changed memory");
-                                }
-                            }
-                        }
-                        let touched: usize = offsets.len() * size;
-                        let changed = b.0.iter().filter(|&&x| x != 0xEE).count();
-                        if op.writes() {
-                            assert!(changed <= touched, "{op} wrote outside its accesses");
-                        }
-                    }
-                }
-            }
-        }
-    }
+    // Every op x fence at every width leaving exactly its bytes: `catalog`'s registry test.
 
     #[test]
     fn eight_byte_accesses() {
@@ -472,6 +429,15 @@ mod tests {
             e.to_string(),
             "store+clwb with 8-byte instructions: this CPU lacks clwb"
         );
+        assert!(e.is_usage(), "another op is the remedy");
+        let e = Sequence::new(
+            Op::Load,
+            FenceKind::None,
+            Width::W8,
+            &CpuFeatures::default(),
+        )
+        .unwrap_err();
+        assert!(!e.is_usage(), "no rdtscp: no command line helps");
         assert!(Sequence::new(Op::Load, FenceKind::None, Width::W64, &none).is_err());
         assert!(timing_overhead(11) > 0);
     }

@@ -54,6 +54,19 @@ impl Order {
     }
 }
 
+impl Order {
+    /// The record's name of this order (`seq`, `rand`, `random-in-page`: the one spelling
+    /// every experiment uses).
+    pub fn pattern(self) -> pmscope_core::vocab::Pattern {
+        use pmscope_core::vocab::Pattern;
+        match self {
+            Order::Random => Pattern::Rand,
+            Order::Sequential => Pattern::Seq,
+            Order::RandomInPage => Pattern::RandomInPage,
+        }
+    }
+}
+
 impl fmt::Display for Order {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -65,9 +78,9 @@ impl FromStr for Order {
     fn from_str(s: &str) -> Result<Order, String> {
         [Order::Random, Order::Sequential, Order::RandomInPage]
             .into_iter()
-            .find(|o| o.name() == s)
+            .find(|o| o.name() == s || o.pattern().name() == s)
             .ok_or_else(|| {
-                format!("'{s}' is not a chain pattern: use random, sequential or random-in-page")
+                format!("'{s}' is not a chain pattern: use rand (random), seq (sequential) or random-in-page")
             })
     }
 }

@@ -1,12 +1,13 @@
 //! Bandwidth streams: read, write (ordinary stores), ntstore, store+clwb (a `clwb` per line
-//! and an `sfence` per access) and copy, sequential over a region or over random aligned
+//! and an `sfence` per access), copy and ntcopy (copy with non-temporal stores), sequential over a region or over random aligned
 //! blocks of the access size. Each call returns the bytes it read and wrote, counted as
 //! likwid-bench counts them (a store counts its bytes once; copy counts its reads and its
 //! writes).
 #![allow(unsafe_code)]
 
 use crate::arch::stream as k;
-use crate::{Region, Unsupported};
+use crate::{Region, Unavailable};
+use pmscope_persist::insn::{Fence, Sfence};
 use pmscope_sys::cpu::CpuFeatures;
 use serde::{Deserialize, Serialize};
 
@@ -23,15 +24,18 @@ pub enum StreamOp {
     StoreClwb,
     /// Load from the first half of the region, store to the second.
     Copy,
+    /// As copy, with non-temporal stores (`vmovntdq`), `sfence` at the end of each call.
+    NtCopy,
 }
 
 /// Every op, in the order tables list them.
-pub const STREAM_OPS: [StreamOp; 5] = [
+pub const STREAM_OPS: [StreamOp; 6] = [
     StreamOp::Read,
     StreamOp::Write,
     StreamOp::NtStore,
     StreamOp::StoreClwb,
     StreamOp::Copy,
+    StreamOp::NtCopy,
 ];
 
 impl StreamOp {
@@ -43,12 +47,34 @@ impl StreamOp {
             StreamOp::NtStore => "ntstore",
             StreamOp::StoreClwb => "store+clwb",
             StreamOp::Copy => "copy",
+            StreamOp::NtCopy => "ntcopy",
         }
+    }
+
+    /// Whether the op reads a source (the region's first half) and writes a destination
+    /// (its second half).
+    pub fn copies(self) -> bool {
+        matches!(self, StreamOp::Copy | StreamOp::NtCopy)
+    }
+
+    /// Whether its stores are non-temporal (weakly ordered: drained with an `sfence`).
+    pub fn nontemporal(self) -> bool {
+        matches!(self, StreamOp::NtStore | StreamOp::NtCopy)
     }
 
     /// Parses a name.
     pub fn parse(s: &str) -> Option<StreamOp> {
         STREAM_OPS.into_iter().find(|o| o.name() == s)
+    }
+
+    /// Every op's name for help and messages, `read, write, ... or ntcopy`: a new op
+    /// appears in them by itself.
+    pub fn names() -> String {
+        let names: Vec<&str> = STREAM_OPS.iter().map(|o| o.name()).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
     }
 }
 
@@ -168,14 +194,9 @@ impl Streamer {
         width: usize,
         access: usize,
         f: &CpuFeatures,
-    ) -> Result<Streamer, Unsupported> {
+    ) -> Result<Streamer, Unavailable> {
         let what = format!("{} with {width}-byte vectors", op.name());
-        let fail = |reason: &str| {
-            Err(Unsupported {
-                what: what.clone(),
-                reason: reason.into(),
-            })
-        };
+        let fail = |reason: &str| Err(Unavailable::asked(what.clone(), reason));
         match width {
             64 if !f.avx512f => return fail("this CPU lacks AVX-512F"),
             32 if !f.avx2 => return fail("this CPU lacks AVX2"),
@@ -203,7 +224,7 @@ impl Streamer {
     /// Bytes of the region an access may start in: the whole region, or its first half
     /// for copy (the second half is the destination).
     pub fn span(&self, region_len: usize) -> usize {
-        let usable = if self.op == StreamOp::Copy {
+        let usable = if self.op.copies() {
             region_len / 2
         } else {
             region_len
@@ -232,14 +253,16 @@ impl Streamer {
                 (StreamOp::NtStore, false) => k::ntstore32(p, bytes, v),
                 (StreamOp::StoreClwb, true) => {
                     k::store_clwb64(p, bytes, v);
-                    k::sfence();
+                    Sfence::fence();
                 }
                 (StreamOp::StoreClwb, false) => {
                     k::store_clwb32(p, bytes, v);
-                    k::sfence();
+                    Sfence::fence();
                 }
                 (StreamOp::Copy, true) => k::copy64(p, base.add(half + off), bytes),
                 (StreamOp::Copy, false) => k::copy32(p, base.add(half + off), bytes),
+                (StreamOp::NtCopy, true) => k::ntcopy64(p, base.add(half + off), bytes),
+                (StreamOp::NtCopy, false) => k::ntcopy32(p, base.add(half + off), bytes),
             }
         }
     }
@@ -251,7 +274,7 @@ impl Streamer {
                 read: b,
                 written: 0,
             },
-            StreamOp::Copy => Traffic {
+            StreamOp::Copy | StreamOp::NtCopy => Traffic {
                 read: b,
                 written: b,
             },
@@ -273,8 +296,8 @@ impl Streamer {
 
     /// `sfence` for ntstore (whose stores are weakly ordered and buffered); nothing otherwise.
     pub fn drain(&self) {
-        if self.op == StreamOp::NtStore {
-            k::sfence();
+        if self.op.nontemporal() {
+            Sfence::fence();
         }
     }
 
@@ -308,8 +331,17 @@ impl Streamer {
         self.traffic((span / self.access) as u64)
     }
 
-    /// Accesses at the given block numbers (block i starts at byte i * access).
+    /// Accesses at the given block numbers (block i starts at byte i * access); ntstore
+    /// drains at the end of the call.
     pub fn blocks(&self, view: StreamView<'_>, idx: &[u32], v: u64) -> Traffic {
+        let t = self.blocks_undrained(view, idx, v);
+        self.drain();
+        t
+    }
+
+    /// [`Streamer::blocks`] without the final drain, for accesses issued one at a time
+    /// (loaded-latency traffic drains once per round); call [`Streamer::drain`] after them.
+    pub fn blocks_undrained(&self, view: StreamView<'_>, idx: &[u32], v: u64) -> Traffic {
         let span = self.span(view.len);
         let half = view.len / 2;
         let base = view.ptr;
@@ -323,9 +355,6 @@ impl Streamer {
             for &i in idx {
                 self.one(base, half, i as usize * self.access, v);
             }
-            if self.op == StreamOp::NtStore {
-                k::sfence();
-            }
         }
         self.traffic(idx.len() as u64)
     }
@@ -334,11 +363,124 @@ impl Streamer {
     pub fn block_count(&self, region_len: usize) -> usize {
         self.span(region_len) / self.access
     }
+
+    /// `count` accesses at the next blocks of `order` (which must have been made for this
+    /// view's [`Streamer::block_count`]). The block numbers are computed in the loop, so
+    /// random streams cost no index array (no extra memory traffic) and, pass after pass,
+    /// touch every block of the span.
+    pub fn random_run(
+        &self,
+        view: StreamView<'_>,
+        order: &mut BlockOrder,
+        count: u64,
+        v: u64,
+    ) -> Traffic {
+        let span = self.span(view.len);
+        let half = view.len / 2;
+        let base = view.ptr;
+        assert_eq!(
+            order.blocks(),
+            (span / self.access) as u64,
+            "order made for another view"
+        );
+        if span == 0 {
+            return Traffic::default();
+        }
+        for _ in 0..count {
+            let i = order.next_block() as usize;
+            // SAFETY: i < blocks (the order's contract, blocks checked above), so the access
+            // lies in the span; as in `pass`.
+            unsafe { self.one(base, half, i * self.access, v) };
+        }
+        self.traffic(count)
+    }
+}
+
+/// A random order of the blocks `0..n` without repetition, computed on the fly: a counter
+/// over `0..2^k` (the smallest power of two >= n) goes through a bijection of `k`-bit
+/// numbers (xor, multiplication by odd constants and xor-shifts, each invertible modulo
+/// `2^k`), and values `>= n` are skipped (cycle walking, fewer than two steps per block on
+/// average; none when `n` is a power of two). One pass of `n` blocks therefore touches every
+/// block exactly once, and the next pass repeats the same order: the footprint of a random
+/// stream is its whole span, whatever its length. A handful of ALU operations per block,
+/// independent of the loads, replace the index array read the old replayed list needed.
+#[derive(Debug, Clone)]
+pub struct BlockOrder {
+    n: u64,
+    bits: u32,
+    mask: u64,
+    counter: u64,
+    keys: [u64; 3],
+}
+
+impl BlockOrder {
+    /// An order of `n` blocks from a seed.
+    pub fn new(n: u64, seed: u64) -> BlockOrder {
+        let bits = if n <= 1 {
+            0
+        } else {
+            64 - (n - 1).leading_zeros()
+        };
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let mut rng = crate::rng::SplitMix64::new(seed);
+        BlockOrder {
+            n,
+            bits,
+            mask,
+            counter: 0,
+            keys: [rng.next_u64(), rng.next_u64() | 1, rng.next_u64() | 1],
+        }
+    }
+
+    /// The number of blocks ordered.
+    pub fn blocks(&self) -> u64 {
+        self.n
+    }
+
+    /// The bijection of `bits`-bit numbers.
+    #[inline(always)]
+    fn permute(&self, i: u64) -> u64 {
+        let m = self.mask;
+        let s = self.bits / 2 + 1;
+        let mut x = (i ^ self.keys[0]) & m;
+        x = x.wrapping_mul(self.keys[1]) & m;
+        x ^= x >> s;
+        x = x.wrapping_mul(self.keys[2]) & m;
+        x ^= x >> s;
+        x
+    }
+
+    /// The next block number, in `0..n` (0 for an empty order).
+    #[inline(always)]
+    pub fn next_block(&mut self) -> u64 {
+        if self.n <= 1 {
+            return 0;
+        }
+        loop {
+            let b = self.permute(self.counter);
+            self.counter = (self.counter + 1) & self.mask;
+            if b < self.n {
+                return b;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn op_names_for_messages() {
+        assert_eq!(
+            StreamOp::names(),
+            "read, write, ntstore, store+clwb, copy or ntcopy"
+        );
+    }
 
     #[repr(align(64))]
     struct Buf([u8; 1 << 16]);
@@ -388,7 +530,7 @@ mod tests {
                                 }
                             );
                         }
-                        StreamOp::Copy => {
+                        StreamOp::Copy | StreamOp::NtCopy => {
                             for o in 0..half {
                                 let dst = half + o;
                                 if touched(o) {
@@ -454,6 +596,62 @@ mod tests {
             9,
         );
         assert_eq!(t.written as usize, (1 << 16) / 192 * 192);
+    }
+
+    #[test]
+    fn a_block_order_is_a_permutation_pass_after_pass() {
+        for n in [1u64, 2, 3, 5, 64, 100, 1000, 4096, 4097, 65_535] {
+            let mut o = BlockOrder::new(n, n ^ 0x5eed);
+            let first: Vec<u64> = (0..n).map(|_| o.next_block()).collect();
+            let mut sorted = first.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "n = {n}");
+            let second: Vec<u64> = (0..n).map(|_| o.next_block()).collect();
+            assert_eq!(first, second, "n = {n}");
+            if n >= 64 {
+                assert_ne!(first, sorted, "n = {n}: not shuffled");
+            }
+        }
+        let a: Vec<u64> = {
+            let mut o = BlockOrder::new(1000, 1);
+            (0..1000).map(|_| o.next_block()).collect()
+        };
+        let mut o = BlockOrder::new(1000, 2);
+        assert_ne!(a, (0..1000).map(|_| o.next_block()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_random_pass_touches_every_block_of_the_region_once() {
+        let f = CpuFeatures::detect();
+        for w in widths(&f) {
+            for (op, access) in [
+                (StreamOp::Write, 64),
+                (StreamOp::NtStore, 192),
+                (StreamOp::Copy, 128),
+            ] {
+                let mut b = Box::new(Buf([0; 1 << 16]));
+                let s = Streamer::new(op, w, access, &f).unwrap();
+                let mut region = Region::from_slice(&mut b.0);
+                let view = StreamView::of(&mut region, 1, false)[0];
+                let n = s.block_count(view.len()) as u64;
+                let mut o = BlockOrder::new(n, 11);
+                // Block i gets value i + 1, so a block written twice or skipped shows.
+                let mut touched = vec![0u32; n as usize];
+                for _ in 0..n {
+                    let mut one = o.clone();
+                    let i = one.next_block();
+                    touched[i as usize] += 1;
+                    let t = s.random_run(view, &mut o, 1, 7);
+                    assert_eq!(t.total(), if op.copies() { 2 } else { 1 } * access as u64);
+                }
+                s.drain();
+                assert!(touched.iter().all(|&c| c == 1), "{op:?} {w}: {touched:?}");
+                if !op.copies() {
+                    let span = s.span(b.0.len());
+                    assert!(words(&b.0[..span]).iter().all(|&x| x == 7), "{op:?} {w}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -26,11 +26,12 @@ mod error;
 mod guard;
 pub mod kinds;
 mod mapping;
+pub mod pool;
 mod spec;
 pub mod verify;
 
 pub use error::TargetError;
 pub use guard::MemoryGuard;
-pub use mapping::{DestroyData, MapOptions, Mapping, map};
+pub use mapping::{DestroyData, Handoff, MapOptions, Mapping, Pod, map};
 pub use pmscope_core::warning::Warning;
-pub use spec::{KindSpec, PagePolicy, SpecError, TargetSpec};
+pub use spec::{SpecError, TargetSpec};

@@ -1,7 +1,7 @@
 //! A mapped, pre-faulted and verified target.
 //!
 //! ```text
-//!  TargetSpec ──kinds::prepare──▶ Backing (mapped, untouched)
+//!  TargetSpec ──Kind::prepare──▶ Backing (mapped, untouched)
 //!                                   │ mbind(node) before the first touch
 //!                                   │ pre-fault: one write per 4 KiB, timed, faults counted
 //!                                   ▼
@@ -12,12 +12,18 @@
 //! Invariants of a [`Mapping`] (checked with `debug_assert!` where cheap):
 //! * `raw.ptr` is the start of a live mapping of exactly `raw.len` bytes, readable and
 //!   writable, owned by this value alone, until drop;
-//! * `raw.len` is a multiple of 4 KiB and of the alignment recorded in `achieved`;
-//! * every page was touched once by the pre-fault pass, so no later access faults.
+//! * `raw.ptr` is page-aligned (so aligned for every [`Pod`] type) and `raw.len` is a
+//!   multiple of 4 KiB and of the alignment recorded in `achieved`;
+//! * every page was touched once by the pre-fault pass, so no later access faults;
+//! * safe code reaches the memory only through `&mut self` (`bytes_mut`, `slice_mut`:
+//!   exclusive, so no other view exists while they live) or `&self` (`atomics`: shared
+//!   mutation through atomics only). No `&[u8]` is ever handed out from `&self`, because
+//!   another thread may store through `atomics` at the same time;
+//! * `as_mut_ptr` hands out a raw pointer; dereferencing it is the caller's `unsafe`, and
+//!   the caller must not let it alias a live `bytes_mut`/`slice_mut` borrow.
 #![allow(unsafe_code)]
 
 use crate::guard::MemoryGuard;
-use crate::kinds;
 use crate::verify;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, FaultEvidence, Persistence};
@@ -25,9 +31,10 @@ use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
 use pmscope_sys::dax::ExtentLayout;
 use pmscope_sys::mman::RawMap;
+use pmscope_sys::scratch;
 use pmscope_sys::sysroot::SysRoot;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 /// Proof that the user accepted the destruction of a devdax device's contents. Only the
@@ -92,8 +99,8 @@ pub(crate) struct Expectation {
 pub(crate) struct Backing {
     raw: Option<RawMap>,
     file: Option<File>,
-    /// A file we created: removed on drop unless kept.
-    created: Option<PathBuf>,
+    /// The scratch file we created, and what becomes of it at the end.
+    scratch: Option<Scratch>,
     device: Option<PathBuf>,
     keep: bool,
     expect: Option<Expectation>,
@@ -103,6 +110,19 @@ pub(crate) struct Backing {
     dax_file: bool,
     filesystem: Option<String>,
     extents: Option<ExtentLayout>,
+    notes: Vec<Warning>,
+    pmem_region: Option<String>,
+}
+
+/// A scratch file of a file or shm target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scratch {
+    /// Unnamed (`O_TMPFILE`) in `dir`: it cannot outlive the process, whatever ends it.
+    /// `--keep` names it at the end: `name`, or a fresh `pmscope-<pid>-<n>.bin` in `dir`.
+    Unnamed { dir: PathBuf, name: Option<PathBuf> },
+    /// Named, where the file system has no unnamed files: removed at the end unless kept;
+    /// after a SIGKILL the next run's stale-file sweep removes it.
+    Named(PathBuf),
 }
 
 impl Backing {
@@ -110,7 +130,7 @@ impl Backing {
         Backing {
             raw: None,
             file: None,
-            created: None,
+            scratch: None,
             device: None,
             keep: false,
             expect: None,
@@ -120,6 +140,8 @@ impl Backing {
             dax_file: false,
             filesystem: None,
             extents: None,
+            notes: Vec::new(),
+            pmem_region: None,
         }
     }
 
@@ -131,13 +153,24 @@ impl Backing {
         b
     }
 
-    /// A file we just created; it is removed on drop (unless `keep`) even if mapping fails.
-    pub(crate) fn file_pending(file: File, path: PathBuf, keep: bool) -> Backing {
+    /// A scratch file we just created; at the end (even if mapping fails) a named one is
+    /// removed and an unnamed one vanishes, unless `keep`.
+    pub(crate) fn scratch(file: File, scratch: Scratch, keep: bool) -> Backing {
         let mut b = Backing::empty();
         b.file = Some(file);
-        b.created = Some(path);
+        b.scratch = Some(scratch);
         b.keep = keep;
         b
+    }
+
+    /// The libnvdimm region behind a DAX backing (`region0`), for the verification.
+    pub(crate) fn set_pmem_region(&mut self, region: Option<String>) {
+        self.pmem_region = region;
+    }
+
+    /// A note for the result (stale files removed, ...), merged into the warnings.
+    pub(crate) fn note(&mut self, w: Warning) {
+        self.notes.push(w);
     }
 
     /// A device we opened; never removed.
@@ -178,20 +211,8 @@ impl Backing {
     /// MADV_HUGEPAGE or MADV_NOHUGEPAGE on the whole mapping.
     pub(crate) fn advise_huge(&self, huge: bool) -> Result<(), TargetError> {
         let raw = self.raw.expect("mapped");
-        let advice = if huge {
-            libc::MADV_HUGEPAGE
-        } else {
-            libc::MADV_NOHUGEPAGE
-        };
-        // SAFETY: the range is this backing's own live mapping; THP advice never changes
-        // its contents.
-        if unsafe { libc::madvise(raw.ptr.cast(), raw.len, advice) } != 0 {
-            return Err(TargetError::system(format!(
-                "madvise failed: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(())
+        pmscope_sys::mman::advise_huge_pages(raw, huge)
+            .map_err(|e| TargetError::system(format!("madvise failed: {e}")))
     }
 }
 
@@ -203,12 +224,81 @@ impl Drop for Backing {
             // munmap of a range we mapped cannot fail in a way we could act on.
             let _ = unsafe { pmscope_sys::mman::munmap(raw) };
         }
-        if let Some(path) = self.created.take()
-            && !self.keep
-        {
-            let _ = std::fs::remove_file(path);
+        match (self.scratch.take(), self.keep) {
+            (Some(Scratch::Named(path)), false) => {
+                let _ = std::fs::remove_file(path);
+            }
+            (Some(Scratch::Named(path)), true) => {
+                // A scratch name would be swept as stale by the next run: kept files leave it.
+                let scratch_name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(scratch::pid_of)
+                    .is_some();
+                if scratch_name {
+                    let kept = keep_named(&path);
+                    match kept {
+                        Ok(p) => eprintln!("pmscope: kept {}", p.display()),
+                        Err(e) => eprintln!(
+                            "pmscope: kept {} under its scratch name ({e}): rename it before the next run",
+                            path.display()
+                        ),
+                    }
+                }
+            }
+            (Some(Scratch::Unnamed { dir, name }), true) => {
+                // Drop cannot fail, so the outcome of --keep is said here, in one sentence.
+                let file = self.file.as_ref().expect("a scratch backing has a file");
+                match keep_unnamed(file, &dir, name.as_deref()) {
+                    Ok(path) => eprintln!("pmscope: kept {}", path.display()),
+                    Err(e) => eprintln!("pmscope: could not keep the file ({e})"),
+                }
+            }
+            _ => {}
         }
     }
+}
+
+/// Gives a named scratch file a kept name beside it (a hard link, so nothing is replaced,
+/// then the scratch name goes).
+fn keep_named(path: &Path) -> std::io::Result<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for seq in 0..1000 {
+        let to = dir.join(scratch::kept(std::process::id(), seq));
+        match std::fs::hard_link(path, &to) {
+            Ok(()) => {
+                std::fs::remove_file(path)?;
+                return Ok(to);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "no free name in {}",
+        dir.display()
+    )))
+}
+
+/// Names an unnamed scratch file: `name` if given, else the first free
+/// `pmscope-<pid>-<n>-kept.bin` in `dir`. Never replaces an existing file.
+fn keep_unnamed(file: &File, dir: &Path, name: Option<&Path>) -> std::io::Result<PathBuf> {
+    if let Some(name) = name {
+        scratch::link_unnamed(file, name)?;
+        return Ok(name.to_path_buf());
+    }
+    for seq in 0..1000 {
+        let path = dir.join(scratch::kept(std::process::id(), seq));
+        match scratch::link_unnamed(file, &path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "no free name in {}",
+        dir.display()
+    )))
 }
 
 /// A mapped, pre-faulted, verified target. Dropping it unmaps the memory and removes a
@@ -221,12 +311,42 @@ pub struct Mapping {
     warnings: Vec<Warning>,
 }
 
-// SAFETY: the memory is owned by the Mapping; handing out `&[AtomicU64]` views is how
-// threads share it, and raw pointers are handed out only through `as_mut_ptr` to kernels
-// that partition the range themselves.
+// SAFETY: the Mapping owns its memory (no thread-local state is tied to it), so moving it
+// to another thread moves sole ownership; munmap from any thread is fine.
 unsafe impl Send for Mapping {}
-// SAFETY: as above; `&Mapping` gives only atomic or raw-pointer access.
+// SAFETY: through `&Mapping` safe code gets only `&[AtomicU64]` (data-race free by
+// construction) and a raw pointer whose dereference is the caller's own `unsafe`; plain
+// references to the bytes require `&mut Mapping`.
 unsafe impl Sync for Mapping {}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Plain old data: every bit pattern is a valid value, no padding, no drop. Sealed: only
+/// the primitive integers and floats below implement it, which is what makes
+/// [`Mapping::slice_mut`] sound on memory of any content.
+pub trait Pod: sealed::Sealed + Copy + 'static {}
+macro_rules! pod {
+    ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl Pod for $t {})* };
+}
+pod!(u8, u16, u32, u64, i32, i64, f32, f64);
+
+/// How another process can map the same memory: the file or device, the range, and how
+/// it was mapped. Only file-backed kinds have one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    /// The file or device to open.
+    pub path: PathBuf,
+    /// Offset of the mapping in it, in bytes.
+    pub offset: u64,
+    /// Length of the mapping, in bytes.
+    pub len: u64,
+    /// Whether the mapping is MAP_SYNC (`None`: not asked for, e.g. a plain shared map).
+    pub map_sync: Option<bool>,
+    /// Whether loads and stores reach the medium directly (devdax, or a DAX file).
+    pub dax: bool,
+}
 
 /// Maps `spec` with at least `bytes` bytes (rounded up to its page size or alignment),
 /// binds it to its node, pre-faults it and verifies what the kernel gave.
@@ -236,7 +356,7 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
             "a target of 0 bytes cannot be mapped; give a size",
         ));
     }
-    let backing = kinds::prepare(spec, bytes, opts)?;
+    let backing = spec.kind().prepare(spec, bytes, opts)?;
     let raw = backing.raw.expect("prepare maps the backing");
     debug_assert!(raw.len % 4096 == 0 && (raw.ptr as usize).is_multiple_of(4096));
     if let Some(node) = spec.node {
@@ -253,12 +373,19 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
         prefault(raw)
     };
     let achieved = verify::probe(&backing, raw, spec, prefault_ns, faults, opts);
-    let warnings = verify::against_expectation(
+    let mut warnings = verify::against_expectation(
         spec,
         &achieved,
         backing.expect.as_ref().expect("kind sets an expectation"),
         backing.extents,
     );
+    warnings.extend(backing.notes.iter().cloned());
+    warnings.extend(verify::rounded_up(
+        spec,
+        bytes,
+        raw.len as u64,
+        backing.expect.as_ref().expect("kind sets an expectation"),
+    ));
     Ok(Mapping {
         spec: spec.clone(),
         backing,
@@ -361,11 +488,41 @@ impl Mapping {
         unsafe { std::slice::from_raw_parts_mut(self.raw.ptr, self.raw.len) }
     }
 
-    /// The whole range as bytes, read-only.
-    pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the mapping is live and `len` bytes long; shared views from `&self` are
-        // only ever read (or written through atomics/raw pointers the caller coordinates).
-        unsafe { std::slice::from_raw_parts(self.raw.ptr, self.raw.len) }
+    /// The whole range as a slice of `T`. Errors if the length is not a multiple of
+    /// `size_of::<T>()` or the start is not aligned for `T` (never, for a page-aligned
+    /// mapping, but checked rather than assumed).
+    pub fn slice_mut<T: Pod>(&mut self) -> Result<&mut [T], TargetError> {
+        let size = std::mem::size_of::<T>();
+        if !self.raw.len.is_multiple_of(size)
+            || !(self.raw.ptr as usize).is_multiple_of(std::mem::align_of::<T>())
+        {
+            return Err(TargetError::system(format!(
+                "a mapping of {} bytes at {:p} cannot be viewed as {}",
+                self.raw.len,
+                self.raw.ptr,
+                std::any::type_name::<T>()
+            )));
+        }
+        // SAFETY: the mapping is live, `len` bytes long, readable and writable; the start
+        // is aligned for T and len is a whole number of T (checked above); T is Pod, so any
+        // bytes are a valid T; `&mut self` makes this the only view.
+        Ok(
+            unsafe {
+                std::slice::from_raw_parts_mut(self.raw.ptr.cast::<T>(), self.raw.len / size)
+            },
+        )
+    }
+
+    /// How another process can map the same memory: `None` for anonymous kinds (dram).
+    pub fn handoff(&self) -> Option<Handoff> {
+        let path = self.path()?;
+        Some(Handoff {
+            path,
+            offset: 0,
+            len: self.raw.len as u64,
+            map_sync: self.backing.map_sync,
+            dax: self.backing.dax_file || self.backing.device.is_some(),
+        })
     }
 
     /// The range as 64-bit atomics, for structures shared between threads.
@@ -377,11 +534,15 @@ impl Mapping {
     }
 
     /// The file or device behind the mapping, if any.
-    pub fn path(&self) -> Option<&std::path::Path> {
-        self.backing
-            .created
-            .as_deref()
-            .or(self.backing.device.as_deref())
+    ///
+    /// An unnamed scratch file has no name: its path is this process's `/proc/<pid>/fd/<n>`
+    /// link, which opens the same file (for this process and its children).
+    pub fn path(&self) -> Option<PathBuf> {
+        match &self.backing.scratch {
+            Some(Scratch::Named(p)) => Some(p.clone()),
+            Some(Scratch::Unnamed { .. }) => self.backing.file.as_ref().map(scratch::proc_path),
+            None => self.backing.device.clone(),
+        }
     }
 }
 
@@ -412,13 +573,22 @@ impl Backing {
     pub(crate) fn dax_file(&self) -> bool {
         self.dax_file
     }
+    pub(crate) fn pmem_region(&self) -> Option<&str> {
+        self.pmem_region.as_deref()
+    }
     pub(crate) fn filesystem(&self) -> Option<String> {
         self.filesystem.clone()
     }
+    /// The path the records show: an unnamed file is its directory (or the name `--keep`
+    /// will give it) marked `(unnamed)`.
     pub(crate) fn path_string(&self) -> Option<String> {
-        self.created
-            .as_ref()
-            .or(self.device.as_ref())
-            .map(|p| p.display().to_string())
+        match &self.scratch {
+            Some(Scratch::Named(p)) => Some(p.display().to_string()),
+            Some(Scratch::Unnamed { dir, name }) => Some(format!(
+                "{} (unnamed)",
+                name.as_deref().unwrap_or(dir).display()
+            )),
+            None => self.device.as_ref().map(|p| p.display().to_string()),
+        }
     }
 }

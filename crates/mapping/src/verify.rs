@@ -5,7 +5,7 @@
 
 use crate::TargetSpec;
 use crate::mapping::{Backing, Expectation, MapOptions, fault_evidence};
-use pmscope_core::achieved::{Achieved, Persistence};
+use pmscope_core::achieved::{Achieved, Persistence, PmemRegionFacts};
 use pmscope_core::units::{Bytes, GIB1, KIB4, MIB2, page_size_name};
 use pmscope_core::warning::Warning;
 use pmscope_sys::dax::ExtentLayout;
@@ -61,7 +61,27 @@ pub(crate) fn probe(
         filesystem: backing.filesystem(),
         alignment: Some(backing.alignment()),
         prefault_ns,
+        pmem_region: backing
+            .pmem_region()
+            .and_then(|r| region_facts(&opts.root, r)),
     }
+}
+
+/// What sysfs says about the region `name`: its origin (real, virtual or memmap= emulated),
+/// persistence domain and interleave.
+fn region_facts(root: &pmscope_sys::sysroot::SysRoot, name: &str) -> Option<PmemRegionFacts> {
+    let hypervisor = pmscope_sys::cpu::CpuFeatures::detect().hypervisor;
+    let r = pmscope_sys::pmem::regions(root, hypervisor)
+        .into_iter()
+        .find(|r| r.name == name)?;
+    Some(PmemRegionFacts {
+        origin: r.origin.name().to_string(),
+        emulated: r.origin.emulated(),
+        persistence_domain: r.persistence_domain.clone(),
+        interleave_ways: r.dimms.len() as u32,
+        description: r.describe(),
+        region: r.name,
+    })
 }
 
 fn size_name(bytes: u64) -> String {
@@ -152,6 +172,17 @@ pub(crate) fn against_expectation(
             ));
         }
     }
+    if let Some(r) = a.pmem_region.as_ref().filter(|r| r.emulated) {
+        w.push(Warning::new(
+            "pmem-emulated",
+            format!(
+                "{name}: the DAX memory is not a persistent medium: {}",
+                r.description
+            ),
+            "read its figures as the backing memory's (DRAM or the host's file), not as persistent memory's; \
+             compare with real NVDIMM or CXL pmem before drawing conclusions about a medium",
+        ));
+    }
     if a.persistence == Persistence::PageCache {
         w.push(Warning::new(
             "not-dax",
@@ -165,39 +196,48 @@ pub(crate) fn against_expectation(
     w
 }
 
+/// A note when the kind mapped more than was asked for so that its huge pages (or a
+/// device's alignment) cover the whole range: a length that ends inside a huge page cannot
+/// be fully backed by it, so kinds round up rather than report a page mix the user did not
+/// mean, and the note says so and by how much. Base-page targets round silently.
+pub(crate) fn rounded_up(
+    spec: &TargetSpec,
+    asked: u64,
+    mapped: u64,
+    expect: &Expectation,
+) -> Option<Warning> {
+    let granule = expect.page_bytes.filter(|&p| p > KIB4)?;
+    (mapped > asked.next_multiple_of(KIB4)).then(|| {
+        Warning::new(
+            "size-rounded-up",
+            format!(
+                "{spec}: the requested {} was rounded up to {}, a whole number of {} pages, so that all of it can be backed by them",
+                Bytes(asked).human(),
+                Bytes(mapped).human(),
+                size_name(granule)
+            ),
+            format!(
+                "give a multiple of {} to measure exactly the size you name",
+                Bytes(granule)
+            ),
+        )
+    })
+}
+
 fn remedy_for_page_size(
     spec: &TargetSpec,
     a: &Achieved,
     want: u64,
     extents: Option<ExtentLayout>,
 ) -> String {
-    use crate::KindSpec;
-    match &spec.kind {
-        KindSpec::Dram { .. } if want == MIB2 => "THP could not give huge pages: check /sys/kernel/mm/transparent_hugepage/enabled \
-             (madvise or always) and defrag (madvise lets MADV_HUGEPAGE compact memory), or use dram:2m for hugetlb pages"
-            .into(),
-        KindSpec::Dram { .. } => "another policy overrode the request: check /sys/kernel/mm/transparent_hugepage/enabled \
-             (always forces huge pages unless MADV_NOHUGEPAGE is honoured)"
-            .into(),
-        KindSpec::Shm { .. } => "tmpfs huge pages follow /sys/kernel/mm/transparent_hugepage/shmem_enabled (advise or always)".into(),
-        KindSpec::File { .. } if a.persistence == Persistence::Dax => {
-            let why = match extents {
-                Some(e) if e.extents > 0 => format!(
-                    "{} of the file's first {} extents are 2 MiB-congruent on the device",
-                    e.pmd_congruent, e.extents
-                ),
-                _ => "the file's extent layout could not be read".into(),
-            };
+    spec.kind()
+        .page_size_remedy(a, want, extents)
+        .unwrap_or_else(|| {
             format!(
-                "DAX maps 2 MiB pages only where the file's blocks are 2 MiB-aligned ({why}): make the file system with \
-                 `mkfs.ext4 -E stride=512,stripe_width=512` or `mkfs.xfs -d su=2m,sw=1`, or use a devdax target"
+                "expected {} pages; see `pmscope info` for this system's page-size settings",
+                page_size_name(want)
             )
-        }
-        _ => format!(
-            "expected {} pages; see `pmscope info` for this system's page-size settings",
-            page_size_name(want)
-        ),
-    }
+        })
 }
 
 /// Warns when targets measured side by side are backed by different page sizes, or sit on
@@ -253,6 +293,7 @@ mod tests {
             filesystem: Some("ext4".into()),
             alignment: Some(MIB2),
             prefault_ns: 1,
+            pmem_region: None,
         }
     }
 

@@ -46,6 +46,35 @@ fn dram_thp_shows_huge_pages_in_smaps() {
     assert!(a.faults.minor_faults < 1024, "{:?}", a.faults);
 }
 
+/// A THP range ending inside a 2 MiB page cannot be fully huge: the kind rounds it up and
+/// says so, instead of blaming the THP settings for a size the user chose (issue 17).
+#[test]
+fn dram_thp_rounds_a_partial_huge_page_up_and_says_so() {
+    let m = map(&spec("dram:thp"), 3 << 20, &MapOptions::host()).unwrap();
+    let a = m.achieved();
+    assert_eq!(a.bytes, 4 << 20);
+    let codes: Vec<&str> = m.warnings().iter().map(|w| w.code.as_str()).collect();
+    assert!(codes.contains(&"size-rounded-up"), "{:?}", m.warnings());
+    assert!(!codes.contains(&"page-size-mismatch"), "{:?}", m.warnings());
+    let note = m
+        .warnings()
+        .iter()
+        .find(|w| w.code == "size-rounded-up")
+        .unwrap();
+    assert!(
+        note.message.contains("3.0 MiB was rounded up to 4.0 MiB"),
+        "{}",
+        note.message
+    );
+    // A size that is already whole gets no note.
+    let m = map(&spec("dram:thp"), 4 << 20, &MapOptions::host()).unwrap();
+    assert!(m.warnings().iter().all(|w| w.code != "size-rounded-up"));
+    // Base pages need no rounding beyond 4 KiB.
+    let m = map(&spec("dram:4k"), 3 << 20, &MapOptions::host()).unwrap();
+    assert_eq!(m.achieved().bytes, 3 << 20);
+    assert!(m.warnings().is_empty(), "{:?}", m.warnings());
+}
+
 #[test]
 fn node_binding_places_pages_on_the_node() {
     let m = map(&spec("dram:4k,node=0"), 8 << 20, &MapOptions::host()).unwrap();
@@ -122,10 +151,22 @@ fn shm_is_emulated_and_refuses_map_sync() {
     assert_eq!(a.map_sync, Some(false));
     assert_eq!(a.persistence, Persistence::Emulated);
     assert_eq!(a.filesystem, None);
-    let path = m.path().unwrap().to_path_buf();
-    assert!(path.starts_with("/dev/shm") && path.exists());
+    // Unnamed (O_TMPFILE): nothing in /dev/shm carries this process's files, so a
+    // SIGKILL cannot leak them; the process reaches it through /proc.
+    assert_eq!(a.path.as_deref(), Some("/dev/shm (unnamed)"));
+    let ours = || -> Vec<String> {
+        std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("pmscope-{}-", std::process::id())))
+            .collect()
+    };
+    assert_eq!(ours(), Vec::<String>::new());
+    let path = m.path().unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 8 << 20);
     drop(m);
-    assert!(!path.exists(), "the shm file is removed afterwards");
+    assert_eq!(ours(), Vec::<String>::new());
 }
 
 #[test]
@@ -231,9 +272,29 @@ fn memory_guard_refuses_before_mapping() {
 fn mapped_memory_is_usable_through_every_view() {
     let mut m = map(&spec("dram:4k"), 1 << 20, &MapOptions::host()).unwrap();
     m.bytes_mut()[4095] = 42;
-    assert_eq!(m.bytes()[4095], 42);
+    assert_eq!(m.bytes_mut()[4095], 42);
     m.atomics()[1].store(7, std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(u64::from_ne_bytes(m.bytes()[8..16].try_into().unwrap()), 7);
+    assert_eq!(
+        u64::from_ne_bytes(m.bytes_mut()[8..16].try_into().unwrap()),
+        7
+    );
+    assert_eq!(m.slice_mut::<u64>().unwrap()[1], 7);
+    m.slice_mut::<u32>().unwrap()[0] = 0xdead_beef;
+    assert_eq!(m.slice_mut::<u32>().unwrap().len(), (1 << 20) / 4);
+    assert_eq!(&m.bytes_mut()[..4], &0xdead_beefu32.to_ne_bytes());
+    // Anonymous memory has nothing another process could open.
+    assert_eq!(m.handoff(), None);
+}
+
+#[test]
+fn a_file_mapping_hands_off_its_path_and_range() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let s = spec(&format!("file:{}", dir.path().display()));
+    let m = map(&s, 1 << 20, &MapOptions::host()).unwrap();
+    let h = m.handoff().expect("file-backed");
+    assert_eq!(Some(h.path.clone()), m.path());
+    assert_eq!(h.offset, 0);
+    assert_eq!(h.len, m.len() as u64);
 }
 
 #[test]
@@ -253,4 +314,37 @@ fn first_touch_by_several_cpus_prefaults_every_page_once() {
     );
     assert_eq!(a.page_size, Some(KIB4));
     assert_eq!(a.pages.bytes_4k, 8 << 20);
+}
+
+/// `--keep` on a directory target names the unnamed file with a kept name, which a later
+/// run's stale-file sweep never takes.
+#[test]
+fn a_kept_file_gets_a_name_no_sweep_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = MapOptions {
+        keep: true,
+        ..MapOptions::host()
+    };
+    let m = map(
+        &spec(&format!("file:{}", dir.path().display())),
+        1 << 20,
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "unnamed while mapped"
+    );
+    drop(m);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [format!("pmscope-{}-0-kept.bin", std::process::id())]
+    );
+    assert!(pmscope_sys::scratch::remove_stale(dir.path()).is_empty());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }

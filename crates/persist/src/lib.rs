@@ -1,10 +1,18 @@
-//! Making stores durable: the cache-line write-back and fence instructions, and the named
-//! persist strategies built from them.
+//! Making stores durable: the cache-line write-back, fence and non-temporal store
+//! instructions ([`insn`], one zero-sized type each, the only place pmscope writes them as
+//! single instructions), and the named persist strategies built from them.
 //!
 //! A [`PersistStrategy`] is a value at the edge (the CLI's `--persist clwb`, a workload's
 //! choice) and is checked against CPUID once, when a [`Persister`] is made: asking for an
-//! instruction the CPU lacks is an error, never SIGILL. Every strategy is a *flush* (per
-//! cache line) plus a *drain* (once per persisted range):
+//! instruction the CPU lacks is an error, never SIGILL. That check is the gate, and it is
+//! a convention enforced by `unsafe`, not by the compiler's target features: `clflushopt`
+//! and `clwb` are plain `asm!` in `unsafe fn`s (only the vector non-temporal stores are
+//! `#[target_feature]` functions), so the only safe way to execute a flush is a
+//! `Persister`, and the only other callers are the `unsafe` loops of `pmscope-loops`, which
+//! check the same CPUID bits first. A `Persister` dispatches once per call to a monomorphic
+//! loop over the strategy's flush and fence types, with no branch per line. Every strategy
+//! is a *flush* (per cache line) plus a *drain* (once per persisted range), spelled out by
+//! [`PersistStrategy::recipe`]:
 //!
 //! | strategy     | flush per 64 B line          | drain                   |
 //! |--------------|------------------------------|-------------------------|
@@ -25,10 +33,16 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod arch;
+mod domain;
+#[cfg(target_arch = "x86_64")]
+pub mod insn;
+pub mod shadow;
 mod strategy;
+pub mod words;
 
-pub use strategy::{PersistStrategy, Persister, STRATEGIES, Unsupported};
+pub use domain::domain_warning;
+pub use strategy::{Drain, PersistStrategy, Persister, Recipe, STRATEGIES, StrategyError};
+pub use words::{PersistCounts, PersistentWords};
 
 /// The cache-line size every flush steps by.
 pub const LINE: usize = 64;

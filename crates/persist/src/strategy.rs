@@ -2,8 +2,10 @@
 #![allow(unsafe_code)]
 
 use crate::LINE;
-use crate::arch;
-use pmscope_sys::cpu::CpuFeatures;
+use crate::insn::{
+    Clflush, Clflushopt, Clwb, Fence, FenceKind, Flush, FlushKind, NoFence, NtStore, Sfence,
+};
+use pmscope_sys::cpu::{CpuFeatures, Feature};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -49,16 +51,62 @@ impl PersistStrategy {
         }
     }
 
-    /// The CPU feature this strategy needs, if the CPU lacks it.
-    pub fn missing_feature(self, f: &CpuFeatures) -> Option<&'static str> {
-        match self {
-            PersistStrategy::Clflush if !f.clflush => Some("clflush"),
-            PersistStrategy::Clflushopt if !f.clflushopt => Some("clflushopt"),
-            PersistStrategy::Clwb if !f.clwb => Some("clwb"),
-            PersistStrategy::Ntstore if !f.movnti => Some("movnti (SSE2)"),
-            _ => None,
+    /// The instructions that make a line durable under this strategy: the one definition
+    /// the [`Persister`] executes and the op catalog of `pmscope-loops` maps to its rows.
+    pub fn recipe(self) -> Recipe {
+        let (nontemporal, flush, drain) = match self {
+            PersistStrategy::Clflush => (false, FlushKind::Clflush, Drain::Fence(FenceKind::None)),
+            PersistStrategy::Clflushopt => (
+                false,
+                FlushKind::Clflushopt,
+                Drain::Fence(FenceKind::Sfence),
+            ),
+            PersistStrategy::Clwb => (false, FlushKind::Clwb, Drain::Fence(FenceKind::Sfence)),
+            PersistStrategy::Ntstore => (true, FlushKind::None, Drain::Fence(FenceKind::Sfence)),
+            PersistStrategy::None => (false, FlushKind::None, Drain::Fence(FenceKind::None)),
+            PersistStrategy::Msync => (false, FlushKind::None, Drain::Msync),
+        };
+        Recipe {
+            nontemporal,
+            flush,
+            drain,
         }
     }
+
+    /// The CPU feature this strategy needs.
+    pub fn feature(self) -> Option<Feature> {
+        let r = self.recipe();
+        if r.nontemporal {
+            Some(Feature::Movnti)
+        } else {
+            r.flush.feature()
+        }
+    }
+
+    /// The CPU feature this strategy needs, if the CPU lacks it.
+    pub fn missing_feature(self, f: &CpuFeatures) -> Option<Feature> {
+        self.feature().filter(|&feature| !f.has(feature))
+    }
+}
+
+/// A strategy as instructions: how the data is stored, flushed per line and drained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recipe {
+    /// Whether the data is written with non-temporal stores (around the cache).
+    pub nontemporal: bool,
+    /// The write-back per 64-byte line.
+    pub flush: FlushKind,
+    /// What waits for the flushed lines once per range.
+    pub drain: Drain,
+}
+
+/// How a persisted range is drained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drain {
+    /// A fence (or none).
+    Fence(FenceKind),
+    /// `msync(MS_SYNC)` of the range's pages: a system call, not an instruction.
+    Msync,
 }
 
 impl fmt::Display for PersistStrategy {
@@ -67,13 +115,12 @@ impl fmt::Display for PersistStrategy {
     }
 }
 
-/// Why a strategy name or choice was refused.
+/// Why a strategy name or choice was refused. Both are usage errors (exit 2): the remedy
+/// is another `--persist` (see [`is_usage`](Self::is_usage)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unsupported {
+pub enum StrategyError {
     /// Not one of the names.
-    #[error(
-        "'{0}' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync"
-    )]
+    #[error("'{0}' is not a persist strategy: use one of {names}", names = strategy_names())]
     Unknown(String),
     /// The CPU lacks the instruction.
     #[error(
@@ -83,47 +130,66 @@ pub enum Unsupported {
         /// The strategy asked for.
         strategy: PersistStrategy,
         /// The missing CPUID feature.
-        feature: &'static str,
+        feature: Feature,
     },
 }
 
-impl FromStr for PersistStrategy {
-    type Err = Unsupported;
-    fn from_str(s: &str) -> Result<Self, Unsupported> {
-        STRATEGIES
-            .into_iter()
-            .find(|st| st.name() == s)
-            .ok_or_else(|| Unsupported::Unknown(s.to_string()))
+impl StrategyError {
+    /// Whether this is a usage error (exit 2) rather than a runtime failure: always, since
+    /// asking for another strategy is the remedy for both kinds.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            StrategyError::Unknown(_) | StrategyError::MissingFeature { .. } => true,
+        }
     }
 }
 
-/// A strategy checked against the CPU: the only way to reach the instructions.
+fn strategy_names() -> String {
+    STRATEGIES.map(|s| s.name()).join(", ")
+}
+
+impl FromStr for PersistStrategy {
+    type Err = StrategyError;
+    fn from_str(s: &str) -> Result<Self, StrategyError> {
+        STRATEGIES
+            .into_iter()
+            .find(|st| st.name() == s)
+            .ok_or_else(|| StrategyError::Unknown(s.to_string()))
+    }
+}
+
+/// A strategy checked against the CPU: the only safe way to reach the flush instructions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Persister {
     strategy: PersistStrategy,
     /// Widest non-temporal store (16, 32 or 64 bytes).
     nt_width: usize,
-    /// The flush in-place persistence falls back to for `ntstore` (data already in cache).
-    fallback: PersistStrategy,
+    /// The flush per line: the strategy's own, or for `ntstore` (whose data written by
+    /// ordinary stores is in the cache) the best write-back the CPU has.
+    flush: FlushKind,
 }
 
 impl Persister {
     /// Checks `strategy` against the CPU's features.
-    pub fn new(strategy: PersistStrategy, f: &CpuFeatures) -> Result<Persister, Unsupported> {
+    pub fn new(strategy: PersistStrategy, f: &CpuFeatures) -> Result<Persister, StrategyError> {
         if let Some(feature) = strategy.missing_feature(f) {
-            return Err(Unsupported::MissingFeature { strategy, feature });
+            return Err(StrategyError::MissingFeature { strategy, feature });
         }
-        let fallback = if f.clwb {
-            PersistStrategy::Clwb
-        } else if f.clflushopt {
-            PersistStrategy::Clflushopt
+        let flush = if strategy.recipe().nontemporal {
+            if f.clwb {
+                FlushKind::Clwb
+            } else if f.clflushopt {
+                FlushKind::Clflushopt
+            } else {
+                FlushKind::Clflush
+            }
         } else {
-            PersistStrategy::Clflush
+            strategy.recipe().flush
         };
         Ok(Persister {
             strategy,
             nt_width: f.widest_ntstore(),
-            fallback,
+            flush,
         })
     }
 
@@ -143,28 +209,16 @@ impl Persister {
     /// by ordinary stores is flushed with the best available write-back, as PMDK does.
     #[inline]
     pub fn flush(&self, range: &[u8]) {
-        let how = match self.strategy {
-            PersistStrategy::Ntstore => self.fallback,
-            s => s,
-        };
-        let start = range.as_ptr() as usize & !(LINE - 1);
-        let end = range.as_ptr() as usize + range.len();
-        let base = range.as_ptr() as usize;
-        let mut line = start;
-        while line < end {
-            // A reference to a byte of `range` inside this line (the line's first byte may
-            // precede the range).
-            let byte = &range[line.max(base) - base];
-            match how {
-                PersistStrategy::Clflush => arch::clflush(byte),
-                // SAFETY: `new` checked CPUID for clflushopt before allowing this strategy
-                // (or chose it as the fallback only when present).
-                PersistStrategy::Clflushopt => unsafe { arch::clflushopt(byte) },
-                // SAFETY: as above, for clwb.
-                PersistStrategy::Clwb => unsafe { arch::clwb(byte) },
-                PersistStrategy::Ntstore | PersistStrategy::None | PersistStrategy::Msync => {}
-            }
-            line += LINE;
+        // `new` checked CPUID for the strategy's flush, or chose the ntstore fallback only
+        // among the flushes the CPU has: that is the SAFETY of each arm.
+        match self.flush {
+            FlushKind::None => {}
+            // SAFETY: see above.
+            FlushKind::Clflush => unsafe { persist_range::<Clflush, NoFence>(range) },
+            // SAFETY: see above.
+            FlushKind::Clflushopt => unsafe { persist_range::<Clflushopt, NoFence>(range) },
+            // SAFETY: see above.
+            FlushKind::Clwb => unsafe { persist_range::<Clwb, NoFence>(range) },
         }
     }
 
@@ -172,24 +226,40 @@ impl Persister {
     /// `msync` of the pages for `msync`, nothing for `clflush` and `none`.
     #[inline]
     pub fn drain(&self, range: &[u8]) -> std::io::Result<()> {
-        match self.strategy {
-            PersistStrategy::Clflushopt | PersistStrategy::Clwb | PersistStrategy::Ntstore => {
-                arch::sfence();
-                Ok(())
-            }
+        match self.strategy.recipe().drain {
+            Drain::Fence(FenceKind::None) => {}
+            Drain::Fence(FenceKind::Sfence) => Sfence::fence(),
+            Drain::Fence(FenceKind::Mfence) => crate::insn::Mfence::fence(),
             // SAFETY: `range` is a live slice, so it lies inside one mapping.
-            PersistStrategy::Msync => unsafe {
-                pmscope_sys::mman::msync(range.as_ptr(), range.len())
-            },
-            PersistStrategy::Clflush | PersistStrategy::None => Ok(()),
+            Drain::Msync => unsafe { pmscope_sys::mman::msync(range.as_ptr(), range.len())? },
         }
+        Ok(())
     }
 
-    /// Flush then drain.
+    /// Flush then drain: one dispatch to the monomorphic loop of the strategy's flush and
+    /// fence, so there is no branch per line.
     #[inline]
     pub fn persist(&self, range: &[u8]) -> std::io::Result<()> {
-        self.flush(range);
-        self.drain(range)
+        match (self.flush, self.strategy.recipe().drain) {
+            // SAFETY: `new` checked CPUID for the flush (as in `flush`).
+            (FlushKind::Clflush, Drain::Fence(FenceKind::None)) => unsafe {
+                persist_range::<Clflush, NoFence>(range)
+            },
+            // SAFETY: as above.
+            (FlushKind::Clflushopt, Drain::Fence(FenceKind::Sfence)) => unsafe {
+                persist_range::<Clflushopt, Sfence>(range)
+            },
+            // SAFETY: as above.
+            (FlushKind::Clwb, Drain::Fence(FenceKind::Sfence)) => unsafe {
+                persist_range::<Clwb, Sfence>(range)
+            },
+            // The rest (ntstore's fallback, none, msync) flush and drain separately.
+            _ => {
+                self.flush(range);
+                return self.drain(range);
+            }
+        }
+        Ok(())
     }
 
     /// Copies `src` into `dst` and makes it durable: non-temporal stores for `ntstore`
@@ -197,7 +267,7 @@ impl Persister {
     /// ordinary stores plus flush for the others; then the drain.
     pub fn copy_persist(&self, dst: &mut [u8], src: &[u8]) -> std::io::Result<()> {
         assert_eq!(dst.len(), src.len(), "copy_persist: lengths differ");
-        if self.strategy != PersistStrategy::Ntstore {
+        if !self.strategy.recipe().nontemporal {
             dst.copy_from_slice(src);
             return self.persist(dst);
         }
@@ -215,11 +285,75 @@ impl Persister {
             let s: &[u8; 64] = s.try_into().expect("chunk of 64");
             // SAFETY: d is 64-byte aligned (after the head); nt_width was derived from
             // CPUID in `new`.
-            unsafe { arch::ntstore_line(d, s, self.nt_width) };
+            unsafe { ntstore_line(d, s, self.nt_width) };
         }
         self.flush(d_head);
         self.flush(d_tail);
         self.drain(dst)
+    }
+}
+
+/// Flushes every cache line overlapping `range` with `F`, then fences with `D`.
+///
+/// # Safety
+/// The CPU has `F`'s instruction.
+#[inline]
+unsafe fn persist_range<F: Flush, D: Fence>(range: &[u8]) {
+    let base = range.as_ptr() as usize;
+    let end = base + range.len();
+    let mut line = base & !(LINE - 1);
+    while line < end {
+        // A byte of `range` inside this line (the line's first byte may precede the range).
+        let byte = &range[line.max(base) - base];
+        // SAFETY: `byte` is a live reference, so mapped; the caller vouches for the CPU.
+        unsafe { F::line(byte) };
+        line += LINE;
+    }
+    D::fence();
+}
+
+/// Copies one 64-byte line with non-temporal stores of `wide` bytes.
+///
+/// # Safety
+/// `wide` must be 64 only if the CPU has AVX-512F, 32 only if it has AVX.
+#[inline(always)]
+unsafe fn ntstore_line(dst: &mut [u8; 64], src: &[u8; 64], wide: usize) {
+    let d = dst.as_mut_ptr();
+    let s = src.as_ptr();
+    match wide {
+        // SAFETY: the caller guarantees AVX-512F; d is 64-byte aligned (an array the
+        // caller aligned), s readable for 64 bytes.
+        64 => unsafe { nt_line64(d, s) },
+        // SAFETY: the caller guarantees AVX; d is 64- hence 32-byte aligned.
+        32 => unsafe { nt_line32(d, s) },
+        _ => {
+            for i in 0..8 {
+                let v = u64::from_ne_bytes(src[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+                // SAFETY: in-bounds, 8-byte aligned (d is 64-byte aligned) element i.
+                unsafe { NtStore::store8(d.add(i * 8), v) };
+            }
+        }
+    }
+}
+
+/// # Safety
+/// The CPU has AVX-512F; `s` is readable for 64 bytes, `d` writable and 64-byte aligned.
+#[target_feature(enable = "avx512f")]
+unsafe fn nt_line64(d: *mut u8, s: *const u8) {
+    use core::arch::x86_64::_mm512_loadu_si512;
+    // SAFETY: the caller's contract.
+    unsafe { NtStore::store64(d, _mm512_loadu_si512(s.cast())) };
+}
+
+/// # Safety
+/// The CPU has AVX; `s` is readable for 64 bytes, `d` writable and 32-byte aligned.
+#[target_feature(enable = "avx")]
+unsafe fn nt_line32(d: *mut u8, s: *const u8) {
+    use core::arch::x86_64::{__m256i, _mm256_loadu_si256};
+    // SAFETY: the caller's contract; both halves are inside the 64 bytes.
+    unsafe {
+        NtStore::store32(d, _mm256_loadu_si256(s.cast::<__m256i>()));
+        NtStore::store32(d.add(32), _mm256_loadu_si256(s.add(32).cast::<__m256i>()));
     }
 }
 
@@ -239,7 +373,7 @@ mod tests {
         for s in STRATEGIES {
             let p = match Persister::new(s, &f) {
                 Ok(p) => p,
-                Err(Unsupported::MissingFeature { .. }) => {
+                Err(StrategyError::MissingFeature { .. }) => {
                     // Checked in `unsupported_is_an_error`; this machine lacks it.
                     continue;
                 }
@@ -276,7 +410,7 @@ mod tests {
         }
         assert!(matches!(
             "clwbx".parse::<PersistStrategy>(),
-            Err(Unsupported::Unknown(_))
+            Err(StrategyError::Unknown(_))
         ));
     }
 
@@ -347,7 +481,7 @@ mod tests {
             let p = Persister {
                 strategy: PersistStrategy::Ntstore,
                 nt_width: width,
-                fallback: PersistStrategy::Clflush,
+                flush: FlushKind::Clflush,
             };
             let mut buf = vec![0u8; 1024];
             let src = pattern(1000, width as u8);

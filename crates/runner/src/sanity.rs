@@ -306,6 +306,20 @@ mod tests {
     }
 
     #[test]
+    fn the_footprint_decides_whether_it_fits_in_the_llc() {
+        // quiet() has a 32 MiB LLC. A random stream touches its whole per-thread region, so
+        // the bandwidth command passes that region as the footprint: a small one warns.
+        let ctx = |ws: u64| Context {
+            timer: None,
+            memory_working_set: Some(ws),
+            times_single_accesses: false,
+        };
+        assert_eq!(codes(&quiet(), &ctx(1 << 20)), ["fits-in-llc"]);
+        assert_eq!(codes(&quiet(), &ctx(32 << 20)), ["fits-in-llc"]);
+        assert!(codes(&quiet(), &ctx(1 << 30)).is_empty());
+    }
+
+    #[test]
     fn coarse_timer_matters_only_for_single_accesses() {
         let mut t = tsc(2.6e9).unwrap();
         t.resolution_ns = 10.0;

@@ -45,7 +45,13 @@ impl Timer {
             tsc_ns_per_tick: 1e9 / tsc_hz,
         };
         t.info.overhead_ns = t.ticks_to_ns(t.overhead_ticks());
-        t.info.resolution_ns = t.ticks_to_ns(t.resolution_ticks());
+        // Single accesses are timed with the TSC bracket whenever the CPU has rdtscp: that
+        // is the resolution the timed loads see.
+        t.info.resolution_ns = if features.rdtscp {
+            t.tsc_resolution_ticks() * t.tsc_ns_per_tick
+        } else {
+            t.resolution_ticks() * t.ns_per_tick
+        };
         t
     }
 
@@ -63,7 +69,7 @@ impl Timer {
             tsc_ns_per_tick: 1.0,
         };
         t.info.overhead_ns = t.ticks_to_ns(t.overhead_ticks());
-        t.info.resolution_ns = t.ticks_to_ns(t.resolution_ticks());
+        t.info.resolution_ns = t.resolution_ticks() * t.ns_per_tick;
         t
     }
 
@@ -115,38 +121,102 @@ impl Timer {
         v[v.len() / 2]
     }
 
-    /// The step the clock advances by: the greatest common divisor of the differences
-    /// between back-to-back reads that occur in at least 1 % of 100 000 pairs (rare
-    /// outliers, e.g. a delta of 1 at a hypervisor's rescaling, do not count).
-    pub fn resolution_ticks(&self) -> u64 {
-        let mut counts = std::collections::HashMap::<u64, u32>::new();
-        let mut prev = self.start();
-        for _ in 0..100_000 {
-            let t = self.start();
-            let d = t.wrapping_sub(prev);
-            if d > 0 && d < 1 << 20 {
-                *counts.entry(d).or_default() += 1;
-            }
-            prev = t;
-        }
-        let frequent: Vec<u64> = counts
-            .iter()
-            .filter(|(_, c)| **c >= 1000)
-            .map(|(d, _)| *d)
-            .collect();
-        let gcd = |mut a: u64, mut b: u64| {
-            while b != 0 {
-                (a, b) = (b, a % b);
-            }
-            a
-        };
-        frequent.into_iter().reduce(gcd).unwrap_or(1).max(1)
+    /// The step the clock advances by, in its ticks, as timed intervals see it: 100 000
+    /// start/stop pairs around a little varying work (so the intervals spread over many
+    /// steps), their lengths judged by [`interval_step`].
+    pub fn resolution_ticks(&self) -> f64 {
+        interval_step(&self.interval_samples(|| self.start(), || self.stop()))
+    }
+
+    /// [`Timer::resolution_ticks`] for the TSC bracket the loops' single timed accesses use
+    /// (`tsc::start` / `tsc::stop`), whatever the interval timer is.
+    fn tsc_resolution_ticks(&self) -> f64 {
+        interval_step(&self.interval_samples(tsc::start, tsc::stop))
+    }
+
+    fn interval_samples(&self, start: impl Fn() -> u64, stop: impl Fn() -> u64) -> Vec<u64> {
+        let mut acc = 0u64;
+        (0..100_000u64)
+            .map(|i| {
+                let work = i % 48;
+                let a = start();
+                for j in 0..work {
+                    acc = std::hint::black_box(acc.wrapping_add(j));
+                }
+                let b = stop();
+                b.wrapping_sub(a)
+            })
+            .collect()
     }
 
     /// The overhead in nanoseconds, as measured at calibration.
     pub fn overhead_ns(&self) -> f64 {
         self.info.overhead_ns
     }
+}
+
+/// The step, in ticks, that interval lengths come in: the largest real step `s` such that
+/// nearly every frequent length lies within a tick of a multiple of `s`.
+///
+/// A virtualised TSC may be scaled so that it advances by a non-integer number of ticks at
+/// a time (24.5 on a KVM guest here: lengths of 49, 73, 74, 98, 122, 123 ticks), so the GCD
+/// of the lengths says 1 tick while every timed load comes in ~10 ns steps; lengths are
+/// therefore tested against real-valued steps, and each length may be off by the tick the
+/// counter rounds to. Lengths seen in fewer than 0.1 % of the samples (an interrupt, a
+/// preemption) do not count, nor do the 2 % least fitting of the rest. A clock whose lengths
+/// fill a range with no gaps has a step of 1 tick; an exact integer step below 4 ticks is
+/// the GCD of the lengths. With too few distinct lengths to tell, the answer is 1.
+pub fn interval_step(lengths: &[u64]) -> f64 {
+    let mut counts = std::collections::BTreeMap::<u64, u64>::new();
+    for &d in lengths {
+        if d > 0 && d < 1 << 20 {
+            *counts.entry(d).or_default() += 1;
+        }
+    }
+    let floor = (lengths.len() as u64 / 1000).max(2);
+    let frequent: Vec<(u64, u64)> = counts.into_iter().filter(|(_, c)| *c >= floor).collect();
+    let (Some(&(lo, _)), Some(&(hi, _))) = (frequent.first(), frequent.last()) else {
+        return 1.0;
+    };
+    if frequent.len() < 2 {
+        return 1.0;
+    }
+    let total: u64 = frequent.iter().map(|(_, c)| c).sum();
+    let allowed_misfit = total / 50;
+    let fits = |s: f64| {
+        let mut misfit = 0;
+        for &(d, c) in &frequent {
+            let off = d as f64 - (d as f64 / s).round() * s;
+            if off.abs() > 1.0 {
+                misfit += c;
+                if misfit > allowed_misfit {
+                    return false;
+                }
+            }
+        }
+        true
+    };
+    // A step is seen as the distance between two lengths, and cannot exceed the shortest.
+    let largest = (lo as f64).min((hi - lo) as f64);
+    let mut s = largest;
+    while s >= 4.0 {
+        if fits(s) {
+            return s;
+        }
+        s -= 0.01;
+    }
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    frequent
+        .iter()
+        .map(|(d, _)| *d)
+        .reduce(gcd)
+        .unwrap_or(1)
+        .max(1) as f64
 }
 
 /// TSC ticks per second: TSC and CLOCK_MONOTONIC_RAW read together at both ends of a busy
@@ -203,6 +273,45 @@ mod tests {
             err * 100.0
         );
         assert!(timer.overhead_ns() > 0.0 && timer.overhead_ns() < 10_000.0);
+    }
+
+    /// Lengths `m * step` rounded to ticks, with the rounding jitter of a scaled counter,
+    /// `m` spread over `levels`, plus rare outliers.
+    fn synthetic(step: f64, levels: std::ops::Range<u64>, n: usize) -> Vec<u64> {
+        let mut v: Vec<u64> = (0..n)
+            .map(|i| {
+                let m = levels.start + i as u64 % (levels.end - levels.start);
+                let jitter = if i % 3 == 0 { 0.4 } else { -0.4 };
+                (m as f64 * step + jitter).round() as u64
+            })
+            .collect();
+        v.extend([1, 17_811, 20_752, 9_850_494, 3, 5]);
+        v
+    }
+
+    #[test]
+    fn a_scaled_counter_steps_by_its_real_step_not_the_gcd() {
+        // The KVM guest's TSC: 24.5 ticks a step, lengths 49, 73, 74, 98, 122, 123...
+        let s = interval_step(&synthetic(24.5, 2..8, 100_000));
+        assert!((s - 24.5).abs() < 0.2, "{s}");
+        let s = interval_step(&synthetic(10.0, 3..30, 100_000));
+        assert!((s - 10.0).abs() < 0.2, "{s}");
+        // The empty start/stop pairs alone (two levels) are enough.
+        let s = interval_step(&synthetic(24.5, 2..4, 100_000));
+        assert!((s - 24.5).abs() < 0.2, "{s}");
+    }
+
+    #[test]
+    fn a_fine_counter_steps_by_one_tick() {
+        // Every length from 40 to 200 ticks: nothing coarser than a tick fits.
+        let v: Vec<u64> = (0..100_000u64).map(|i| 40 + i % 161).collect();
+        assert_eq!(interval_step(&v), 1.0);
+        // An exact integer step of 2 ticks (some bare-metal TSCs).
+        let v: Vec<u64> = (0..100_000u64).map(|i| 2 * (20 + i % 80)).collect();
+        assert_eq!(interval_step(&v), 2.0);
+        // Nothing to judge, or one length only: no claim of a coarse step.
+        assert_eq!(interval_step(&[]), 1.0);
+        assert_eq!(interval_step(&[49; 1000]), 1.0);
     }
 
     #[test]

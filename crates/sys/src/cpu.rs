@@ -36,6 +36,54 @@ pub struct CpuFeatures {
     pub hypervisor: bool,
 }
 
+/// One CPUID feature an instruction needs, as kernels, persist strategies and the op
+/// catalog name it; [`CpuFeatures::has`] answers whether this CPU has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Feature {
+    /// `clflush`.
+    Clflush,
+    /// `clflushopt`.
+    Clflushopt,
+    /// `clwb`.
+    Clwb,
+    /// `movnti` (SSE2).
+    Movnti,
+    /// `movntdqa` (SSE4.1).
+    Movntdqa,
+    /// AVX.
+    Avx,
+    /// AVX2.
+    Avx2,
+    /// AVX-512F.
+    Avx512f,
+    /// `rdtscp`.
+    Rdtscp,
+}
+
+impl Feature {
+    /// The name `pmscope info` lists it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Clflush => "clflush",
+            Feature::Clflushopt => "clflushopt",
+            Feature::Clwb => "clwb",
+            Feature::Movnti => "movnti",
+            Feature::Movntdqa => "movntdqa",
+            Feature::Avx => "avx",
+            Feature::Avx2 => "avx2",
+            Feature::Avx512f => "avx512f",
+            Feature::Rdtscp => "rdtscp",
+        }
+    }
+}
+
+impl std::fmt::Display for Feature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 fn cpuid(leaf: u32, sub: u32) -> (u32, u32, u32, u32) {
     // SAFETY: CPUID is available on every x86-64 CPU and only reads processor state.
@@ -113,6 +161,21 @@ impl CpuFeatures {
             (self.hypervisor, "hypervisor"),
         ];
         all.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
+    }
+
+    /// Whether the CPU has `feature`.
+    pub fn has(&self, feature: Feature) -> bool {
+        match feature {
+            Feature::Clflush => self.clflush,
+            Feature::Clflushopt => self.clflushopt,
+            Feature::Clwb => self.clwb,
+            Feature::Movnti => self.movnti,
+            Feature::Movntdqa => self.movntdqa,
+            Feature::Avx => self.avx,
+            Feature::Avx2 => self.avx2,
+            Feature::Avx512f => self.avx512f,
+            Feature::Rdtscp => self.rdtscp,
+        }
     }
 
     /// The widest streaming (non-temporal) store the CPU offers, in bytes.

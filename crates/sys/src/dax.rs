@@ -150,6 +150,8 @@ pub struct FsFacts {
     pub magic: i64,
     /// Free bytes available to unprivileged users.
     pub available_bytes: u64,
+    /// The file system's size in bytes (for tmpfs: its `size=` limit).
+    pub total_bytes: u64,
     /// The file carries statx's `STATX_ATTR_DAX` (Linux 5.8+); `None` if statx cannot say.
     pub statx_dax: Option<bool>,
 }
@@ -185,6 +187,7 @@ pub fn fs_facts(path: &Path) -> std::io::Result<FsFacts> {
         fstype: fs_name(magic).to_string(),
         magic,
         available_bytes: st.f_bavail * st.f_bsize as u64,
+        total_bytes: st.f_blocks * st.f_bsize as u64,
         statx_dax,
     })
 }

@@ -3,7 +3,6 @@
 //! the identity facts every record repeats (kernel, host name, online CPUs, tools present).
 //! Judging these facts (which are warnings, and their remedies) is `pmscope-runner`'s
 //! `sanity` module; this one only reads.
-#![allow(unsafe_code)]
 
 use crate::sysroot::SysRoot;
 use serde::{Deserialize, Serialize};
@@ -51,6 +50,33 @@ pub fn kernel_release(root: &SysRoot) -> String {
 pub fn hostname(root: &SysRoot) -> String {
     root.read_trim("proc/sys/kernel/hostname")
         .unwrap_or_default()
+}
+
+/// Whether SMT (hyper-threading) is active (`/sys/devices/system/cpu/smt/active`); `None`
+/// where the kernel does not say. A sibling thread shares the core's caches and load ports.
+pub fn smt_active(root: &SysRoot) -> Option<bool> {
+    root.read_trim("sys/devices/system/cpu/smt/active")
+        .map(|s| s == "1")
+}
+
+/// The kernel command line (`/proc/cmdline`): `mitigations=off`, `memmap=`, hugepage
+/// reservations and `isolcpus` all change what is measured.
+pub fn kernel_cmdline(root: &SysRoot) -> String {
+    root.read_trim("proc/cmdline").unwrap_or_default()
+}
+
+/// The CPU vulnerabilities the kernel mitigates, by name
+/// (`/sys/devices/system/cpu/vulnerabilities/*`), leaving out those the CPU is not affected
+/// by: mitigations (retpolines, IBRS, page-table isolation) slow system calls and faults.
+pub fn mitigations(root: &SysRoot) -> std::collections::BTreeMap<String, String> {
+    let dir = "sys/devices/system/cpu/vulnerabilities";
+    root.list(dir)
+        .into_iter()
+        .filter_map(|name| {
+            let state = root.read_trim(&format!("{dir}/{name}"))?;
+            (state != "Not affected").then_some((name, state))
+        })
+        .collect()
 }
 
 /// A running DAMON worker (`/sys/kernel/mm/damon/admin/kdamonds/N`): which address space it
@@ -138,10 +164,8 @@ pub fn prefetchers(vendor: &str, hypervisor: bool) -> Prefetchers {
     if hypervisor {
         return unknown("running under a hypervisor: its prefetcher MSRs are not the host's");
     }
-    let (msr, mask): (u64, u64) = match vendor {
-        "GenuineIntel" => (0x1A4, 0xF),
-        "AuthenticAMD" => (0xC000_0108, 0x2F),
-        _ => return unknown("unknown CPU vendor"),
+    let Some((msr, mask)) = crate::hw_prefetchers::control_msr(vendor) else {
+        return unknown("unknown CPU vendor");
     };
     let file = match std::fs::File::open("/dev/cpu/0/msr") {
         Ok(f) => f,
@@ -207,5 +231,49 @@ mod tests {
         assert!(tool_installed("sh").is_some());
         assert!(tool_installed("surely-not-a-tool-xyz").is_none());
         assert_eq!(prefetchers("GenuineIntel", true).state, "unknown");
+    }
+}
+
+#[cfg(test)]
+mod platform_tests {
+    use super::*;
+
+    #[test]
+    fn smt_cmdline_and_mitigations_from_a_fake_tree() {
+        let t = tempfile::tempdir().unwrap();
+        let w = |rel: &str, v: &str| {
+            let p = t.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, v).unwrap();
+        };
+        let root = SysRoot::at(t.path());
+        assert_eq!(smt_active(&root), None);
+        assert_eq!(kernel_cmdline(&root), "");
+        assert!(mitigations(&root).is_empty());
+        w("sys/devices/system/cpu/smt/active", "0\n");
+        w(
+            "proc/cmdline",
+            "console=ttyS0 memmap=512M!512M mitigations=auto\n",
+        );
+        let v = "sys/devices/system/cpu/vulnerabilities";
+        w(&format!("{v}/meltdown"), "Not affected\n");
+        w(
+            &format!("{v}/spectre_v2"),
+            "Mitigation: Retpolines; IBPB: conditional\n",
+        );
+        w(
+            &format!("{v}/mds"),
+            "Vulnerable: Clear CPU buffers attempted, no microcode\n",
+        );
+        assert_eq!(smt_active(&root), Some(false));
+        assert_eq!(
+            kernel_cmdline(&root),
+            "console=ttyS0 memmap=512M!512M mitigations=auto"
+        );
+        let m = mitigations(&root);
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["mds", "spectre_v2"]);
+        assert_eq!(m["spectre_v2"], "Mitigation: Retpolines; IBPB: conditional");
+        w("sys/devices/system/cpu/smt/active", "1\n");
+        assert_eq!(smt_active(&root), Some(true));
     }
 }

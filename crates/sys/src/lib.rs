@@ -12,16 +12,21 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod coreclock;
 pub mod cpu;
 pub mod dax;
 pub mod environment;
 pub mod hugepages;
+pub mod hw_prefetchers;
 pub mod memory;
 pub mod mman;
 pub mod numa;
 pub mod perf;
+pub mod pmem;
 pub mod prefetch;
 pub mod rusage;
+pub mod scratch;
+pub mod signal;
 pub mod smaps;
 pub mod sysroot;
 pub mod thp;

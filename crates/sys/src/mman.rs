@@ -178,6 +178,24 @@ pub fn map_file(
     }
 }
 
+/// Asks for transparent huge pages on a mapping (`MADV_HUGEPAGE`) or refuses them
+/// (`MADV_NOHUGEPAGE`). Safe: THP advice never changes the contents of the range, and `map`
+/// is a live mapping of this module (its owner keeps it alive while it holds the value).
+pub fn advise_huge_pages(map: RawMap, huge: bool) -> io::Result<()> {
+    let advice = if huge {
+        libc::MADV_HUGEPAGE
+    } else {
+        libc::MADV_NOHUGEPAGE
+    };
+    // SAFETY: the range is a mapping made by this module; THP advice only changes how the
+    // kernel backs it, never what it holds, so no reference into it is invalidated.
+    if unsafe { libc::madvise(map.ptr.cast(), map.len, advice) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Unmaps a mapping.
 ///
 /// # Safety

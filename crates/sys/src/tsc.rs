@@ -5,33 +5,40 @@
 //! Calibration to nanoseconds lives in `pmscope-runner`'s timer.
 #![allow(unsafe_code)]
 
-/// Reads the TSC at the start of a timed interval.
+/// Reads the TSC at the start of a timed interval: `lfence; rdtsc; lfence` (earlier
+/// instructions have completed; the timed ones have not started). Every TSC interval in
+/// pmscope opens here: the runner's timer and the loops' single timed accesses and loads.
 #[inline(always)]
 pub fn start() -> u64 {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: lfence and rdtsc are available on every x86-64 CPU and only read state.
-    unsafe {
-        core::arch::x86_64::_mm_lfence();
-        let t = core::arch::x86_64::_rdtsc();
-        core::arch::x86_64::_mm_lfence();
-        t
+    {
+        let (lo, hi): (u32, u32);
+        // SAFETY: lfence and rdtsc exist on every x86-64 CPU and only read the counter. No
+        // `nomem`: the asm is a compiler barrier too, so no memory access of the timed code
+        // is moved out of the interval.
+        unsafe {
+            core::arch::asm!("lfence", "rdtsc", "lfence", out("eax") lo, out("edx") hi, options(nostack, preserves_flags))
+        };
+        ((hi as u64) << 32) | lo as u64
     }
     #[cfg(not(target_arch = "x86_64"))]
     0
 }
 
-/// Reads the TSC at the end of a timed interval. Requires `rdtscp` (checked by the caller
-/// through `CpuFeatures::rdtscp`; every x86-64 CPU since 2008 has it).
+/// Reads the TSC at the end of a timed interval: `rdtscp; lfence` (the timed instructions
+/// have completed; later ones wait). Requires `rdtscp` (checked by the caller through
+/// `CpuFeatures::rdtscp`; every x86-64 CPU since 2008 has it).
 #[inline(always)]
 pub fn stop() -> u64 {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: rdtscp exists on the CPUs pmscope runs on (the timer checks CPUID before it
-    // chooses the TSC); it writes the aux value into a local.
-    unsafe {
-        let mut aux = 0u32;
-        let t = core::arch::x86_64::__rdtscp(&mut aux);
-        core::arch::x86_64::_mm_lfence();
-        t
+    {
+        let (lo, hi): (u32, u32);
+        // SAFETY: rdtscp exists on the CPUs pmscope times on (the timer and the loops check
+        // CPUID before they choose the TSC); it only reads the counter and TSC_AUX.
+        unsafe {
+            core::arch::asm!("rdtscp", "lfence", out("eax") lo, out("edx") hi, out("ecx") _, options(nostack, preserves_flags))
+        };
+        ((hi as u64) << 32) | lo as u64
     }
     #[cfg(not(target_arch = "x86_64"))]
     0

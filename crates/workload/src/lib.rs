@@ -17,3 +17,4 @@
 #![deny(missing_docs)]
 
 pub mod kmer;
+pub mod polybench;

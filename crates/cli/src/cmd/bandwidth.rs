@@ -1,22 +1,29 @@
-//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, ntstore, store+clwb and copy
+//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, ntstore, store+clwb, copy and ntcopy
 //! streams, sequential or over random blocks of the access size, by thread count and access
 //! size, each thread on its own part of the target (or all on one shared region), and mixed
 //! reads and writes (seed 004 Figures 9-13): a split of k readers and n-k writers, or every
 //! thread interleaving reads and writes at a ratio such as 2:1.
 
 use crate::args::BandwidthArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::measure::{Role, stream_for};
 use crate::output::Sink;
+use crate::output::fields::Fields;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::check_threads;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::stream::{STREAM_OPS, StreamOp, StreamView, Streamer};
+use pmscope_loops::stream::{STREAM_OPS, StreamOp, StreamView, Streamer, Traffic};
+use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_runner::harness::{TargetRun, repeat_dropping_first};
+use pmscope_sys::cpu::CpuFeatures;
 use std::time::Duration;
 
 /// How reads and writes are mixed.
@@ -86,21 +93,32 @@ pub fn thread_roles(
     }
 }
 
-/// One measured point, for the table and the ratios.
-struct Point {
-    target: String,
-    op: StreamOp,
-    random: bool,
-    size: usize,
-    threads: usize,
-    label: String,
-    total: Summary,
-    read: f64,
-    written: f64,
+/// What `bandwidth` measures, validated before anything is mapped.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    opts: MapOptions,
+    mix: Mix,
+    ops: Vec<StreamOp>,
+    patterns: Vec<bool>,
+    sizes: Vec<usize>,
+    cpus: Vec<usize>,
+    threads: Vec<usize>,
+    width: usize,
+    per_thread: u64,
+    shared: bool,
+    duration: Duration,
+    reps: usize,
+    seed: u64,
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> {
-    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+impl Plan {
+    fn max_threads(&self) -> usize {
+        *self.threads.iter().max().unwrap_or(&1)
+    }
+}
+
+fn plan(ctx: &Context, a: &BandwidthArgs) -> Result<Plan> {
+    let (specs, mut opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let mix = match &a.mix {
         None => Mix::None,
         Some(m) => parse_mix(m).map_err(usage)?,
@@ -140,10 +158,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
             "access size {bad} is not a positive multiple of 64 bytes"
         )));
     }
-    let allowed = pmscope_sys::affinity::allowed_cpus()?;
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
-        None => allowed.clone(),
+        Some(c) => c.0.clone(),
+        None => pmscope_sys::affinity::allowed_cpus()?,
     };
     pmscope_runner::pin::check_cpus(&cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
     let threads: Vec<usize> = match &a.threads {
@@ -154,206 +171,274 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> 
             .collect(),
         None => (1..=cpus.len()).collect(),
     };
-    if let Some(&t) = threads.iter().find(|&&t| t == 0 || t > cpus.len()) {
-        return Err(usage(format!(
-            "{t} threads asked for but {} CPUs are available (--cpus {}); pmscope pins one thread per CPU",
-            cpus.len(),
-            pmscope_core::cpulist::format_list(&cpus)
-        )));
+    for &t in &threads {
+        check_threads(t, &cpus).map_err(usage)?;
     }
     let width = match a.width {
         Some(w) => w,
         None if ctx.features.avx512f => 64,
         None => 32,
     };
-    let per_thread = parse_size(&a.region)?;
-    let max_threads = *threads.iter().max().unwrap_or(&1);
-    let map_bytes = if a.shared {
-        per_thread
-    } else {
-        per_thread * max_threads as u64
-    };
-    let duration = Duration::from_secs_f64(match a.duration.as_deref() {
-        Some(d) => d
-            .parse::<f64>()
-            .map_err(|_| usage(format!("--duration {d}: give seconds, e.g. 0.5")))?,
-        None if a.full => 1.0,
-        None => 0.15,
-    });
-    let reps = if a.full { 5 } else { a.reps.max(1) };
-    // The timer is calibrated for the records; streams are timed by their own clock.
-    let (_timer, env) = ctx.start_measuring(&cpus, Some(per_thread), false);
-    let points = ops.len() * patterns.len() * sizes.len() * threads.len();
-    let progress = Progress::new((points * specs.len()) as u64, "bandwidth", !sink.json());
-    let mut results: Vec<Point> = Vec::new();
+    let per_thread = a.region.0;
+    let largest = *sizes.iter().max().unwrap_or(&64) as u64;
+    let least = (2 * largest).max(8192);
+    if per_thread < least {
+        return Err(usage(format!(
+            "--region {} per thread is too small for {}-byte accesses: give at least {} (two accesses and two pages), or no true figure can come of it",
+            Bytes(per_thread),
+            largest,
+            Bytes(least)
+        )));
+    }
     // Each thread's part is first touched by the CPU that streams over it, as likwid and MLC
     // place it (with --shared there is no own part: the calling thread touches it all).
-    let mut opts = opts;
+    let max_threads = *threads.iter().max().unwrap_or(&1);
     if !a.shared {
         opts.first_touch_cpus = cpus[..max_threads].to_vec();
     }
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, map_bytes, &opts)?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
+    // --full changes only the defaults: an explicit option always wins.
+    Ok(Plan {
+        specs,
+        opts,
+        mix,
+        ops,
+        patterns,
+        sizes,
+        cpus,
+        threads,
+        width,
+        per_thread,
+        shared: a.shared,
+        duration: Duration::from_secs_f64(
+            a.duration.map_or(if a.full { 1.0 } else { 0.15 }, |d| d.0),
+        ),
+        reps: a.reps.map_or(if a.full { 5 } else { 3 }, |r| r.0),
+        seed: a.seed,
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &BandwidthArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        print!("{}", render(sink.records()));
+    }
+    Ok(())
+}
+
+/// The streamers of one op at one access size: the op itself, and the reader and writer
+/// of a mix (the writer is the op, or ordinary writes when the op reads).
+fn streamers(
+    op: StreamOp,
+    width: usize,
+    size: usize,
+    features: &CpuFeatures,
+) -> Result<(Streamer, Streamer, Streamer)> {
+    let mk = |o: StreamOp| Streamer::new(o, width, size, features);
+    let writer = if op == StreamOp::Read {
+        StreamOp::Write
+    } else {
+        op
+    };
+    Ok((mk(op)?, mk(StreamOp::Read)?, mk(writer)?))
+}
+
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
+    let max_threads = p.max_threads();
+    let map_bytes = if p.shared {
+        p.per_thread
+    } else {
+        p.per_thread * max_threads as u64
+    };
+    let points = p.ops.len() * p.patterns.len() * p.sizes.len() * p.threads.len();
+    let progress = Progress::new((points * p.specs.len()) as u64, "bandwidth", sink.human());
+    let features = ctx.features;
+    // The timer is calibrated for the records; streams are timed by their own clock.
+    let mut h = ctx.start(sink, &p.cpus, Some(p.per_thread), false)?;
+    h.per_target(&p.specs, map_bytes, &p.opts, None, |run, m| {
         let mut region = Region::from_slice(m.bytes_mut());
-        let views = StreamView::of(&mut region, max_threads, a.shared);
-        for &op in &ops {
-            for &random in &patterns {
-                for &size in &sizes {
-                    let mk = |o: StreamOp| Streamer::new(o, width, size, &ctx.features);
-                    let (s_op, s_read, s_write) = match (
-                        mk(op),
-                        mk(StreamOp::Read),
-                        mk(if op == StreamOp::Read {
-                            StreamOp::Write
-                        } else {
-                            op
-                        }),
-                    ) {
-                        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                            return Err(usage(e.to_string()));
-                        }
-                    };
-                    for &n in &threads {
-                        for (label, roles) in thread_roles(n, mix, s_op, s_read, s_write) {
-                            let mut total = Vec::new();
-                            let mut read = Vec::new();
-                            let mut written = Vec::new();
-                            let mut placements = Vec::new();
-                            for rep in 0..=reps {
-                                let out = pmscope_runner::pin::run_pinned(&cpus[..n], |w| {
-                                    stream_for(
-                                        roles[w],
-                                        views[w],
-                                        random,
-                                        duration,
-                                        a.seed ^ (w as u64) << 8 ^ rep as u64,
-                                    )
-                                })
-                                .map_err(|e| anyhow::anyhow!("{e}"))?;
-                                if rep == 0 {
-                                    continue; // warm-up: pages, TLBs, frequency
-                                }
-                                let secs = out.iter().map(|((_, s), _)| *s).fold(0.0, f64::max);
-                                let r: u64 = out.iter().map(|((t, _), _)| t.read).sum();
-                                let wr: u64 = out.iter().map(|((t, _), _)| t.written).sum();
-                                total.push((r + wr) as f64 / secs / 1e9);
-                                read.push(r as f64 / secs / 1e9);
-                                written.push(wr as f64 / secs / 1e9);
-                                placements = out.into_iter().map(|(_, p)| p).collect();
-                            }
-                            let s = Summary::of(&total).expect("finite");
-                            let rs = Summary::of(&read).expect("finite");
-                            let ws = Summary::of(&written).expect("finite");
-                            let mut rec = ctx
+        let views = StreamView::of(&mut region, max_threads, p.shared);
+        for &op in &p.ops {
+            for &random in &p.patterns {
+                for &size in &p.sizes {
+                    let (s_op, s_read, s_write) = streamers(op, p.width, size, &features)?;
+                    for &n in &p.threads {
+                        for (label, roles) in thread_roles(n, p.mix, s_op, s_read, s_write) {
+                            let (total, read, written) =
+                                measure_point(run, p, &roles, &views, random)?;
+                            let mut rec = run
                                 .record("bandwidth")
                                 .param("op", op.name())
-                                .param("pattern", if random { "rand" } else { "seq" })
+                                .param("pattern", Pattern::from_random(random).name())
                                 .param("access_bytes", size)
                                 .param("threads", n)
-                                .param("shared", a.shared)
-                                .param("vector_bytes", width)
-                                .param("region_per_thread_bytes", per_thread)
-                                .param("duration_s", duration.as_secs_f64())
+                                .param("shared", p.shared)
+                                .param("vector_bytes", p.width)
+                                .param("region_per_thread_bytes", p.per_thread)
+                                .param("duration_s", p.duration.as_secs_f64())
                                 .param("mix", label.as_str())
-                                .value("read_gb_s", rs.p50)
-                                .value("write_gb_s", ws.p50);
+                                .value("read_gb_s", read)
+                                .value("write_gb_s", written);
                             rec.metric = Some("bandwidth_gb_s".into());
-                            rec.summary = Some(s.clone());
-                            rec.target = Some(target.clone());
-                            rec.threads = placements;
-                            rec.warnings = warnings.clone();
-                            rec.warnings.extend(env.iter().cloned());
-                            sink.emit(&rec)?;
-                            results.push(Point {
-                                target: target.spec.clone(),
-                                op,
-                                random,
-                                size,
-                                threads: n,
-                                label,
-                                total: s,
-                                read: rs.p50,
-                                written: ws.p50,
-                            });
+                            rec.summary = Some(total);
+                            run.emit(&rec)?;
                         }
                         progress.inc();
                     }
                 }
             }
         }
-    }
+        Ok(())
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
-        println!(
-            "bandwidth in GB/s (10^9 B/s), {width}-byte vectors, {} per thread{}, median of {reps} x {:.2} s",
-            Bytes(per_thread),
-            if a.shared { " (one shared region)" } else { "" },
-            duration.as_secs_f64()
-        );
-        print_points(&results);
-    }
-    sink.warn(&env);
     Ok(())
 }
 
-fn print_points(results: &[Point]) {
+/// One point: the repetitions of every thread streaming its role over its view at once.
+/// Returns GB/s in total (a summary of the repetitions) and the medians read and written.
+fn measure_point(
+    run: &mut TargetRun<'_, '_>,
+    p: &Plan,
+    roles: &[Role],
+    views: &[StreamView<'_>],
+    random: bool,
+) -> Result<(Summary, f64, f64)> {
+    let executor = run.executor();
+    let n = roles.len();
+    let reps_out = repeat_dropping_first(p.reps, |rep| {
+        let out = run.on_cpus(&p.cpus[..n], |w| {
+            executor.run(
+                || {
+                    stream_for(
+                        roles[w],
+                        views[w],
+                        random,
+                        p.duration,
+                        p.seed ^ (w as u64) << 8 ^ rep as u64,
+                    )
+                },
+                || synthetic_traffic(roles[w], views[w].len()),
+            )
+        })?;
+        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+        let r: u64 = out.iter().map(|(t, _)| t.read).sum();
+        let wr: u64 = out.iter().map(|(t, _)| t.written).sum();
+        Ok((r, wr, secs))
+    })?;
+    let gb = |f: &dyn Fn(&(u64, u64, f64)) -> u64| -> Summary {
+        let v: Vec<f64> = reps_out.iter().map(|x| f(x) as f64 / x.2 / 1e9).collect();
+        Summary::of(&v).expect("finite")
+    };
+    Ok((gb(&|x| x.0 + x.1), gb(&|x| x.0).p50, gb(&|x| x.1).p50))
+}
+
+/// What the null executor says one worker streamed: one pass of its role over its view in
+/// a millisecond.
+fn synthetic_traffic(role: Role, len: usize) -> (Traffic, f64) {
+    let len = len as u64;
+    let t = match role {
+        Role::Stream(s) => match s.op() {
+            StreamOp::Read => Traffic {
+                read: len,
+                written: 0,
+            },
+            StreamOp::Copy | StreamOp::NtCopy => Traffic {
+                read: len / 2,
+                written: len / 2,
+            },
+            _ => Traffic {
+                read: 0,
+                written: len,
+            },
+        },
+        Role::Interleave { reads, writes, .. } => Traffic {
+            read: len * reads as u64 / (reads + writes) as u64,
+            written: len * writes as u64 / (reads + writes) as u64,
+        },
+    };
+    (t, 0.001)
+}
+
+/// The table of every point, then random against sequential reads at the same thread
+/// count (seed 004 Figure 11): from the `bandwidth` records alone.
+fn render(records: &[Record]) -> String {
+    let points: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.experiment == "bandwidth" && r.summary.is_some())
+        .collect();
+    let Some(first) = points.first() else {
+        return String::new();
+    };
+    let mut out = format!(
+        "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of {} x {:.2} s\n",
+        first.count("vector_bytes"),
+        Bytes(first.count("region_per_thread_bytes")),
+        if first.flag("shared") {
+            " (one shared region)"
+        } else {
+            ""
+        },
+        first.summary.as_ref().map_or(0, |s| s.n),
+        first.number("duration_s")
+    );
+    let total = |r: &Record| r.summary.as_ref().map_or(0.0, |s| s.p50);
     let mut t = Table::new(&[
         "target", "op", "pattern", "access", "threads", "mix", "GB/s", "cv %", "read", "write",
     ]);
-    for p in results {
+    for r in &points {
+        let label = r.text("mix");
         t.row(vec![
-            p.target.clone(),
-            p.op.name().into(),
-            if p.random { "rand" } else { "seq" }.into(),
-            Bytes(p.size as u64).to_string(),
-            p.threads.to_string(),
-            if p.label.is_empty() {
+            r.spec().to_string(),
+            r.text("op").into(),
+            r.text("pattern").into(),
+            Bytes(r.count("access_bytes")).to_string(),
+            r.count("threads").to_string(),
+            if label.is_empty() {
                 "-".into()
             } else {
-                p.label.clone()
+                label.to_string()
             },
-            format!("{:.2}", p.total.p50),
-            format!("{:.1}", 100.0 * p.total.cv()),
-            format!("{:.2}", p.read),
-            format!("{:.2}", p.written),
+            format!("{:.2}", total(r)),
+            format!("{:.1}", 100.0 * r.summary.as_ref().map_or(0.0, |s| s.cv())),
+            format!("{:.2}", r.val("read_gb_s")),
+            format!("{:.2}", r.val("write_gb_s")),
         ]);
     }
-    println!("{}", t.render());
-    // Random against sequential reads at the same thread count (seed 004 Figure 11).
-    for p in results
-        .iter()
-        .filter(|p| p.op == StreamOp::Read && p.random && p.label.is_empty())
-    {
-        let seq = results.iter().filter(|q| {
-            q.target == p.target
-                && q.op == StreamOp::Read
-                && !q.random
-                && q.threads == p.threads
-                && q.label.is_empty()
-        });
-        let best_seq = seq.map(|q| q.total.p50).fold(0.0, f64::max);
+    out += &format!("{}\n", t.render());
+    let plain_read = |r: &Record, pattern: Pattern| {
+        r.text("op") == StreamOp::Read.name()
+            && r.text("pattern") == pattern.name()
+            && r.text("mix").is_empty()
+    };
+    for p in points.iter().filter(|r| plain_read(r, Pattern::Rand)) {
+        let best_seq = points
+            .iter()
+            .filter(|q| {
+                q.spec() == p.spec()
+                    && plain_read(q, Pattern::Seq)
+                    && q.count("threads") == p.count("threads")
+            })
+            .map(|q| total(q))
+            .fold(0.0, f64::max);
         if best_seq > 0.0 {
-            println!(
-                "{}: random {} reads, {} thread(s): {:.2} GB/s = {:.2}x sequential reads ({:.2} GB/s)",
-                p.target,
-                Bytes(p.size as u64),
-                p.threads,
-                p.total.p50,
-                p.total.p50 / best_seq,
+            out += &format!(
+                "{}: random {} reads, {} thread(s): {:.2} GB/s = {:.2}x sequential reads ({:.2} GB/s)\n",
+                p.spec(),
+                Bytes(p.count("access_bytes")),
+                p.count("threads"),
+                total(p),
+                total(p) / best_seq,
                 best_seq
             );
         }
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pmscope_sys::cpu::CpuFeatures;
 
     fn streamers() -> (Streamer, Streamer, Streamer) {
         let f = CpuFeatures::detect();

@@ -10,7 +10,7 @@ use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
 use pmscope_runner::sanity;
 use pmscope_runner::timer::Timer;
-use pmscope_sys::{cpu, dax, environment, hugepages, numa, perf, thp};
+use pmscope_sys::{cpu, dax, environment, hugepages, numa, perf, pmem, thp};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -27,6 +27,8 @@ struct Info {
     dax_devices: Vec<dax::DaxDevice>,
     dax_mounts: Vec<dax::Mount>,
     pmem_block_devices: Vec<dax::PmemBlock>,
+    pmem_regions: Vec<pmem::Region>,
+    platform: Platform,
     tools: Tools,
     perf_counters: perf::PerfAvailability,
     prefetchers: environment::Prefetchers,
@@ -58,6 +60,16 @@ struct NodeInfo {
     node: numa::Node,
     memory_only: bool,
     hugepages: Vec<hugepages::Pool>,
+}
+
+/// What changes every figure without being memory: SMT, mitigations, the kernel command
+/// line, and the clock the cores actually ran at.
+#[derive(Serialize)]
+struct Platform {
+    smt_active: Option<bool>,
+    kernel_cmdline: String,
+    mitigations: std::collections::BTreeMap<String, String>,
+    observed_core_ghz: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -117,6 +129,14 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
             .filter(|m| m.is_dax())
             .collect(),
         pmem_block_devices: dax::pmem_blocks(root),
+        pmem_regions: pmem::regions(root, f.hypervisor),
+        platform: Platform {
+            smt_active: environment::smt_active(root),
+            kernel_cmdline: environment::kernel_cmdline(root),
+            mitigations: environment::mitigations(root),
+            observed_core_ghz: pmscope_sys::coreclock::observed_hz(20_000_000)
+                .map(|hz| (hz / 1e7).round() / 100.0),
+        },
         tools: Tools {
             ndctl: environment::tool_installed("ndctl"),
             daxctl: environment::tool_installed("daxctl"),
@@ -125,11 +145,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
         prefetchers: facts.prefetchers.clone(),
         warnings,
     };
-    if sink.json() {
-        println!("{}", serde_json::to_string(&info)?);
-    } else {
+    sink.emit_value(&info)?;
+    if !sink.json() {
         print_human(&info);
-        sink.warn(&info.warnings);
+        sink.print_warnings(&info.warnings);
     }
     Ok(())
 }
@@ -265,6 +284,47 @@ fn print_human(i: &Info) {
             if b.dax { ", DAX-capable" } else { "" }
         );
     }
+    if i.pmem_regions.is_empty() {
+        println!("pmem regions  none");
+    }
+    for r in &i.pmem_regions {
+        println!(
+            "pmem region   {} ({}{})",
+            r.describe(),
+            Bytes(r.size_bytes).human(),
+            r.numa_node
+                .map(|n| format!(", node {n}"))
+                .unwrap_or_default()
+        );
+    }
+    let p = &i.platform;
+    println!(
+        "smt           {}",
+        match p.smt_active {
+            Some(true) => "active (sibling threads share each core's caches and ports)",
+            Some(false) => "inactive",
+            None => "unknown (the kernel does not say)",
+        }
+    );
+    println!(
+        "core clock    {}",
+        p.observed_core_ghz
+            .map(|g| format!("{g:.2} GHz observed (dependent adds against CLOCK_MONOTONIC_RAW)"))
+            .unwrap_or_else(|| "not measured".into())
+    );
+    println!(
+        "mitigations   {}",
+        if p.mitigations.is_empty() {
+            "none reported".to_string()
+        } else {
+            p.mitigations
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+    );
+    println!("cmdline       {}", p.kernel_cmdline);
     println!(
         "tools         ndctl {}, daxctl {}",
         i.tools.ndctl.as_deref().unwrap_or("not installed"),

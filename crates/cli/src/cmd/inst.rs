@@ -5,21 +5,26 @@
 //! has a column per target and the slowdown against the first.
 
 use crate::args::InstArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::fields::{Fields, by_target, short_reason};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
-use pmscope_core::summary::Summary;
+use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Sequence, Width};
-use pmscope_loops::rng::SplitMix64;
+use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
+use pmscope_loops::catalog;
+use pmscope_loops::stream::BlockOrder;
+use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 /// A cell of the table.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -32,9 +37,9 @@ pub struct Cell {
 
 /// A cell's outcome: latencies in ns, or why it could not run.
 pub enum Outcome {
-    Measured(Summary),
-    /// The full sentence (for the record) and the short reason (for the table).
-    Unsupported(String, String),
+    Measured(Summary, LogHistogram),
+    /// Why not, as one sentence (the record's `unsupported`).
+    Unsupported(String),
 }
 
 /// Offsets of `count` accesses of `size` bytes in a region of `len` bytes: consecutive
@@ -42,11 +47,11 @@ pub enum Outcome {
 pub fn offsets(count: usize, size: usize, len: usize, random: bool, seed: u64) -> Vec<usize> {
     let align = if size == 8 { 8 } else { size.max(64) };
     let slots = (len / align).max(1);
-    let mut rng = SplitMix64::new(seed);
+    let mut order = BlockOrder::new(slots as u64, seed);
     (0..count)
         .map(|i| {
             let slot = if random {
-                rng.below(slots as u64) as usize
+                order.next_block() as usize
             } else {
                 i % slots
             };
@@ -55,7 +60,22 @@ pub fn offsets(count: usize, size: usize, len: usize, random: bool, seed: u64) -
         .collect()
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
+/// What `inst` measures, validated before anything is mapped.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    opts: MapOptions,
+    ops: Vec<Op>,
+    fences: Vec<FenceKind>,
+    cells: Vec<Cell>,
+    region_bytes: u64,
+    count: usize,
+    width: Width,
+    cpu: usize,
+    seed: u64,
+    no_flush: bool,
+}
+
+fn plan(ctx: &Context, a: &InstArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let ops: Vec<Op> = match &a.ops {
         None => OPS.to_vec(),
@@ -63,10 +83,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             .split(',')
             .map(|s| {
                 Op::parse(s.trim()).ok_or_else(|| {
-                    usage(format!(
-                        "'{s}' is not an op: use {}",
-                        OPS.iter().map(|o| o.name()).collect::<Vec<_>>().join(", ")
-                    ))
+                    usage(format!("'{s}' is not an op: use {}", catalog::op_names()))
                 })
             })
             .collect::<Result<_>>()?,
@@ -97,7 +114,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
         )));
     }
     let patterns = parse_patterns(&a.pattern)?;
-    let region_bytes = parse_size(&a.region)?;
+    let region_bytes = a.region.0;
     let max_size = *sizes.iter().max().unwrap_or(&64) as u64;
     if region_bytes < max_size * 2 {
         return Err(usage(format!(
@@ -106,20 +123,16 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             max_size
         )));
     }
-    let count = if a.full {
-        a.count.max(1_000_000)
-    } else {
-        a.count
-    };
+    // --full changes only the defaults: an explicit option always wins.
+    let count = a
+        .count
+        .map_or(if a.full { 1_000_000 } else { 100_000 }, |c| c.0);
     let width = match a.width {
         Some(w) => {
             Width::from_bytes(w).ok_or_else(|| usage(format!("--width {w}: use 16, 32 or 64")))?
         }
         None => Width::widest(&ctx.features),
     };
-    let cpu = a.cpu.unwrap_or(0);
-    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
-    let (timer, env) = ctx.start_measuring(&[cpu], Some(region_bytes), true);
     let mut cells: Vec<Cell> = Vec::new();
     for (oi, _) in ops.iter().enumerate() {
         for (fi, _) in fences.iter().enumerate() {
@@ -135,123 +148,177 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
             }
         }
     }
+    Ok(Plan {
+        specs,
+        opts,
+        ops,
+        fences,
+        cells,
+        region_bytes,
+        count,
+        width,
+        cpu: a.cpu.unwrap_or(0),
+        seed: a.seed,
+        no_flush: a.no_flush,
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &InstArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        print!("{}", render(sink.records()));
+        if a.histograms {
+            print_histograms(sink.records());
+        }
+    }
+    Ok(())
+}
+
+/// Every measured cell's per-access distribution (seed 003 Figures 6-7), from the records.
+fn print_histograms(records: &[Record]) {
+    for r in records.iter().filter(|r| r.experiment == "inst") {
+        let (Some(s), Some(h)) = (&r.summary, &r.histogram) else {
+            continue;
+        };
+        println!(
+            "\n{} {} fence={} {} B {}: p50 {:.1} ns, p99 {:.1}, max {:.1} ({} accesses)",
+            r.target.as_ref().map(|t| t.spec.as_str()).unwrap_or("?"),
+            r.params.get("op").and_then(|v| v.as_str()).unwrap_or("?"),
+            r.params
+                .get("fence")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?"),
+            r.count("access_bytes"),
+            r.params
+                .get("pattern")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?"),
+            s.p50,
+            s.p99,
+            s.max,
+            s.n
+        );
+        crate::output::histogram::print(h);
+    }
+}
+
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     let features = ctx.features;
-    let mut columns: Vec<(String, BTreeMap<Cell, Outcome>)> = Vec::new();
-    let progress = Progress::new((specs.len() * cells.len()) as u64, "inst", !sink.json());
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
-        let shared = Mutex::new(&mut m);
-        let mut out = pmscope_runner::pin::run_pinned(&[cpu], |_| {
-            let mut m = shared.lock().expect("one worker");
-            let mut region = Region::from_slice(m.bytes_mut());
-            let overhead = access::timing_overhead(100_001);
+    let progress = Progress::new((p.specs.len() * p.cells.len()) as u64, "inst", sink.human());
+    let mut h = ctx.start(sink, &[p.cpu], Some(p.region_bytes), true)?;
+    let timer = *h.timer();
+    let (ops, fences, count) = (&p.ops, &p.fences, p.count);
+    h.per_target(&p.specs, p.region_bytes, &p.opts, None, |run, m| {
+        let executor = run.executor();
+        let (mut results, overhead_ns) = run.on_cpu(p.cpu, m.bytes_mut(), |bytes| {
+            let mut region = Region::from_slice(bytes);
+            let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
             let mut results = BTreeMap::new();
             let mut ticks = vec![0u64; count];
-            for &c in &cells {
+            for &c in &p.cells {
+                if interrupt::check().is_err() {
+                    break; // the cells so far are recorded, then the run stops
+                }
                 let op = ops[c.op_index];
                 let fence = fences[c.fence_index];
-                let w = if c.size == 8 { Width::W8 } else { width };
-                let outcome = match Sequence::new(op, fence, w, &features) {
-                    Err(e) => Outcome::Unsupported(e.to_string(), e.reason.clone()),
+                let w = if c.size == 8 { Width::W8 } else { p.width };
+                let outcome = match catalog::of(op, fence).sequence(w, &features) {
+                    Err(e) => Outcome::Unsupported(e.to_string()),
                     Ok(seq) => {
-                        let offs = offsets(
-                            count,
-                            c.size,
-                            region.len(),
-                            c.random,
-                            a.seed ^ c.size as u64,
+                        let ns = executor.run(
+                            || {
+                                let offs = offsets(
+                                    count,
+                                    c.size,
+                                    region.len(),
+                                    c.random,
+                                    p.seed ^ c.size as u64,
+                                );
+                                let flush = !op.writes() && !p.no_flush;
+                                // Warm-up: the first accesses of a cell pay for code and TLB.
+                                let warm = count.min(1000);
+                                seq.time_each(
+                                    &mut region,
+                                    c.size,
+                                    &offs[..warm],
+                                    flush,
+                                    &mut ticks[..warm],
+                                );
+                                seq.time_each(&mut region, c.size, &offs, flush, &mut ticks);
+                                ticks
+                                    .iter()
+                                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                                    .collect::<Vec<f64>>()
+                            },
+                            || Executor::synthetic(count, 50.0 + c.size as f64),
                         );
-                        // Warm-up: the first accesses of a cell pay for code and TLB.
-                        let warm = count.min(1000);
-                        seq.time_each(
-                            &mut region,
-                            c.size,
-                            &offs[..warm],
-                            !op.writes() && !a.no_flush,
-                            &mut ticks[..warm],
-                        );
-                        seq.time_each(
-                            &mut region,
-                            c.size,
-                            &offs,
-                            !op.writes() && !a.no_flush,
-                            &mut ticks,
-                        );
-                        let ns: Vec<f64> = ticks
-                            .iter()
-                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                            .collect();
-                        Outcome::Measured(Summary::of(&ns).expect("finite"))
+                        Outcome::Measured(
+                            Summary::of(&ns).expect("finite"),
+                            LogHistogram::of(&ns, 4),
+                        )
                     }
                 };
                 results.insert(c, outcome);
                 progress.inc();
             }
             (results, timer.tsc_ticks_to_ns(overhead))
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let ((results, overhead_ns), placement) = out.remove(0);
-        for (c, outcome) in &results {
-            let mut r: Record = ctx
+        })?;
+        // In the plan's order, which is the table's.
+        for c in &p.cells {
+            let Some(outcome) = results.remove(c) else {
+                continue;
+            };
+            let mut r: Record = run
                 .record("inst")
                 .param("op", ops[c.op_index].name())
                 .param("fence", fences[c.fence_index].name())
                 .param("access_bytes", c.size)
-                .param("pattern", if c.random { "rand" } else { "seq" })
-                .param("width_bytes", if c.size == 8 { 8 } else { width.bytes() })
-                .param("flushed_before", !ops[c.op_index].writes() && !a.no_flush)
-                .param("region_bytes", region_bytes)
+                .param("pattern", Pattern::from_random(c.random).name())
+                .param("width_bytes", if c.size == 8 { 8 } else { p.width.bytes() })
+                .param("flushed_before", !ops[c.op_index].writes() && !p.no_flush)
+                .param("region_bytes", p.region_bytes)
                 .value("timer_overhead_ns", overhead_ns);
             match outcome {
-                Outcome::Measured(s) => {
+                Outcome::Measured(s, hist) => {
                     r.metric = Some("latency_ns".into());
-                    r.summary = Some(s.clone());
+                    r.summary = Some(s);
+                    r.histogram = Some(hist);
                 }
-                Outcome::Unsupported(why, _) => {
-                    r = r.param("unsupported", why.as_str());
+                Outcome::Unsupported(why) => {
+                    r = r.param("unsupported", why);
                 }
             }
-            r.target = Some(target.clone());
-            r.warnings = warnings.clone();
-            r.warnings.extend(env.iter().cloned());
-            r.threads = vec![placement];
-            sink.emit(&r)?;
+            run.emit(&r)?;
         }
-        columns.push((target.spec.clone(), results));
-    }
+        run.check_interrupt()
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
-        print_table(&columns, &cells, &ops, &fences, width);
-    }
-    sink.warn(&env);
     Ok(())
 }
 
-fn print_table(
-    columns: &[(String, BTreeMap<Cell, Outcome>)],
-    cells: &[Cell],
-    ops: &[Op],
-    fences: &[FenceKind],
-    width: Width,
-) {
-    println!(
-        "single-access latency ({}-byte instructions; loads flushed first; timer overhead subtracted)",
-        width.bytes()
-    );
-    println!("{}", render_table(columns, cells, ops, fences));
-}
-
-/// The seed 003 Table 5 layout: a row per op x fence x size x pattern, a column pair per
-/// target, and the slowdown against the first target.
-fn render_table(
-    columns: &[(String, BTreeMap<Cell, Outcome>)],
-    cells: &[Cell],
-    ops: &[Op],
-    fences: &[FenceKind],
-) -> String {
+/// The seed 003 Table 5 layout, from the `inst` records alone: a row per op x fence x size
+/// x pattern (in the order measured), a column pair per target, and the slowdown against
+/// the first target.
+fn render<'r>(records: &'r [Record]) -> String {
+    let columns = by_target(records, "inst");
+    let mut rows: Vec<(&str, &str, u64, &str)> = Vec::new();
+    for (_, rs) in &columns {
+        for r in rs {
+            let k = key(r);
+            if !rows.contains(&k) {
+                rows.push(k);
+            }
+        }
+    }
+    // The vector width of the cells wider than 8 bytes (8-byte cells use 8-byte moves).
+    let width = records
+        .iter()
+        .filter(|r| r.experiment == "inst" && r.count("access_bytes") != 8)
+        .map(|r| r.count("width_bytes"))
+        .next()
+        .unwrap_or(8);
     let mut header: Vec<String> = vec![
         "op".into(),
         "fence".into(),
@@ -267,20 +334,23 @@ fn render_table(
     }
     let h: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
     let mut t = Table::new(&h);
-    for c in cells {
+    let find = |rs: &[&'r Record], k| rs.iter().find(|r| key(r) == k).copied();
+    for k in &rows {
         let mut row = vec![
-            ops[c.op_index].name().to_string(),
-            fences[c.fence_index].name().to_string(),
-            c.size.to_string(),
-            if c.random { "rand" } else { "seq" }.to_string(),
+            k.0.to_string(),
+            k.1.to_string(),
+            k.2.to_string(),
+            k.3.to_string(),
         ];
-        let first = match columns.first().and_then(|(_, r)| r.get(c)) {
-            Some(Outcome::Measured(s)) => Some(s.p50),
-            _ => None,
-        };
-        for (i, (_, results)) in columns.iter().enumerate() {
-            match results.get(c) {
-                Some(Outcome::Measured(s)) => {
+        let first = columns
+            .first()
+            .and_then(|(_, rs)| find(rs, *k))
+            .and_then(|r| r.summary.as_ref())
+            .map(|s| s.p50);
+        for (i, (_, rs)) in columns.iter().enumerate() {
+            let r = find(rs, *k);
+            match (r.and_then(|r| r.summary.as_ref()), r) {
+                (Some(s), _) => {
                     row.push(format!("{:.1}", s.p50));
                     row.push(format!("{:.1}", s.p99));
                     if i > 0 {
@@ -290,19 +360,34 @@ fn render_table(
                         });
                     }
                 }
-                Some(Outcome::Unsupported(_, reason)) => {
-                    row.push(format!("n/a: {reason}"));
+                (None, r) => {
+                    row.push(match r.map(|r| r.text("unsupported")) {
+                        Some(why) if !why.is_empty() => format!("n/a: {}", short_reason(why)),
+                        _ => "-".into(),
+                    });
                     row.push("-".into());
                     if i > 0 {
                         row.push("-".into());
                     }
                 }
-                None => unreachable!("every cell is measured or unsupported"),
             }
         }
         t.row(row);
     }
-    t.render()
+    format!(
+        "single-access latency ({width}-byte instructions; loads flushed first; timer overhead subtracted)\n{}\n",
+        t.render()
+    )
+}
+
+/// A cell of the table, as its records name it.
+fn key(r: &Record) -> (&str, &str, u64, &str) {
+    (
+        r.text("op"),
+        r.text("fence"),
+        r.count("access_bytes"),
+        r.text("pattern"),
+    )
 }
 
 #[cfg(test)]
@@ -311,54 +396,50 @@ mod tests {
 
     #[test]
     fn table_has_every_cell_for_every_target() {
-        let ops = [Op::Load, Op::NtLoad];
-        let fences = [FenceKind::None, FenceKind::Mfence];
-        let mut cells = Vec::new();
-        for op_index in 0..2 {
-            for fence_index in 0..2 {
-                for size in [8, 64] {
-                    for random in [false, true] {
-                        cells.push(Cell {
-                            op_index,
-                            fence_index,
-                            size,
-                            random,
-                        });
+        let record = |spec: &str, op: &str, fence: &str, size: u64, pattern: &str, scale: f64| {
+            let mut r = Record::new("inst", vec![], Default::default())
+                .param("op", op)
+                .param("fence", fence)
+                .param("access_bytes", size)
+                .param("pattern", pattern)
+                .param("width_bytes", if size == 8 { 8 } else { 32 });
+            r = crate::output::fields::on_target(r, spec);
+            if op == "ntload" && size == 8 {
+                r = r.param(
+                    "unsupported",
+                    "ntload with 8-byte instructions: movntdqa has no 8-byte form",
+                );
+            } else {
+                r.summary = Some(Summary::of(&[100.0 * scale, 200.0 * scale]).unwrap());
+            }
+            r
+        };
+        let mut records = Vec::new();
+        for (spec, scale) in [("dram:4k", 1.0), ("shm:4k", 2.0)] {
+            for op in ["load", "ntload"] {
+                for fence in ["none", "mfence"] {
+                    for size in [8, 64] {
+                        for pattern in ["seq", "rand"] {
+                            records.push(record(spec, op, fence, size, pattern, scale));
+                        }
                     }
                 }
             }
         }
-        let column = |scale: f64| -> BTreeMap<Cell, Outcome> {
-            cells
-                .iter()
-                .map(|&c| {
-                    let o = if c.op_index == 1 && c.size == 8 {
-                        Outcome::Unsupported("full".into(), "movntdqa has no 8-byte form".into())
-                    } else {
-                        Outcome::Measured(Summary::of(&[100.0 * scale, 200.0 * scale]).unwrap())
-                    };
-                    (c, o)
-                })
-                .collect()
-        };
-        let cols = vec![
-            ("dram:4k".to_string(), column(1.0)),
-            ("shm:4k".to_string(), column(2.0)),
-        ];
-        let text = render_table(&cols, &cells, &ops, &fences);
+        let text = render(&records);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 1 + cells.len(), "a header and a row per cell");
+        assert!(lines[0].starts_with("single-access latency (32-byte instructions"));
+        assert_eq!(lines.len(), 2 + 16, "a title, a header and a row per cell");
         assert!(
-            lines[0].contains("dram:4k p50 ns")
-                && lines[0].contains("shm:4k p50 ns")
-                && lines[0].contains("slowdown")
+            lines[1].contains("dram:4k p50 ns")
+                && lines[1].contains("shm:4k p50 ns")
+                && lines[1].contains("slowdown")
         );
-        for l in &lines[1..] {
+        for l in &lines[2..] {
             assert!(
                 l.contains("2.00x") || l.contains("n/a: movntdqa has no 8-byte form"),
                 "{l}"
             );
-            assert_eq!(l.split_whitespace().filter(|w| w.is_empty()).count(), 0);
         }
         assert_eq!(
             text.matches("n/a:").count(),
@@ -376,6 +457,15 @@ mod tests {
         let r = offsets(1000, 64, 1 << 20, true, 7);
         assert!(r.iter().all(|&o| o % 64 == 0 && o + 64 <= 1 << 20));
         assert!(r.windows(2).any(|w| w[1] != w[0] + 64));
+        // Without replacement (seed 003 section 4.2.1): a full pass visits every slot once,
+        // and the next pass every slot once again.
+        let mut p = offsets(2 * 4096, 256, 1 << 20, true, 9);
+        let mut second = p.split_off(4096);
+        p.sort_unstable();
+        second.sort_unstable();
+        let every: Vec<usize> = (0..4096).map(|i| i * 256).collect();
+        assert_eq!(p, every);
+        assert_eq!(second, every);
         let w = offsets(4, 8, 4096, false, 1);
         assert_eq!(w, [0, 8, 16, 24]);
     }

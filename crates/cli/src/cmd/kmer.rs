@@ -2,19 +2,24 @@
 //! intersect, subtract), its end-to-end demo on Debian's example genomes, and the synthetic
 //! genome generator.
 //!
-//! Output contract: `-o FILE` receives the k-mers (TSV or FASTA; `-o -` is stdout). They
-//! are written to a hidden file beside FILE and linked into place only when the job has
-//! succeeded, so a malformed input writes nothing and FILE is never overwritten without
-//! `--force`. The record goes to stdout with `--json` and to `--record FILE`.
+//! Output contract: `--kmers FILE` receives the k-mers (TSV or FASTA; `--kmers -` is
+//! stdout) and `-o FILE` the record, as in every command (`--record` is its deprecated old
+//! name). Both are written beside their names and put in place only when the job has
+//! succeeded, so a malformed input writes nothing and nothing is overwritten without
+//! `--force`; two outputs naming one place, or k-mers on stdout under `--json`, are usage
+//! errors before any work. The record goes to stdout with `--json`, carrying the
+//! environment findings every measuring command records and where the workers ran.
 
 use crate::args::{
-    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRunArgs, KmerSynthArgs, KmerTableKind,
-    OutputArgs,
+    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRecoverArgs, KmerRunArgs, KmerSynthArgs,
+    KmerTableKind, OutputArgs,
 };
 use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::atomic_file::PendingOutput;
 use crate::output::table::Table;
+use crate::values::check_threads;
 use anyhow::{Context as _, Result, anyhow};
 use pmscope_core::record::Record;
 use pmscope_core::units::Bytes;
@@ -23,8 +28,7 @@ use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use pmscope_workload::kmer::table::TableKind;
 use std::path::{Path, PathBuf};
 
 /// Runs a `pmscope kmer` command.
@@ -63,8 +67,119 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerArgs) -> Result<()> {
             run_job(ctx, out, &s.run, op, 31, false).map(|_| ())
         }
         KmerCommand::Demo(d) => demo(ctx, out, d),
-        KmerCommand::Synth(s) => synth(s),
+        KmerCommand::Synth(s) => synth(ctx, out, s),
+        KmerCommand::Recover(r) => recover(ctx, out, r),
     }
+}
+
+/// `pmscope kmer recover`: checks a pool and says what it holds (a `kmer-recover` record
+/// under `--json` and in `-o`).
+fn recover(ctx: &Context, out: &OutputArgs, r: &KmerRecoverArgs) -> Result<()> {
+    let mut sink = Sink::open(&OutputArgs {
+        no_store: true,
+        ..out.clone()
+    })?;
+    let opts = pmscope_mapping::MapOptions::host();
+    let (h, rec) = pmscope_workload::kmer::table::static_pm::check_pool(&r.pool, &opts)
+        .map_err(job_error_table)?;
+    let record = ctx
+        .record("kmer-recover")
+        .param("pool", r.pool.display().to_string())
+        .param("k", h.k)
+        .param("persist", h.strategy.to_string())
+        .value("table_slots", h.capacity as f64)
+        .value("genomes_completed", h.done as f64)
+        .value("valid_kmers", rec.valid as f64)
+        .value("genome_counts", rec.counted as f64)
+        .value("cleared_inserts", rec.cleared as f64);
+    sink.emit(&record)?;
+    sink.commit()?;
+    if sink.human() {
+        println!(
+            "{}: static-pm pool, K = {}, {} slots, written with --persist {}\n  \
+             {} genomes completed; {} k-mers ({} genome counts); {} cut-short inserts cleared",
+            r.pool.display(),
+            h.k,
+            h.capacity,
+            h.strategy,
+            h.done,
+            rec.valid,
+            rec.counted,
+            rec.cleared
+        );
+    }
+    Ok(())
+}
+
+fn job_error_table(e: pmscope_workload::kmer::table::TableError) -> anyhow::Error {
+    job_error(JobError::Table(e))
+}
+
+/// Where a k-mer job writes: the k-mers (`--kmers`) and the records (`-o`, or the
+/// deprecated `--record`), checked against each other before any work.
+struct Outputs {
+    kmers: Option<PathBuf>,
+    records: OutputArgs,
+}
+
+impl Outputs {
+    fn plan(out: &OutputArgs, r: &KmerRunArgs) -> Result<Outputs> {
+        let record_file = match (&out.output, &r.record) {
+            (Some(_), Some(_)) => {
+                return Err(usage(
+                    "--record is the old name of -o; give the record file once, with -o",
+                ));
+            }
+            (Some(o), None) | (None, Some(o)) => Some(o.clone()),
+            (None, None) => None,
+        };
+        let stdout = Path::new("-");
+        if let Some(k) = &r.kmers {
+            if out.json && k == stdout {
+                return Err(usage(
+                    "--kmers - with --json: under --json stdout carries only JSON Lines; write the k-mers to a file",
+                ));
+            }
+            if let Some(o) = &record_file
+                && same_destination(k, o)
+            {
+                return Err(usage(format!(
+                    "--kmers {} and -o {} name the same {}: give each output its own",
+                    k.display(),
+                    o.display(),
+                    if k == stdout { "stdout" } else { "file" }
+                )));
+            }
+        }
+        Ok(Outputs {
+            kmers: r.kmers.clone(),
+            records: OutputArgs {
+                output: record_file,
+                ..out.clone()
+            },
+        })
+    }
+
+    fn kmers_to_stdout(&self) -> bool {
+        self.kmers.as_deref() == Some(Path::new("-"))
+    }
+}
+
+/// Whether two output names reach the same place (`-` is stdout; `a/../x` is `x`).
+fn same_destination(a: &Path, b: &Path) -> bool {
+    let stdout = Path::new("-");
+    if a == stdout || b == stdout {
+        return a == b;
+    }
+    let full = |p: &Path| {
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        // Resolve the parent directory where it exists, so `./x` and `dir/../x` agree.
+        match (abs.parent(), abs.file_name()) {
+            (Some(d), Some(n)) => d.canonicalize().map(|d| d.join(n)).unwrap_or(abs.clone()),
+            _ => abs.clone(),
+        }
+    };
+    full(a) == full(b)
 }
 
 /// Validates the run options, runs the job, writes the k-mers and the record, and prints
@@ -77,43 +192,54 @@ fn run_job(
     default_k: usize,
     demo: bool,
 ) -> Result<Report> {
+    let outputs = Outputs::plan(out, r)?;
     let k = r.k.unwrap_or(default_k);
     if k == 0 || k > MAX_K {
         return Err(usage(format!(
             "-k {k} is out of range: k must be between 1 and {MAX_K}"
         )));
     }
+    let allowed = pmscope_sys::affinity::allowed_cpus()
+        .map_err(|e| anyhow!("reading the CPUs pmscope may use: {e}"))?;
     let threads = match r.threads {
-        Some(0) => return Err(usage("--threads 0: at least one thread is needed")),
-        Some(n) => n,
-        None => pmscope_sys::affinity::allowed_cpus()
-            .map(|c| c.len())
-            .unwrap_or(1)
-            .max(1),
+        Some(n) => n.0,
+        None => allowed.len().max(1),
     };
-    let KmerTableKind::Volatile = r.table;
-    let (specs, map_options) = ctx.targets(&r.targets, &["dram:thp"])?;
+    // The rule of every command: one pinned thread per CPU.
+    check_threads(threads, &allowed).map_err(usage)?;
+    let table = match r.table {
+        KmerTableKind::Volatile => TableKind::Volatile,
+        KmerTableKind::StaticPm => TableKind::StaticPm,
+    };
+    let persist: pmscope_persist::PersistStrategy = r
+        .persist
+        .parse()
+        .map_err(|e| usage(format!("--persist: {e}")))?;
+    if r.pool.is_some() && table == TableKind::Volatile {
+        return Err(usage(
+            "--pool holds a persistent table; add --table static-pm",
+        ));
+    }
+    let (specs, map_options) = ctx.targets(&r.targets.as_target_args(), &["dram:thp"])?;
     if specs.len() != 1 {
         return Err(usage(
             "pmscope kmer places its table on one --target; give it once",
         ));
     }
-    // Refuse a clobber before any work; create the record file only once the job has
-    // succeeded, so that a malformed input leaves nothing behind.
-    if let Some(p) = &r.record
-        && p.exists()
-        && !out.force
-    {
-        return Err(usage(format!(
-            "{} already exists; pass --force to overwrite it or choose another --record file",
-            p.display()
-        )));
-    }
-    let mut kmers_out = match &out.output {
-        Some(p) => Some(PendingOutput::prepare(p, out.force)?),
+    // Both outputs are prepared before any work, so a clobber is refused at once; each is
+    // written beside its name and takes it only when the job succeeded, so a malformed
+    // input leaves nothing behind.
+    let mut sink = Sink::open(&outputs.records)?;
+    let mut kmers_out = match &outputs.kmers {
+        Some(p) => Some(PendingOutput::prepare_for("--kmers", p, out.force)?),
         None => None,
     };
-    let to_stdout = matches!(kmers_out, Some(PendingOutput::Stdout(_)));
+    // The environment is judged as for every measuring command; the findings go into the
+    // record (the job's workers run on the first `threads` allowed CPUs).
+    let environment = {
+        let h = ctx.start(&mut sink, &allowed[..threads], None, false)?;
+        h.environment_warnings().to_vec()
+    };
     let job = Job {
         operation,
         k,
@@ -131,22 +257,25 @@ fn run_job(
         },
         sorted: r.sorted,
         preview: if demo { 5 } else { 3 },
+        table,
+        pool: r.pool.clone(),
+        persist,
     };
     let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
-    let mut sink = Sink::open(&OutputArgs {
-        json: out.json,
-        output: r.record.clone(),
-        force: out.force,
-    })?;
     if let Some(o) = kmers_out {
         o.commit()?;
     }
-    let record = to_record(ctx, &report);
-    sink.warn(&report.table.warnings);
+    let mut record = to_record(ctx, &report);
+    for w in environment {
+        if !record.warnings.contains(&w) {
+            record.warnings.push(w);
+        }
+    }
     sink.emit(&record)?;
-    if !out.json {
-        let text = summary(&report, out.output.as_deref(), demo);
-        if to_stdout {
+    sink.commit()?;
+    if sink.human() {
+        let text = summary(&report, outputs.kmers.as_deref(), demo);
+        if outputs.kmers_to_stdout() {
             eprintln!("{text}");
         } else {
             println!("{text}");
@@ -161,110 +290,15 @@ fn job_error(e: JobError) -> anyhow::Error {
     match e {
         JobError::Read(r) if r.is_usage => usage(r.to_string()),
         JobError::Usage(m) => usage(m),
+        JobError::Interrupted(i) => anyhow::Error::new(i),
+        JobError::Table(pmscope_workload::kmer::table::TableError::Refused(m)) => usage(m),
+        JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) if t.is_usage() => {
+            usage(t.to_string())
+        }
         JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) => {
             anyhow::Error::new(t).context("mapping the k-mer table")
         }
         other => anyhow!("{other}"),
-    }
-}
-
-/// Where the k-mers go: stdout, or a hidden file linked to its name on success.
-enum PendingOutput {
-    Stdout(BufWriter<std::io::Stdout>),
-    File {
-        temp: PathBuf,
-        dest: PathBuf,
-        force: bool,
-        writer: Option<BufWriter<File>>,
-    },
-}
-
-impl PendingOutput {
-    fn prepare(dest: &Path, force: bool) -> Result<PendingOutput> {
-        if dest == Path::new("-") {
-            return Ok(PendingOutput::Stdout(BufWriter::with_capacity(
-                1 << 20,
-                std::io::stdout(),
-            )));
-        }
-        if dest.exists() && !force {
-            return Err(usage(format!(
-                "{} already exists; pass --force to overwrite it or choose another -o file",
-                dest.display()
-            )));
-        }
-        let name = dest
-            .file_name()
-            .ok_or_else(|| usage(format!("-o {}: not a file name", dest.display())))?;
-        let temp = dest.with_file_name(format!(
-            ".{}.pmscope-{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| usage(format!("cannot create {}: {e}", dest.display())))?;
-        Ok(PendingOutput::File {
-            temp,
-            dest: dest.to_path_buf(),
-            force,
-            writer: Some(BufWriter::with_capacity(1 << 20, file)),
-        })
-    }
-
-    fn writer(&mut self) -> &mut dyn Write {
-        match self {
-            PendingOutput::Stdout(w) => w,
-            PendingOutput::File { writer, .. } => writer.as_mut().expect("open until commit"),
-        }
-    }
-
-    /// Puts the finished file in place: a hard link fails if the name exists (no clobber
-    /// even if it appeared meanwhile); --force renames over it.
-    fn commit(mut self) -> Result<()> {
-        match &mut self {
-            PendingOutput::Stdout(w) => w.flush().context("writing stdout"),
-            PendingOutput::File {
-                temp,
-                dest,
-                force,
-                writer,
-            } => {
-                let w = writer.take().expect("open until commit");
-                let file = w
-                    .into_inner()
-                    .map_err(|e| anyhow!("writing {}: {e}", dest.display()))?;
-                file.sync_all().ok();
-                if *force {
-                    std::fs::rename(&temp, &dest)
-                        .with_context(|| format!("writing {}", dest.display()))?;
-                } else {
-                    match std::fs::hard_link(&temp, &dest) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            return Err(usage(format!(
-                                "{} already exists; pass --force to overwrite it or choose another -o file",
-                                dest.display()
-                            )));
-                        }
-                        // File systems without hard links: the existence check above stands.
-                        Err(_) => std::fs::rename(&temp, &dest)
-                            .with_context(|| format!("writing {}", dest.display()))?,
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Drop for PendingOutput {
-    fn drop(&mut self) {
-        if let PendingOutput::File { temp, .. } = self {
-            let _ = std::fs::remove_file(temp);
-        }
     }
 }
 
@@ -333,7 +367,7 @@ fn to_record(ctx: &Context, r: &Report) -> Record {
     rec.metric = Some("insert_mips".into());
     rec.target = Some(r.table.target.clone());
     rec.threads = r.placements.clone();
-    rec.warnings = r.table.warnings.clone();
+    rec.warnings.extend(r.table.warnings.iter().cloned());
     rec
 }
 
@@ -507,12 +541,18 @@ fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
 /// the Debian example packages ship (including a draft assembly of S. aureus USA300).
 fn demo(ctx: &mut Context, out: &OutputArgs, d: &KmerDemoArgs) -> Result<()> {
     let (in_group, out_group) = demo_genomes(&d.ragout, &d.kaptive)?;
-    if !out.json {
-        println!(
+    if !out.json && out.output.as_deref() != Some(Path::new("-")) {
+        let text = format!(
             "in-group: the {} S. aureus reference genomes; out-group: the other {} genomes of ragout-examples and kaptive-example\n",
             in_group.len(),
             out_group.len()
         );
+        // The k-mers may own stdout.
+        if d.run.kmers.as_deref() == Some(Path::new("-")) {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+        }
     }
     let op = Operation::Primers {
         in_group,
@@ -559,8 +599,8 @@ fn collect_fasta(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// `pmscope kmer synth`.
-fn synth(a: &KmerSynthArgs) -> Result<()> {
+/// `pmscope kmer synth` (a `kmer-synth` record under `--json` and in `-o`).
+fn synth(ctx: &Context, out: &OutputArgs, a: &KmerSynthArgs) -> Result<()> {
     let length = parse_bases(&a.length)?;
     for (name, rate) in [("--snp-rate", a.snp_rate), ("--indel-rate", a.indel_rate)] {
         if !(0.0..=0.5).contains(&rate) {
@@ -569,6 +609,10 @@ fn synth(a: &KmerSynthArgs) -> Result<()> {
             )));
         }
     }
+    let mut sink = Sink::open(&OutputArgs {
+        no_store: true,
+        ..out.clone()
+    })?;
     std::fs::create_dir_all(&a.dir)
         .map_err(|e| usage(format!("cannot create {}: {e}", a.dir.display())))?;
     let spec = SynthSpec {
@@ -588,12 +632,30 @@ fn synth(a: &KmerSynthArgs) -> Result<()> {
             anyhow!("writing into {}: {e}", a.dir.display())
         }
     })?;
-    println!(
+    let record = ctx
+        .record("kmer-synth")
+        .param("directory", a.dir.display().to_string())
+        .param(
+            "genome_files",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>(),
+        )
+        .param("strains", a.strains)
+        .param("snp_rate", a.snp_rate)
+        .param("indel_rate", a.indel_rate)
+        .param("seed", a.seed)
+        .value("bases", length as f64)
+        .value("genomes_written", paths.len() as f64);
+    sink.emit(&record)?;
+    sink.commit()?;
+    sink.text(&format!(
         "wrote {} genomes of about {} bases into {}",
         paths.len(),
         thousands(length as u64),
         a.dir.display()
-    );
+    ));
     Ok(())
 }
 

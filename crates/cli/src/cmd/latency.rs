@@ -3,7 +3,7 @@
 //! difference between targets at the largest point (the TLB effect between 4k and thp).
 
 use crate::args::LatencyArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
 use crate::measure::{LatencyPlan, chase_distribution, chase_latency};
 use crate::output::Sink;
@@ -17,8 +17,10 @@ use pmscope_core::units::Bytes;
 use pmscope_loops::Region;
 use pmscope_loops::chain::{ChainSpec, Order};
 use pmscope_loops::chase::Chaser;
+use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 use pmscope_sys::cpu;
-use std::sync::Mutex;
 
 /// The default sweep: every power of two and the midpoint after it, from 4 KiB to `max`.
 pub fn default_sizes(max: u64) -> Vec<u64> {
@@ -34,13 +36,6 @@ pub fn default_sizes(max: u64) -> Vec<u64> {
     v
 }
 
-/// A target's curve and, at its largest point, its per-load distribution.
-struct Curve {
-    target: String,
-    points: Vec<Point>,
-    distribution: Option<(Summary, LogHistogram)>,
-}
-
 /// One measured point.
 pub struct Point {
     /// Working set in bytes.
@@ -49,10 +44,21 @@ pub struct Point {
     pub summary: Summary,
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
-    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+/// What `latency` measures, validated before anything is mapped.
+struct Plan {
+    targets: Vec<TargetSpec>,
+    opts: MapOptions,
+    chain: ChainSpec,
+    sizes: Vec<u64>,
+    cpu: usize,
+    repetition: LatencyPlan,
+    samples: usize,
+}
+
+fn plan(ctx: &Context, a: &LatencyArgs) -> Result<Plan> {
+    let (targets, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let order: Order = a.pattern.parse().map_err(usage)?;
-    let element = parse_size(&a.element)? as usize;
+    let element = a.element.0 as usize;
     let llc = cpu::last_level_cache_bytes(&cpu::caches(&ctx.root, 0)).unwrap_or(32 << 20);
     let sizes = match &a.sizes {
         Some(axis) => parse_axis(axis, AxisKind::Size).map_err(|e| usage(e.to_string()))?,
@@ -64,152 +70,160 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
             Bytes(*sizes.iter().min().unwrap_or(&0))
         )));
     }
-    let cpu = a.cpu.unwrap_or(0);
-    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
-    let reps = if a.full { 15 } else { a.reps };
-    let plan = LatencyPlan {
-        reps: reps.max(1),
-        rep_ns: if a.full { 200e6 } else { 40e6 },
-    };
-    let samples = if a.full { 1_000_000 } else { a.samples };
-    let spec = ChainSpec {
-        order,
-        element,
-        tlb_window_pages: a.tlb_window,
-        mix: !a.no_mix,
-        seed: a.seed,
-    };
-    let max_ws = *sizes.iter().max().expect("non-empty axis");
-    let (timer, env) = ctx.start_measuring(&[cpu], Some(max_ws), samples > 0);
-    let progress = Progress::new((sizes.len() * specs.len()) as u64, "latency", !sink.json());
-    let mut results: Vec<Curve> = Vec::new();
-    let mut achieved = Vec::new();
-    for spec_t in &specs {
-        let mut mapping = pmscope_mapping::map(spec_t, max_ws, &opts)?;
-        sink.warn(mapping.warnings());
-        let target = mapping.record();
-        let mapping_warnings = mapping.warnings().to_vec();
-        let shared = Mutex::new(&mut mapping);
-        let out = pmscope_runner::pin::run_pinned(&[cpu], |_| -> Result<_> {
-            let mut m = shared.lock().expect("one worker");
-            let mut region = Region::from_slice(m.bytes_mut());
-            let mut points = Vec::new();
-            let mut dist = None;
-            for &ws in &sizes {
-                let mut chaser = Chaser::build(&mut region, ws as usize, &spec)
-                    .with_context(|| format!("building a chain over {}", Bytes(ws)))?;
-                let ns = chase_latency(&mut chaser, &timer, plan);
-                if ws == max_ws && samples > 0 {
-                    dist = Some(chase_distribution(&mut chaser, &timer, samples));
-                }
-                points.push(Point {
-                    ws,
-                    summary: Summary::of(&ns).expect("finite"),
-                });
-                progress.inc();
-            }
-            Ok((points, dist))
-        });
-        let mut out = out.map_err(|e| anyhow::anyhow!("{e}"))?;
-        let ((points, dist), placement) = {
-            let (r, p) = out.remove(0);
-            (r?, p)
-        };
-        for p in &points {
-            let mut r = point_record(ctx, "latency", &spec, p, &target, &mapping_warnings, &env);
-            r.threads = vec![placement];
-            sink.emit(&r)?;
-        }
-        if let Some((summary, hist)) = &dist {
-            let mut r = ctx
-                .record("latency-distribution")
-                .param("pattern", spec.order.name())
-                .param("element_bytes", spec.element)
-                .param("working_set_bytes", max_ws)
-                .param("samples", samples);
-            r.metric = Some("latency_ns".into());
-            r.summary = Some(summary.clone());
-            r.histogram = Some(hist.clone());
-            r.target = Some(target.clone());
-            r.warnings = mapping_warnings.clone();
-            r.warnings.extend(env.iter().cloned());
-            r.threads = vec![placement];
-            sink.emit(&r)?;
-        }
-        achieved.push((target.spec.clone(), target.achieved.clone()));
-        results.push(Curve {
-            target: target.spec.clone(),
-            points,
-            distribution: dist,
-        });
+    // --full changes only the defaults: an explicit option always wins.
+    let reps = a.reps.map_or(if a.full { 15 } else { 5 }, |r| r.0);
+    Ok(Plan {
+        targets,
+        opts,
+        chain: ChainSpec {
+            order,
+            element,
+            tlb_window_pages: a.tlb_window.map(|w| w.0),
+            mix: !a.no_mix,
+            seed: a.seed,
+        },
+        sizes,
+        cpu: a.cpu.unwrap_or(0),
+        repetition: LatencyPlan {
+            reps,
+            rep_ns: if a.full { 200e6 } else { 40e6 },
+        },
+        samples: a
+            .samples
+            .unwrap_or(if a.full { 1_000_000 } else { 200_000 }),
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LatencyArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        render(ctx, sink.records());
     }
-    progress.finish();
-    let pairs: Vec<(String, &pmscope_core::achieved::Achieved)> =
-        achieved.iter().map(|(s, a)| (s.clone(), a)).collect();
-    let cross = pmscope_mapping::verify::compare_targets(&pairs);
-    if !sink.json() {
-        print_human(ctx, &spec, &results);
-    }
-    sink.warn(&cross);
-    sink.warn(&env);
     Ok(())
 }
 
-fn point_record(
-    ctx: &Context,
-    experiment: &str,
-    spec: &ChainSpec,
-    p: &Point,
-    target: &pmscope_core::record::TargetRecord,
-    mapping_warnings: &[pmscope_core::warning::Warning],
-    env: &[pmscope_core::warning::Warning],
-) -> Record {
-    let mut r = ctx
-        .record(experiment)
-        .param("pattern", spec.order.name())
-        .param("element_bytes", spec.element)
-        .param("working_set_bytes", p.ws)
-        .param("tlb_window_pages", spec.tlb_window_pages.map(|w| w as u64))
-        .param("mixer", spec.mix)
-        .param("seed", spec.seed)
-        .value("cv", p.summary.cv());
-    r.metric = Some("latency_ns".into());
-    r.summary = Some(p.summary.clone());
-    r.target = Some(target.clone());
-    r.warnings = mapping_warnings.to_vec();
-    r.warnings.extend(env.iter().cloned());
-    r
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
+    let max_ws = *p.sizes.iter().max().expect("non-empty axis");
+    let progress = Progress::new(
+        (p.sizes.len() * p.targets.len()) as u64,
+        "latency",
+        sink.human(),
+    );
+    let mut h = ctx.start(sink, &[p.cpu], Some(max_ws), p.samples > 0)?;
+    let timer = *h.timer();
+    h.per_target(&p.targets, max_ws, &p.opts, None, |run, mapping| {
+        let executor = run.executor();
+        let (points, dist) = run.on_cpu(p.cpu, mapping.bytes_mut(), |bytes| -> Result<_> {
+            let mut region = Region::from_slice(bytes);
+            let mut points = Vec::new();
+            let mut dist = None;
+            for &ws in &p.sizes {
+                if interrupt::check().is_err() {
+                    break; // the points so far are recorded, then the run stops
+                }
+                let (ns, d) = executor.run(
+                    || -> Result<_> {
+                        let mut chaser = Chaser::build(&mut region, ws as usize, &p.chain)
+                            .with_context(|| format!("building a chain over {}", Bytes(ws)))?;
+                        let ns = chase_latency(&mut chaser, &timer, p.repetition);
+                        let d = (ws == max_ws && p.samples > 0)
+                            .then(|| chase_distribution(&mut chaser, &timer, p.samples));
+                        Ok((ns, d))
+                    },
+                    || {
+                        let ns = Executor::synthetic(p.repetition.reps, 1.0 + ws as f64 / 1e7);
+                        let d = (ws == max_ws && p.samples > 0).then(|| {
+                            let s = Executor::synthetic(p.samples, 100.0);
+                            (Summary::of(&s).expect("finite"), LogHistogram::of(&s, 4))
+                        });
+                        Ok((ns, d))
+                    },
+                )?;
+                dist = dist.or(d);
+                points.push((ws, Summary::of(&ns).expect("finite")));
+                progress.inc();
+            }
+            Ok((points, dist))
+        })??;
+        for (ws, summary) in points {
+            let mut r = run
+                .record("latency")
+                .param("pattern", p.chain.order.pattern().name())
+                .param("element_bytes", p.chain.element)
+                .param("working_set_bytes", ws)
+                .param(
+                    "tlb_window_pages",
+                    p.chain.tlb_window_pages.map(|w| w as u64),
+                )
+                .param("mixer", p.chain.mix)
+                .param("seed", p.chain.seed)
+                .value("cv", summary.cv());
+            r.metric = Some("latency_ns".into());
+            r.summary = Some(summary);
+            run.emit(&r)?;
+        }
+        if let Some((summary, hist)) = dist {
+            let mut r = run
+                .record("latency-distribution")
+                .param("pattern", p.chain.order.pattern().name())
+                .param("element_bytes", p.chain.element)
+                .param("working_set_bytes", max_ws)
+                .param("samples", p.samples);
+            r.metric = Some("latency_ns".into());
+            r.summary = Some(summary);
+            r.histogram = Some(hist);
+            run.emit(&r)?;
+        }
+        run.check_interrupt()
+    })?;
+    h.finish()?;
+    progress.finish();
+    Ok(())
 }
 
 /// Where the latency curve steps up: the last point before each rise of more than 25 %
-/// between neighbouring points. Consecutive rises form one transition (a cache level ends
-/// over a range of sizes, not at one point), so each transition yields one plateau end.
+/// between neighbouring points (`core::knee::steps`; a cache level ends over a range of
+/// sizes, so consecutive rises are one transition).
 pub fn plateau_ends(points: &[Point]) -> Vec<(u64, f64)> {
-    let mut ends = Vec::new();
-    let mut rising = false;
-    for w in points.windows(2) {
-        let rise = w[1].summary.p50 > w[0].summary.p50 * 1.25;
-        if rise && !rising {
-            ends.push((w[0].ws, w[0].summary.p50));
-        }
-        rising = rise;
-    }
-    ends
+    let curve: Vec<(u64, f64)> = points.iter().map(|p| (p.ws, p.summary.p50)).collect();
+    pmscope_core::knee::steps(&curve, 0.25)
 }
 
-fn print_human(ctx: &Context, spec: &ChainSpec, results: &[Curve]) {
+/// The human tables, drawn from the records alone: a curve per target with its plateaus,
+/// the distribution at the largest point, and the targets side by side there.
+fn render(ctx: &Context, records: &[Record]) {
     let caches = cpu::caches(&ctx.root, 0);
-    for Curve {
-        target,
-        points,
-        distribution: dist,
-    } in results
-    {
+    let mut curves: Vec<(&str, Vec<Point>, Option<&Record>)> = Vec::new();
+    for r in records {
+        let Some(spec) = r.target.as_ref().map(|t| t.spec.as_str()) else {
+            continue;
+        };
+        if !curves.iter().any(|c| c.0 == spec) {
+            curves.push((spec, Vec::new(), None));
+        }
+        let c = curves.iter_mut().find(|c| c.0 == spec).expect("pushed");
+        match (r.experiment.as_str(), &r.summary) {
+            ("latency", Some(s)) => c.1.push(Point {
+                ws: r.params["working_set_bytes"].as_u64().unwrap_or(0),
+                summary: s.clone(),
+            }),
+            ("latency-distribution", _) => c.2 = Some(r),
+            _ => {}
+        }
+    }
+    let Some(first) = records.iter().find(|r| r.experiment == "latency") else {
+        return;
+    };
+    let param = |k: &str| first.params.get(k).cloned().unwrap_or_default();
+    let pattern = param("pattern");
+    for (target, points, dist) in &curves {
         println!(
             "{target}: {} chain, {}-byte elements{}",
-            spec.order,
-            spec.element,
-            spec.tlb_window_pages
+            pattern.as_str().unwrap_or("?"),
+            param("element_bytes"),
+            param("tlb_window_pages")
+                .as_u64()
                 .map(|w| format!(", TLB window {w} pages"))
                 .unwrap_or_default()
         );
@@ -240,10 +254,12 @@ fn print_human(ctx: &Context, spec: &ChainSpec, results: &[Curve]) {
                 Bytes(*ws)
             );
         }
-        if let Some((s, h)) = dist {
+        if let Some(d) = dist
+            && let (Some(s), Some(h)) = (&d.summary, &d.histogram)
+        {
             println!(
                 "per-load distribution at {} ({} loads): p50 {:.1} ns, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",
-                Bytes(points.last().map(|p| p.ws).unwrap_or(0)),
+                Bytes(d.params["working_set_bytes"].as_u64().unwrap_or(0)),
                 s.n,
                 s.p50,
                 s.p90,
@@ -251,55 +267,25 @@ fn print_human(ctx: &Context, spec: &ChainSpec, results: &[Curve]) {
                 s.p999,
                 s.max
             );
-            print_histogram(h);
+            crate::output::histogram::print(h);
         }
         println!();
     }
-    if results.len() > 1 {
-        let first = &results[0];
-        if let Some(fp) = first.points.last() {
-            println!("at {} ({}):", Bytes(fp.ws), spec.order);
-            for Curve { target, points, .. } in results {
-                if let Some(p) = points.last() {
-                    println!(
-                        "  {target:<24} {:>8.2} ns/load   {:+.2} ns ({:+.1}%) vs {}",
-                        p.summary.p50,
-                        p.summary.p50 - fp.summary.p50,
-                        100.0 * (p.summary.p50 / fp.summary.p50 - 1.0),
-                        first.target
-                    );
-                }
+    if curves.len() > 1
+        && let Some(fp) = curves[0].1.last()
+    {
+        println!("at {} ({}):", Bytes(fp.ws), pattern.as_str().unwrap_or("?"));
+        for (target, points, _) in &curves {
+            if let Some(p) = points.last() {
+                println!(
+                    "  {target:<24} {:>8.2} ns/load   {:+.2} ns ({:+.1}%) vs {}",
+                    p.summary.p50,
+                    p.summary.p50 - fp.summary.p50,
+                    100.0 * (p.summary.p50 / fp.summary.p50 - 1.0),
+                    curves[0].0
+                );
             }
         }
-    }
-}
-
-fn print_histogram(h: &LogHistogram) {
-    let total: u64 = h.count.iter().sum::<u64>().max(1);
-    let max = h.count.iter().copied().max().unwrap_or(1).max(1);
-    // Buckets under 0.01 % are folded into one line each side, so the tail is not lost.
-    let shown = |c: u64| c * 10_000 >= total;
-    let first = h.count.iter().position(|&c| shown(c)).unwrap_or(0);
-    let last = h.count.iter().rposition(|&c| shown(c)).unwrap_or(0);
-    let below: u64 = h.count[..first].iter().sum();
-    if below > 0 {
-        println!("  <  {:>8.1} ns  {below} samples", h.lower[first]);
-    }
-    for i in first..=last {
-        let c = h.count[i];
-        let bar = "#".repeat(((c as f64 / max as f64) * 40.0).ceil() as usize);
-        println!(
-            "  >= {:>8.1} ns {:>6.2}% {bar}",
-            h.lower[i],
-            100.0 * c as f64 / total as f64
-        );
-    }
-    let above: u64 = h.count[last + 1..].iter().sum();
-    if above > 0 {
-        println!(
-            "  >= {:>8.1} ns  {above} samples (max in the record)",
-            h.lower[last + 1]
-        );
     }
 }
 

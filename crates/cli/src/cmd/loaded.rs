@@ -10,23 +10,34 @@
 //! name): the latency of making a line durable while the other threads load the memory.
 
 use crate::args::LoadedArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
-use crate::measure::{LatencyPlan, chase_latency, delayed_traffic};
+use crate::measure::{LatencyPlan, TrafficMix, chase_latency, delayed_traffic};
 use crate::output::Sink;
+use crate::output::fields::{Fields, by_target};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width};
+use pmscope_loops::catalog;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
+use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
+use pmscope_persist::PersistStrategy;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::harness::TargetRun;
+use pmscope_runner::interrupt;
+use pmscope_runner::timer::Timer;
+use pmscope_sys::cpu::CpuFeatures;
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex};
 use std::time::Duration;
 
 /// What the measuring thread measures.
@@ -38,27 +49,26 @@ pub enum Probe {
     Persist(Op, FenceKind),
 }
 
-/// Parses `--probe`: `chase`, `store+<flush>+<fence>`, `ntstore+<fence>`, or a persist
-/// strategy name (clflush, clflushopt, clwb, ntstore) meaning its store, flush and drain.
+/// Parses `--probe`: `chase`, a persist strategy name (meaning the catalog row that
+/// performs its store, flush and drain), or any storing row of the op catalog by id or
+/// alias (`store+clwb+sfence`, `SW`).
 pub fn parse_probe(s: &str) -> Result<Probe, String> {
-    let err = || {
-        format!(
-            "'{s}' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore), or a sequence such as store+clwb+sfence"
-        )
-    };
-    Ok(match s {
-        "chase" => Probe::Chase,
-        "clflush" => Probe::Persist(Op::StoreClflush, FenceKind::None),
-        "clflushopt" => Probe::Persist(Op::StoreClflushopt, FenceKind::Sfence),
-        "clwb" => Probe::Persist(Op::StoreClwb, FenceKind::Sfence),
-        "ntstore" => Probe::Persist(Op::NtStore, FenceKind::Sfence),
-        _ => {
-            let (op, fence) = s.rsplit_once('+').ok_or_else(err)?;
-            let fence = FenceKind::parse(fence).ok_or_else(err)?;
-            let op = Op::parse(op).filter(|o| o.writes()).ok_or_else(err)?;
-            Probe::Persist(op, fence)
-        }
-    })
+    if s == "chase" {
+        return Ok(Probe::Chase);
+    }
+    let row = s
+        .parse::<pmscope_persist::PersistStrategy>()
+        .ok()
+        .and_then(catalog::for_strategy)
+        .or_else(|| catalog::find(s))
+        .filter(|r| r.op.writes())
+        .ok_or_else(|| {
+            format!(
+                "'{s}' is not a probe: use chase, a persist strategy ({}), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)",
+                catalog::strategy_names()
+            )
+        })?;
+    Ok(Probe::Persist(row.op, row.fence))
 }
 
 /// The delay schedule: idle (no traffic) first, then the delays from the largest (lightest
@@ -75,7 +85,98 @@ pub fn delay_schedule(delays_ns: &[u64], hz: f64) -> Vec<(Option<u64>, u64)> {
         .collect()
 }
 
-/// One point of the curve.
+/// What each worker of the team holds: the probe's region, or a traffic view.
+enum Part<'a, 'm> {
+    Probe(Region<'m>),
+    Traffic(StreamView<'a>),
+}
+
+/// The persist strategy a persist probe's op amounts to (for the persistence-domain
+/// finding), if it persists at all.
+fn persist_strategy_of(op: Op) -> Option<PersistStrategy> {
+    match op {
+        Op::StoreClflush => Some(PersistStrategy::Clflush),
+        Op::StoreClflushopt => Some(PersistStrategy::Clflushopt),
+        Op::StoreClwb => Some(PersistStrategy::Clwb),
+        Op::NtStore => Some(PersistStrategy::Ntstore),
+        _ => None,
+    }
+}
+
+/// Builds what measures one point of the probe (the chain is built once, here); each call
+/// measures one point (its `delay_ns` is filled in by the caller).
+#[allow(clippy::too_many_arguments)]
+fn probe_measurer<'r>(
+    probe: Probe,
+    region: &'r mut Region<'_>,
+    executor: Executor,
+    timer: &'r Timer,
+    plan: LatencyPlan,
+    samples: usize,
+    seed: u64,
+    features: &CpuFeatures,
+) -> Result<Box<dyn FnMut() -> Point + 'r>> {
+    if executor == Executor::Null {
+        return Ok(Box::new(move || {
+            let s = Summary::of(&Executor::synthetic(samples, 120.0)).expect("finite");
+            Point {
+                delay_ns: None,
+                traffic_gb_s: 0.0,
+                mean_ns: s.mean,
+                samples: s,
+            }
+        }));
+    }
+    Ok(match probe {
+        Probe::Chase => {
+            let spec = ChainSpec {
+                seed,
+                ..ChainSpec::default()
+            };
+            let len = region.len();
+            let mut chaser = Chaser::build(region, len, &spec)?;
+            let overhead = single_timing_overhead(10_001);
+            Box::new(move || {
+                let means = chase_latency(&mut chaser, timer, plan);
+                let mut ticks = vec![0u64; samples];
+                chaser.time_each(&mut ticks);
+                let ns: Vec<f64> = ticks
+                    .iter()
+                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                    .collect();
+                Point {
+                    delay_ns: None,
+                    traffic_gb_s: 0.0,
+                    mean_ns: Summary::of(&means).expect("finite").p50,
+                    samples: Summary::of(&ns).expect("finite"),
+                }
+            })
+        }
+        Probe::Persist(op, fence) => {
+            let seq = Sequence::new(op, fence, Width::widest(features), features)?;
+            let offs = crate::cmd::inst::offsets(samples, 64, region.len(), true, seed);
+            let overhead = access::timing_overhead(10_001);
+            Box::new(move || {
+                let mut ticks = vec![0u64; samples];
+                seq.time_each(region, 64, &offs, false, &mut ticks);
+                let ns: Vec<f64> = ticks
+                    .iter()
+                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                    .collect();
+                let s = Summary::of(&ns).expect("finite");
+                Point {
+                    delay_ns: None,
+                    traffic_gb_s: 0.0,
+                    mean_ns: s.mean,
+                    samples: s,
+                }
+            })
+        }
+    })
+}
+
+/// One point of the curve, as measured (the traffic's bandwidth is added from the other
+/// workers).
 struct Point {
     delay_ns: Option<u64>,
     traffic_gb_s: f64,
@@ -83,26 +184,86 @@ struct Point {
     samples: Summary,
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
+/// What `loaded` measures, validated before anything is mapped.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    opts: MapOptions,
+    /// `--probe` as given (the records' `probe`).
+    probe_name: String,
+    probe: Probe,
+    delays: Vec<u64>,
+    /// The traffic's read:write ratio (the records' `traffic_rw`).
+    rw: String,
+    traffic: TrafficMix,
+    cpus: Vec<usize>,
+    probe_bytes: u64,
+    traffic_bytes: u64,
+    access_bytes: usize,
+    samples: usize,
+    repetition: LatencyPlan,
+    seed: u64,
+}
+
+impl Plan {
+    fn traffic_threads(&self) -> usize {
+        self.cpus.len() - 1
+    }
+
+    /// What the traffic writes with, or `read` when it only reads.
+    fn traffic_op(&self) -> &'static str {
+        if self.traffic.writes == 0 {
+            StreamOp::Read.name()
+        } else {
+            self.traffic.write.op().name()
+        }
+    }
+}
+
+fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let probe = parse_probe(&a.probe).map_err(usage)?;
     let delays: Vec<u64> =
         parse_axis(&a.delays, AxisKind::Count).map_err(|e| usage(e.to_string()))?;
-    let (reads, writes) = match a
-        .rw
+    // The traffic's writer: --traffic-op (a stream op, or a catalog row that streams as
+    // one), ordinary stores by default; `read` asks for read-only traffic.
+    let op = match &a.traffic_op {
+        None => None,
+        Some(s) => Some(catalog::stream_op(s).ok_or_else(|| {
+            usage(format!(
+                "--traffic-op {s}: use {} (or a row of `pmscope list ops` that streams as one, such as store or store+clwb+sfence)",
+                StreamOp::names()
+            ))
+        })?),
+    };
+    let writing = op.filter(|&o| o != StreamOp::Read);
+    let rw =
+        a.rw.clone()
+            .unwrap_or_else(|| if writing.is_some() { "0:1" } else { "1:0" }.to_string());
+    let (reads, writes) = match rw
         .split_once(':')
         .and_then(|(r, w)| Some((r.parse::<u32>().ok()?, w.parse::<u32>().ok()?)))
     {
         Some((r, w)) if r + w > 0 => (r, w),
         _ => {
             return Err(usage(format!(
-                "--rw {}: give the traffic's read:write ratio, e.g. 1:0, 2:1 or 1:1",
-                a.rw
+                "--rw {rw}: give the traffic's read:write ratio, e.g. 1:0, 2:1 or 1:1"
             )));
         }
     };
+    if op == Some(StreamOp::Read) && writes > 0 {
+        return Err(usage(format!(
+            "--rw {rw} asks for writes but --traffic-op read writes nothing: give a writing op (write, ntstore, store+clwb)"
+        )));
+    }
+    let random = match a.traffic_pattern.as_str() {
+        "seq" => false,
+        "rand" => true,
+        other => {
+            return Err(usage(format!("--traffic-pattern {other}: use seq or rand")));
+        }
+    };
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
+        Some(c) => c.0.clone(),
         None => pmscope_sys::affinity::allowed_cpus()?,
     };
     if cpus.len() < 2 {
@@ -111,225 +272,334 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
             cpus.len()
         )));
     }
-    pmscope_runner::pin::check_cpus(&cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
-    let probe_bytes = parse_size(&a.probe_region)?;
-    let traffic_bytes = parse_size(&a.traffic_region)?;
-    let access_bytes = parse_size(&a.traffic_access)? as usize;
+    let probe_bytes = a.probe_region.0;
+    let traffic_bytes = a.traffic_region.0;
+    let access_bytes = a.traffic_access.0 as usize;
     let width = if ctx.features.avx512f { 64 } else { 32 };
-    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
-    let write = Streamer::new(StreamOp::Write, width, access_bytes, &ctx.features)
-        .map_err(|e| usage(e.to_string()))?;
+    let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)?;
+    let write = Streamer::new(
+        writing.unwrap_or(StreamOp::Write),
+        width,
+        access_bytes,
+        &ctx.features,
+    )?;
     if let Probe::Persist(op, fence) = probe {
-        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)
-            .map_err(|e| usage(e.to_string()))?;
+        Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)?;
     }
-    let samples = if a.full { 200_000 } else { a.samples };
-    let (timer, env) = ctx.start_measuring(&cpus, Some(probe_bytes), true);
-    let schedule = delay_schedule(&delays, timer.info().hz);
-    let traffic_threads = cpus.len() - 1;
-    let features = ctx.features;
-    let plan = LatencyPlan {
-        reps: if a.full { 9 } else { 5 },
-        rep_ns: if a.full { 100e6 } else { 40e6 },
+    let samples = a
+        .samples
+        .map_or(if a.full { 200_000 } else { 50_000 }, |s| s.0);
+    // Reads and writes each take half the region when the traffic does both (and copy
+    // writes to the second half of what it reads).
+    let halves = u64::from(reads > 0 && writes > 0) + 1;
+    let copies = if writing.is_some_and(StreamOp::copies) {
+        2
+    } else {
+        1
     };
-    let progress = Progress::new(
-        (specs.len() * schedule.len()) as u64,
-        "loaded",
-        !sink.json(),
-    );
-    let mut curves = Vec::new();
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(
-            spec,
-            probe_bytes + traffic_bytes * traffic_threads as u64,
-            &opts,
-        )?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
-        let (probe_region, mut traffic_region) =
-            Region::from_slice(m.bytes_mut()).split_at(probe_bytes as usize);
-        let views = StreamView::of(&mut traffic_region, traffic_threads, false);
-        let probe_region = Mutex::new(probe_region);
-        // One pinned team per target: worker 0 measures every point in turn, the others
-        // generate the point's traffic between two barriers, so the chain is built once.
-        let team = Barrier::new(cpus.len());
-        let stop = AtomicBool::new(false);
-        let traffic_per_point: Mutex<Vec<Vec<(u64, f64)>>> =
-            Mutex::new(vec![Vec::new(); schedule.len()]);
-        let out = pmscope_runner::pin::run_pinned(&cpus, |w| -> Vec<Point> {
-            if w > 0 {
-                for (i, &(delay_ns, ticks)) in schedule.iter().enumerate() {
-                    team.wait();
-                    if delay_ns.is_some() {
-                        let (t, secs) =
-                            delayed_traffic(read, write, reads, writes, views[w - 1], ticks, &stop);
-                        traffic_per_point.lock().expect("traffic")[i].push((t.total(), secs));
-                    }
-                    team.wait();
-                }
-                return Vec::new();
-            }
-            let mut region = probe_region.lock().expect("probe region");
-            let mut points = Vec::new();
-            let mut schedule_points = |measure: &mut dyn FnMut(Option<u64>) -> Point| {
-                for &(delay_ns, _) in &schedule {
-                    stop.store(false, Ordering::SeqCst);
-                    team.wait();
-                    // Let the traffic reach steady state before measuring.
-                    std::thread::sleep(Duration::from_millis(20));
-                    let point = measure(delay_ns);
-                    progress.inc();
-                    stop.store(true, Ordering::SeqCst);
-                    team.wait();
-                    points.push(point);
-                }
-            };
-            match probe {
-                Probe::Chase => {
-                    let spec = ChainSpec {
-                        seed: a.seed,
-                        ..ChainSpec::default()
-                    };
-                    let mut chaser = Chaser::build(&mut region, probe_bytes as usize, &spec)
-                        .expect("the probe region holds a chain");
-                    let overhead = single_timing_overhead(10_001);
-                    schedule_points(&mut |delay_ns| {
-                        let means = chase_latency(&mut chaser, &timer, plan);
-                        let mut ticks = vec![0u64; samples];
-                        chaser.time_each(&mut ticks);
-                        let ns: Vec<f64> = ticks
-                            .iter()
-                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                            .collect();
-                        Point {
-                            delay_ns,
-                            traffic_gb_s: 0.0,
-                            mean_ns: Summary::of(&means).expect("finite").p50,
-                            samples: Summary::of(&ns).expect("finite"),
-                        }
-                    });
-                }
-                Probe::Persist(op, fence) => {
-                    let seq = Sequence::new(op, fence, Width::widest(&features), &features)
-                        .expect("checked above");
-                    let offs = crate::cmd::inst::offsets(samples, 64, region.len(), true, a.seed);
-                    let overhead = access::timing_overhead(10_001);
-                    schedule_points(&mut |delay_ns| {
-                        let mut ticks = vec![0u64; samples];
-                        seq.time_each(&mut region, 64, &offs, false, &mut ticks);
-                        let ns: Vec<f64> = ticks
-                            .iter()
-                            .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                            .collect();
-                        let s = Summary::of(&ns).expect("finite");
-                        Point {
-                            delay_ns,
-                            traffic_gb_s: 0.0,
-                            mean_ns: s.mean,
-                            samples: s,
-                        }
-                    });
-                }
-            }
-            points
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let placements: Vec<_> = out.iter().map(|(_, p)| *p).collect();
-        let mut points = out
-            .into_iter()
-            .next()
-            .map(|(p, _)| p)
-            .expect("worker 0 measures");
-        let traffic = traffic_per_point.into_inner().expect("traffic");
-        for (point, t) in points.iter_mut().zip(&traffic) {
-            let secs = t.iter().map(|x| x.1).fold(0.0, f64::max);
-            point.traffic_gb_s = if secs > 0.0 {
-                t.iter().map(|x| x.0).sum::<u64>() as f64 / secs / 1e9
-            } else {
-                0.0
-            };
+    let least = access_bytes as u64 * halves * copies;
+    if traffic_bytes < least {
+        return Err(usage(if least == access_bytes as u64 {
+            format!(
+                "--traffic-region {} is smaller than one {access_bytes}-byte traffic access",
+                Bytes(traffic_bytes)
+            )
+        } else {
+            format!(
+                "--traffic-region {} is smaller than the {} this traffic needs for one {access_bytes}-byte access of each kind",
+                Bytes(traffic_bytes),
+                Bytes(least)
+            )
+        }));
+    }
+    if probe == Probe::Chase && probe_bytes < 2 * 64 {
+        return Err(usage(format!(
+            "--probe-region {} cannot hold a chain of two 64-byte elements",
+            Bytes(probe_bytes)
+        )));
+    }
+    Ok(Plan {
+        specs,
+        opts,
+        probe_name: a.probe.clone(),
+        probe,
+        delays,
+        rw,
+        traffic: TrafficMix {
+            read,
+            write,
+            reads,
+            writes,
+            random,
+        },
+        cpus,
+        probe_bytes,
+        traffic_bytes,
+        access_bytes,
+        samples,
+        repetition: LatencyPlan {
+            reps: if a.full { 9 } else { 5 },
+            rep_ns: if a.full { 100e6 } else { 40e6 },
+        },
+        seed: a.seed,
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &LoadedArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        print!("{}", render(sink.records()));
+    }
+    Ok(())
+}
+
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
+    let persists = match p.probe {
+        Probe::Chase => None,
+        Probe::Persist(op, _) => persist_strategy_of(op),
+    };
+    let features = ctx.features;
+    let human = sink.human();
+    let mut h = ctx.start(sink, &p.cpus, Some(p.probe_bytes), true)?;
+    let timer = *h.timer();
+    let schedule = delay_schedule(&p.delays, timer.info().hz);
+    let progress = Progress::new((p.specs.len() * schedule.len()) as u64, "loaded", human);
+    let map_bytes = p.probe_bytes + p.traffic_bytes * p.traffic_threads() as u64;
+    h.per_target(&p.specs, map_bytes, &p.opts, persists, |run, m| {
+        let points = measure_curve(run, m, p, &schedule, &timer, &features, &progress)?;
+        for point in &points {
             let active = point.delay_ns.is_some();
-            let mut r = ctx
+            let mut r = run
                 .record("loaded")
-                .param("probe", a.probe.as_str())
+                .param("probe", p.probe_name.as_str())
                 .param("delay_ns", point.delay_ns)
-                .param("traffic_threads", if active { traffic_threads } else { 0 })
-                .param("traffic_rw", a.rw.as_str())
-                .param("traffic_access_bytes", access_bytes)
-                .param("probe_region_bytes", probe_bytes)
-                .param("samples", samples)
+                .param(
+                    "traffic_threads",
+                    if active { p.traffic_threads() } else { 0 },
+                )
+                .param("traffic_rw", p.rw.as_str())
+                .param("traffic_op", p.traffic_op())
+                .param(
+                    "traffic_pattern",
+                    Pattern::from_random(p.traffic.random).name(),
+                )
+                .param("traffic_access_bytes", p.access_bytes)
+                .param("probe_region_bytes", p.probe_bytes)
+                .param("samples", p.samples)
                 .value("traffic_gb_s", point.traffic_gb_s)
                 .value("mean_latency_ns", point.mean_ns);
             r.metric = Some("latency_ns".into());
             r.summary = Some(point.samples.clone());
-            r.target = Some(target.clone());
-            r.threads = placements.clone();
-            r.warnings = warnings.clone();
-            r.warnings.extend(env.iter().cloned());
-            sink.emit(&r)?;
+            run.emit(&r)?;
         }
-        curves.push((target.spec.clone(), points));
-    }
+        run.check_interrupt()
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
-        for (spec, points) in &curves {
-            println!(
-                "{spec}: probe {} on CPU {} ({}), traffic {} on {} thread(s), {} accesses, read:write {}",
-                a.probe,
-                cpus[0],
-                if probe == Probe::Chase {
-                    format!("random chain over {}", Bytes(probe_bytes))
-                } else {
-                    "random lines".into()
-                },
-                if reads > 0 && writes > 0 {
-                    "reads and writes"
-                } else if writes > 0 {
-                    "writes"
-                } else {
-                    "reads"
-                },
-                traffic_threads,
-                Bytes(access_bytes as u64),
-                a.rw
-            );
-            let mut t = Table::new(&[
-                "delay",
-                "traffic GB/s",
-                "mean ns",
-                "p50 ns",
-                "p99 ns",
-                "p99.9 ns",
+    Ok(())
+}
+
+/// One curve on one target: a pinned team in which worker 0 measures every point of the
+/// schedule in turn and the others generate the point's traffic between two barriers, so
+/// the chain is built once. Worker 0 passes every barrier even when it fails, so no worker
+/// waits for ever.
+fn measure_curve(
+    run: &mut TargetRun<'_, '_>,
+    m: &mut Mapping,
+    p: &Plan,
+    schedule: &[(Option<u64>, u64)],
+    timer: &Timer,
+    features: &CpuFeatures,
+    progress: &Progress,
+) -> Result<Vec<Point>> {
+    let executor = run.executor();
+    let (probe_region, mut traffic_region) =
+        Region::from_slice(m.bytes_mut()).split_at(p.probe_bytes as usize);
+    let mut parts: Vec<Part> = std::iter::once(Part::Probe(probe_region))
+        .chain(
+            StreamView::of(&mut traffic_region, p.traffic_threads(), false)
+                .into_iter()
+                .map(Part::Traffic),
+        )
+        .collect();
+    let team = Barrier::new(p.cpus.len());
+    let stop = AtomicBool::new(false);
+    let failed = AtomicBool::new(false);
+    let out = run.on_each(&p.cpus, &mut parts, |w, part| -> Result<Vec<Point>> {
+        let region = match part {
+            Part::Traffic(view) => {
+                let mut traffic = Vec::new();
+                for &(delay_ns, ticks) in schedule {
+                    team.wait();
+                    if delay_ns.is_some() && !failed.load(Ordering::SeqCst) {
+                        traffic.push(executor.run(
+                            || {
+                                let seed = p.seed ^ (w as u64) << 8;
+                                let (t, secs) =
+                                    delayed_traffic(p.traffic, *view, ticks, seed, &stop);
+                                (t.total(), secs)
+                            },
+                            || (view.len() as u64, 0.001),
+                        ));
+                    } else {
+                        traffic.push((0, 0.0));
+                    }
+                    team.wait();
+                }
+                return Ok(traffic
+                    .into_iter()
+                    .map(|(bytes, secs)| Point {
+                        delay_ns: None,
+                        traffic_gb_s: if secs > 0.0 {
+                            bytes as f64 / secs / 1e9
+                        } else {
+                            0.0
+                        },
+                        mean_ns: 0.0,
+                        samples: Summary::of(&[0.0]).expect("finite"),
+                    })
+                    .collect());
+            }
+            Part::Probe(region) => region,
+        };
+        let mut measure = match probe_measurer(
+            p.probe,
+            region,
+            executor,
+            timer,
+            p.repetition,
+            p.samples,
+            p.seed,
+            features,
+        ) {
+            Ok(m) => m,
+            Err(e) => {
+                failed.store(true, Ordering::SeqCst);
+                for _ in schedule {
+                    team.wait();
+                    team.wait();
+                }
+                return Err(e);
+            }
+        };
+        let mut points = Vec::new();
+        for (i, &(delay_ns, _)) in schedule.iter().enumerate() {
+            if interrupt::check().is_err() {
+                // Release the traffic threads through the remaining points unmeasured.
+                failed.store(true, Ordering::SeqCst);
+                for _ in i..schedule.len() {
+                    team.wait();
+                    team.wait();
+                }
+                break;
+            }
+            stop.store(false, Ordering::SeqCst);
+            team.wait();
+            // Let the traffic reach steady state before measuring.
+            if executor == Executor::Real {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let mut point = measure();
+            point.delay_ns = delay_ns;
+            progress.inc();
+            stop.store(true, Ordering::SeqCst);
+            team.wait();
+            points.push(point);
+        }
+        Ok(points)
+    })?;
+    let mut out = out.into_iter();
+    let mut points = out.next().expect("worker 0 measures")?;
+    let traffic: Vec<Vec<Point>> = out.collect::<Result<_>>()?;
+    for (i, point) in points.iter_mut().enumerate() {
+        point.traffic_gb_s = traffic.iter().map(|t| t[i].traffic_gb_s).sum();
+    }
+    Ok(points)
+}
+
+/// A curve per target, from the `loaded` records alone.
+fn render(records: &[Record]) -> String {
+    let mut out = String::new();
+    for (spec, points) in by_target(records, "loaded") {
+        let first = points[0];
+        let probe = first.text("probe");
+        let rw = first.text("traffic_rw");
+        let (reads, writes) = rw.split_once(':').unwrap_or(("0", "0"));
+        let (reads, writes) = (reads != "0", writes != "0");
+        let written = match first.text("traffic_op") {
+            "" | "write" | "read" => "writes".to_string(),
+            op => format!("{op} writes"),
+        };
+        let kind = if reads && writes {
+            format!("reads and {written}")
+        } else if writes {
+            written
+        } else {
+            "reads".into()
+        };
+        let order = if first.text("traffic_pattern") == Pattern::Rand.name() {
+            " in random order"
+        } else {
+            ""
+        };
+        out += &format!(
+            "{spec}: probe {probe} on CPU {} ({}), traffic {kind}{order} on {} thread(s), {} accesses, read:write {rw}\n",
+            first.threads.first().map_or(0, |t| t.cpu_requested),
+            if probe == "chase" {
+                format!(
+                    "random chain over {}",
+                    Bytes(first.count("probe_region_bytes"))
+                )
+            } else {
+                "random lines".into()
+            },
+            points
+                .iter()
+                .map(|r| r.count("traffic_threads"))
+                .max()
+                .unwrap_or(0),
+            Bytes(first.count("traffic_access_bytes")),
+        );
+        let mut t = Table::new(&[
+            "delay",
+            "traffic GB/s",
+            "mean ns",
+            "p50 ns",
+            "p99 ns",
+            "p99.9 ns",
+        ]);
+        // p50, p99 and p99.9 of a point's samples.
+        let tail = |r: &Record| {
+            r.summary
+                .as_ref()
+                .map_or((0.0, 0.0, 0.0), |s| (s.p50, s.p99, s.p999))
+        };
+        for r in &points {
+            let s = tail(r);
+            t.row(vec![
+                r.maybe_count("delay_ns")
+                    .map(|d| format!("{d} ns"))
+                    .unwrap_or_else(|| "idle".into()),
+                format!("{:.2}", r.val("traffic_gb_s")),
+                format!("{:.1}", r.val("mean_latency_ns")),
+                format!("{:.1}", s.0),
+                format!("{:.1}", s.1),
+                format!("{:.1}", s.2),
             ]);
-            for p in points {
-                t.row(vec![
-                    p.delay_ns
-                        .map(|d| format!("{d} ns"))
-                        .unwrap_or_else(|| "idle".into()),
-                    format!("{:.2}", p.traffic_gb_s),
-                    format!("{:.1}", p.mean_ns),
-                    format!("{:.1}", p.samples.p50),
-                    format!("{:.1}", p.samples.p99),
-                    format!("{:.1}", p.samples.p999),
-                ]);
-            }
-            println!("{}", t.render());
-            if let (Some(idle), Some(heavy)) = (points.first(), points.last()) {
-                println!(
-                    "heaviest load: {:.1} ns mean vs {:.1} ns idle ({:+.1}%), p99 {:.1} vs {:.1} ns\n",
-                    heavy.mean_ns,
-                    idle.mean_ns,
-                    100.0 * (heavy.mean_ns / idle.mean_ns - 1.0),
-                    heavy.samples.p99,
-                    idle.samples.p99
-                );
-            }
+        }
+        out += &format!("{}\n", t.render());
+        if let (Some(idle), Some(heavy)) = (points.first(), points.last()) {
+            let (mi, mh) = (idle.val("mean_latency_ns"), heavy.val("mean_latency_ns"));
+            out += &format!(
+                "heaviest load: {mh:.1} ns mean vs {mi:.1} ns idle ({:+.1}%), p99 {:.1} vs {:.1} ns\n\n",
+                100.0 * (mh / mi - 1.0),
+                tail(heavy).1,
+                tail(idle).1
+            );
         }
     }
-    sink.warn(&env);
-    Ok(())
+    out
 }
 
 #[cfg(test)]
@@ -364,6 +634,15 @@ mod tests {
         assert_eq!(
             parse_probe("clwb"),
             Ok(Probe::Persist(Op::StoreClwb, FenceKind::Sfence))
+        );
+        assert_eq!(
+            parse_probe("SW"),
+            Ok(Probe::Persist(Op::StoreClwb, FenceKind::Mfence))
+        );
+        assert_eq!(
+            parse_probe("ntstore"),
+            Ok(Probe::Persist(Op::NtStore, FenceKind::Sfence)),
+            "the strategy, not the undrained row"
         );
         assert!(parse_probe("load+mfence").is_err());
         assert!(parse_probe("store+clwb+xfence").is_err());

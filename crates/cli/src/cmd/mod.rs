@@ -8,8 +8,13 @@ mod kmer;
 mod latency;
 mod list;
 mod loaded;
+mod numa;
+mod probe;
 mod quick;
 mod rap;
+mod report;
+mod results;
+mod suite;
 mod sync;
 mod verify;
 
@@ -17,24 +22,82 @@ use crate::args::{Cli, Command};
 use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt::Interrupted;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    let mut ctx = Context::new();
-    // Opened per arm: `pmscope kmer` writes its k-mer sets to -o itself and opens its own
-    // record sink, every other command sends its records to this one.
-    let sink = || Sink::open(&cli.output);
+    let executor = if cli.null_executor {
+        Executor::Null
+    } else {
+        Executor::Real
+    };
+    let mut ctx = Context::new(executor);
+    ctx.prefetchers_off = cli.prefetchers == "off";
     match &cli.command {
-        Command::Info => info::run(&mut ctx, &mut sink()?),
-        Command::Quick(a) => quick::run(&mut ctx, &mut sink()?, a),
-        Command::Verify(a) => verify::run(&mut ctx, &mut sink()?, a),
-        Command::Latency(a) => latency::run(&mut ctx, &mut sink()?, a),
-        Command::Inst(a) => inst::run(&mut ctx, &mut sink()?, a),
-        Command::Sync(a) => sync::run(&mut ctx, &mut sink()?, a),
-        Command::Rap(a) => rap::run(&mut ctx, &mut sink()?, a),
-        Command::Bandwidth(a) => bandwidth::run(&mut ctx, &mut sink()?, a),
-        Command::Loaded(a) => loaded::run(&mut ctx, &mut sink()?, a),
-        Command::List { what } => list::run(&ctx, &mut sink()?, *what),
-        Command::Kmer(a) => kmer::run(&mut ctx, &cli.output, a),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "pmscope", &mut std::io::stdout());
+            return Ok(());
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            return Ok(());
+        }
+        _ => {}
+    }
+    if let Command::Kmer(a) = &cli.command {
+        // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
+        return kmer::run(&mut ctx, &cli.output, a);
+    }
+    match &cli.command {
+        Command::Results(a) => return results::run(&cli.output, a),
+        Command::Compare(a) => return results::compare(&cli.output, a),
+        Command::Report(a) => return report::run(&ctx, &cli.output, a),
+        _ => {}
+    }
+    // `info` and `list` measure nothing: they do not touch the results store.
+    let measures = !matches!(cli.command, Command::Info | Command::List { .. });
+    let mut sink = Sink::open(&crate::args::OutputArgs {
+        no_store: cli.output.no_store || !measures,
+        ..cli.output.clone()
+    })?;
+    let sink = &mut sink;
+    let outcome = dispatch(&mut ctx, sink, &cli.command);
+    if let Err(e) = outcome {
+        if e.downcast_ref::<Interrupted>().is_some() && !sink.json() {
+            crate::output::finished::print(sink.records());
+        }
+        return Err(e);
+    }
+    // Only a run that succeeded puts its -o file in place.
+    sink.commit()
+}
+
+/// Runs one record-producing command into `sink` (the suite runs its steps through here).
+pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result<()> {
+    match command {
+        Command::Info => info::run(ctx, sink),
+        Command::Quick(a) => quick::run(ctx, sink, a),
+        Command::Verify(a) => verify::run(ctx, sink, a),
+        Command::Latency(a) => latency::run(ctx, sink, a),
+        Command::Inst(a) => inst::run(ctx, sink, a),
+        Command::Sync(a) => sync::run(ctx, sink, a),
+        Command::Rap(a) => rap::run(ctx, sink, a),
+        Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
+        Command::Loaded(a) => loaded::run(ctx, sink, a),
+        Command::List { what } => list::run(ctx, sink, *what),
+        Command::Suite(a) => suite::run(ctx, sink, a),
+        Command::Numa(a) => numa::run(ctx, sink, a),
+        Command::Probe(a) => probe::run(ctx, sink, a),
+        Command::Kmer(_)
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Results(_)
+        | Command::Compare(_)
+        | Command::Report(_) => Err(anyhow::anyhow!(
+            "this command does not write into a shared record sink"
+        )),
     }
 }

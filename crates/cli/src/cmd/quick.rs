@@ -5,24 +5,54 @@
 
 use crate::args::QuickArgs;
 use crate::cmd::verify::verify_targets;
-use crate::context::{Context, parse_size};
-use crate::measure::{LatencyPlan, Role, chase_latency, stream_for};
+use crate::context::Context;
+use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
 use crate::output::Sink;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::{Bytes, page_size_name};
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;
-use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
-use pmscope_runner::timer::Timer;
-use std::sync::Mutex;
+use pmscope_loops::stream::{StreamOp, Streamer};
+use pmscope_runner::executor::Executor;
 use std::time::Duration;
 
 /// The embedded default targets.
 pub const DEFAULT_TARGETS: [&str; 3] = ["dram:4k", "dram:thp", "shm:4k"];
+
+/// Each target's first figures, from the records.
+fn figures(records: &[Record]) -> Vec<Figures> {
+    let mut out: Vec<Figures> = Vec::new();
+    for r in records.iter().filter(|r| r.experiment == "quick") {
+        let (Some(t), Some(s)) = (&r.target, &r.summary) else {
+            continue;
+        };
+        if !out.iter().any(|f| f.target == t.spec) {
+            let a = &t.achieved;
+            out.push(Figures {
+                target: t.spec.clone(),
+                page: a
+                    .page_size
+                    .map(page_size_name)
+                    .unwrap_or_else(|| "unclear".into()),
+                persistence: a.persistence.describe().into(),
+                latency_ns: f64::NAN,
+                read_gb_s: f64::NAN,
+            });
+        }
+        let f = out.iter_mut().find(|f| f.target == t.spec).expect("pushed");
+        match r.metric.as_deref() {
+            Some("latency_ns") => f.latency_ns = s.p50,
+            Some("bandwidth_gb_s") => f.read_gb_s = s.p50,
+            _ => {}
+        }
+    }
+    out
+}
 
 /// A target's first figures.
 struct Figures {
@@ -34,14 +64,11 @@ struct Figures {
 }
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
-    let size = parse_size(&a.size)?;
+    let size = a.size.0;
     let (specs, opts) = ctx.targets(&a.targets, &DEFAULT_TARGETS)?;
-    let timer = Timer::calibrate(&ctx.features, Duration::from_millis(50));
-    ctx.set_timer(timer.info());
     let cpus = pmscope_sys::affinity::allowed_cpus()?;
     let width = if ctx.features.avx512f { 64 } else { 32 };
-    let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features)?;
     sink.text(&format!(
         "pmscope quick: {} on {} ({} CPUs, {} NUMA node{})\n",
         specs
@@ -54,87 +81,46 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         ctx.system.numa_nodes,
         if ctx.system.numa_nodes == 1 { "" } else { "s" }
     ));
-    let mut figures = Vec::new();
-    let base = ctx.record("quick");
-    let records = verify_targets(ctx, sink, &specs, size, &opts, &mut |sink, m, verified| {
-        let target = m.record();
+    let mut h = ctx.start(sink, &cpus, Some(size), false)?;
+    let timer = *h.timer();
+    verify_targets(&mut h, &specs, size, &opts, &mut |run, m| {
+        let executor = run.executor();
         let mut region = Region::from_slice(m.bytes_mut());
         // Latency: a random chain over the whole mapping, on the first CPU.
-        let latency = {
-            let shared = Mutex::new(&mut region);
-            let mut out = pmscope_runner::pin::run_pinned(&cpus[..1], |_| -> Result<Summary> {
-                let mut r = shared.lock().expect("one worker");
-                let mut chaser = Chaser::build(&mut r, size as usize, &ChainSpec::default())?;
-                let plan = LatencyPlan {
-                    reps: 3,
-                    rep_ns: 40e6,
-                };
-                Ok(Summary::of(&chase_latency(&mut chaser, &timer, plan)).expect("finite"))
-            })
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-            out.remove(0).0?
-        };
+        let latency = run.on_cpu(cpus[0], &mut region, |r| -> Result<Summary> {
+            let ns = executor.run(
+                || -> Result<_> {
+                    let mut chaser = Chaser::build(r, size as usize, &ChainSpec::default())?;
+                    let plan = LatencyPlan {
+                        reps: 3,
+                        rep_ns: 40e6,
+                    };
+                    Ok(chase_latency(&mut chaser, &timer, plan))
+                },
+                || Ok(Executor::synthetic(3, 100.0)),
+            )?;
+            Ok(Summary::of(&ns).expect("finite"))
+        })??;
+        let mut r = run
+            .record("quick")
+            .param("pattern", Pattern::Rand.name())
+            .param("working_set_bytes", size);
+        r.metric = Some("latency_ns".into());
+        r.summary = Some(latency);
+        run.emit(&r)?;
         // Bandwidth: every CPU reads its own part sequentially.
-        let views = StreamView::of(&mut region, cpus.len(), false);
-        let mut gbs = Vec::new();
-        for rep in 0..4 {
-            let out = pmscope_runner::pin::run_pinned(&cpus, |w| {
-                stream_for(
-                    Role::Stream(read),
-                    views[w],
-                    false,
-                    Duration::from_millis(150),
-                    rep,
-                )
-            })
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-            if rep > 0 {
-                let secs = out.iter().map(|((_, s), _)| *s).fold(0.0, f64::max);
-                gbs.push(out.iter().map(|((t, _), _)| t.read).sum::<u64>() as f64 / secs / 1e9);
-            }
-        }
-        let bandwidth = Summary::of(&gbs).expect("finite");
-        for (metric, summary, params) in [
-            (
-                "latency_ns",
-                latency.clone(),
-                [
-                    ("pattern", serde_json::Value::from("random")),
-                    ("working_set_bytes", size.into()),
-                ],
-            ),
-            (
-                "bandwidth_gb_s",
-                bandwidth.clone(),
-                [
-                    ("op", serde_json::Value::from("read")),
-                    ("threads", cpus.len().into()),
-                ],
-            ),
-        ] {
-            let mut r: Record = base.clone();
-            for (k, v) in params {
-                r = r.param(k, v);
-            }
-            r.metric = Some(metric.into());
-            r.summary = Some(summary);
-            r.target = Some(target.clone());
-            r.warnings = verified.warnings.clone();
-            sink.emit(&r)?;
-        }
-        let ach = &target.achieved;
-        figures.push(Figures {
-            target: target.spec.clone(),
-            page: ach
-                .page_size
-                .map(page_size_name)
-                .unwrap_or_else(|| "unclear".into()),
-            persistence: ach.persistence.describe().into(),
-            latency_ns: latency.p50,
-            read_gb_s: bandwidth.p50,
-        });
-        Ok(())
+        let gbs = read_bandwidth(run, &cpus, &mut region, read, Duration::from_millis(150), 3)?;
+        let mut r = run
+            .record("quick")
+            .param("op", "read")
+            .param("threads", cpus.len());
+        r.metric = Some("bandwidth_gb_s".into());
+        r.summary = Some(Summary::of(&gbs).expect("finite"));
+        run.emit(&r)
     })?;
+    h.finish()?;
+    let records: Vec<Record> = sink.of("verify").cloned().collect();
+    let figures = figures(sink.records());
     sink.text("configuration achieved:");
     crate::cmd::verify::print_table(sink, &records);
     let mut t = Table::new(&[

@@ -6,19 +6,23 @@
 //! way on the same target, is printed beside it.
 
 use crate::args::RapArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::fields::{Fields, by_target};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
+use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::rng::SplitMix64;
+use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_persist::{PersistStrategy, Persister};
-use std::sync::Mutex;
+use pmscope_runner::executor::Executor;
+use pmscope_runner::interrupt;
 
 /// Latencies (ticks, overhead included) of loading the line persisted `d` lines earlier,
 /// `samples` times, walking `order` (line numbers).
@@ -46,21 +50,31 @@ fn read_after_persist(
     Ok(ticks)
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
+/// What `rap` measures, validated before anything is mapped.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    opts: MapOptions,
+    strategy: PersistStrategy,
+    persister: Persister,
+    load: Sequence,
+    distances: Vec<usize>,
+    region_bytes: u64,
+    samples: usize,
+    cpu: usize,
+    seed: u64,
+}
+
+fn plan(ctx: &Context, a: &RapArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let strategy: PersistStrategy = a
-        .persist
-        .parse()
-        .map_err(|e: pmscope_persist::Unsupported| usage(e.to_string()))?;
-    let persister = Persister::new(strategy, &ctx.features).map_err(|e| usage(e.to_string()))?;
-    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let strategy: PersistStrategy = a.persist.parse()?;
+    let persister = Persister::new(strategy, &ctx.features)?;
+    let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)?;
     let distances: Vec<usize> = parse_axis(&a.distances, AxisKind::Count)
         .map_err(|e| usage(e.to_string()))?
         .into_iter()
         .map(|d| d as usize)
         .collect();
-    let region_bytes = parse_size(&a.region)?;
+    let region_bytes = a.region.0;
     let lines = (region_bytes / 64) as usize;
     let max_d = distances.iter().copied().max().unwrap_or(0);
     if max_d + 1 >= lines {
@@ -69,119 +83,167 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
             max_d + 1
         )));
     }
-    let samples = if a.full {
-        a.samples.max(200_000)
-    } else {
-        a.samples
-    };
-    let cpu = a.cpu.unwrap_or(0);
-    pmscope_runner::pin::check_cpus(&[cpu]).map_err(|e| usage(format!("--cpu: {e}")))?;
-    let (timer, env) = ctx.start_measuring(&[cpu], Some(region_bytes), true);
-    let progress = Progress::new(
-        (specs.len() * (distances.len() + 1)) as u64,
-        "rap",
-        !sink.json(),
-    );
-    let mut tables = Vec::new();
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
-        sink.warn(m.warnings());
-        if m.achieved().persistence == pmscope_core::achieved::Persistence::PageCache
-            && strategy != PersistStrategy::Msync
-        {
-            sink.warn(&[pmscope_core::warning::Warning::new(
-                "persist-on-page-cache",
-                format!(
-                    "{spec} is a page-cache mapping: {strategy} does not make its stores durable"
-                ),
-                "use --persist msync for this target, or a DAX target",
-            )]);
-        }
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
-        let shared = Mutex::new(&mut m);
-        let mut out = pmscope_runner::pin::run_pinned(&[cpu], |_| -> std::io::Result<_> {
-            let mut m = shared.lock().expect("one worker");
-            let mut region = Region::from_slice(m.bytes_mut());
-            let overhead = access::timing_overhead(100_001);
-            let mut order: Vec<u32> = (0..lines as u32).collect();
-            SplitMix64::new(a.seed).shuffle(&mut order);
-            let to_ns = |t: &[u64]| -> Summary {
-                let ns: Vec<f64> = t
-                    .iter()
-                    .map(|&x| timer.tsc_ticks_to_ns(x.saturating_sub(overhead)))
-                    .collect();
-                Summary::of(&ns).expect("finite")
-            };
-            // Baseline: loads of lines flushed just before, far from any recent persist.
-            let idle_offsets: Vec<usize> = order[lines / 2..]
-                .iter()
-                .take(samples)
-                .map(|&l| l as usize * 64)
-                .collect();
-            let mut idle = vec![0u64; idle_offsets.len()];
-            load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
-            let idle = to_ns(&idle);
-            progress.inc();
-            let mut curve = Vec::new();
-            for &d in &distances {
-                let t = read_after_persist(&mut region, &persister, &load, &order, d, samples)?;
-                curve.push((d, to_ns(&t)));
-                progress.inc();
-            }
-            Ok((idle, curve))
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (result, placement) = out.remove(0);
-        let (idle, curve) = result?;
-        let mut base = ctx
-            .record("rap-idle")
-            .param("persist", strategy.name())
-            .param("region_bytes", region_bytes)
-            .param("samples", samples);
-        base.metric = Some("latency_ns".into());
-        base.summary = Some(idle.clone());
-        base.target = Some(target.clone());
-        base.threads = vec![placement];
-        base.warnings = warnings.clone();
-        base.warnings.extend(env.iter().cloned());
-        sink.emit(&base)?;
-        for (d, s) in &curve {
-            let mut r = base.clone();
-            r.experiment = "rap".into();
-            r.params.insert("distance_lines".into(), (*d).into());
-            r.summary = Some(s.clone());
-            sink.emit(&r)?;
-        }
-        tables.push((target.spec.clone(), idle, curve));
+    // --full changes only the defaults: an explicit option always wins.
+    let samples = a
+        .samples
+        .map_or(if a.full { 200_000 } else { 20_000 }, |s| s.0);
+    Ok(Plan {
+        specs,
+        opts,
+        strategy,
+        persister,
+        load,
+        distances,
+        region_bytes,
+        samples,
+        cpu: a.cpu.unwrap_or(0),
+        seed: a.seed,
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        print!("{}", render(sink.records()));
     }
-    progress.finish();
-    if !sink.json() {
-        for (spec, idle, curve) in &tables {
-            println!(
-                "{spec}: load of the line persisted d lines earlier ({} + its fence), random lines; timer overhead subtracted",
-                strategy.name()
-            );
-            let mut t = Table::new(&["distance d", "p50 ns", "p99 ns", "vs idle load"]);
-            for (d, s) in curve {
-                t.row(vec![
-                    d.to_string(),
-                    format!("{:.1}", s.p50),
-                    format!("{:.1}", s.p99),
-                    format!("{:.2}x", s.p50 / idle.p50.max(0.1)),
-                ]);
-            }
-            t.row(vec![
-                "idle (flushed line)".into(),
-                format!("{:.1}", idle.p50),
-                format!("{:.1}", idle.p99),
-                "1.00x".into(),
-            ]);
-            println!("{}\n", t.render());
-        }
-    }
-    sink.warn(&env);
     Ok(())
+}
+
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
+    let (strategy, persister, load, samples) = (p.strategy, &p.persister, &p.load, p.samples);
+    let lines = (p.region_bytes / 64) as usize;
+    let progress = Progress::new(
+        (p.specs.len() * (p.distances.len() + 1)) as u64,
+        "rap",
+        sink.human(),
+    );
+    let mut h = ctx.start(sink, &[p.cpu], Some(p.region_bytes), true)?;
+    let timer = *h.timer();
+    h.per_target(
+        &p.specs,
+        p.region_bytes,
+        &p.opts,
+        Some(strategy),
+        |run, m| {
+            let executor = run.executor();
+            let (idle, curve) =
+                run.on_cpu(p.cpu, m.bytes_mut(), |bytes| -> std::io::Result<_> {
+                    let mut region = Region::from_slice(bytes);
+                    let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
+                    let mut order: Vec<u32> = (0..lines as u32).collect();
+                    SplitMix64::new(p.seed).shuffle(&mut order);
+                    let to_ns = |t: &[u64]| -> Summary {
+                        let ns: Vec<f64> = t
+                            .iter()
+                            .map(|&x| timer.tsc_ticks_to_ns(x.saturating_sub(overhead)))
+                            .collect();
+                        Summary::of(&ns).expect("finite")
+                    };
+                    // Baseline: loads of lines flushed just before, far from any recent persist.
+                    let idle = executor.run(
+                        || {
+                            let idle_offsets: Vec<usize> = order[lines / 2..]
+                                .iter()
+                                .take(samples)
+                                .map(|&l| l as usize * 64)
+                                .collect();
+                            let mut idle = vec![0u64; idle_offsets.len()];
+                            load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
+                            to_ns(&idle)
+                        },
+                        || Summary::of(&Executor::synthetic(samples, 100.0)).expect("finite"),
+                    );
+                    progress.inc();
+                    let mut curve = Vec::new();
+                    for &d in &p.distances {
+                        if interrupt::check().is_err() {
+                            break; // the distances so far are recorded, then the run stops
+                        }
+                        let s = executor.run(
+                            || -> std::io::Result<_> {
+                                let t = read_after_persist(
+                                    &mut region,
+                                    persister,
+                                    load,
+                                    &order,
+                                    d,
+                                    samples,
+                                )?;
+                                Ok(to_ns(&t))
+                            },
+                            || {
+                                Ok(Summary::of(&Executor::synthetic(samples, 150.0))
+                                    .expect("finite"))
+                            },
+                        )?;
+                        curve.push((d, s));
+                        progress.inc();
+                    }
+                    Ok((idle, curve))
+                })??;
+            let mut base = run
+                .record("rap-idle")
+                .param("persist", strategy.name())
+                .param("region_bytes", p.region_bytes)
+                .param("samples", samples);
+            base.metric = Some("latency_ns".into());
+            base.summary = Some(idle);
+            run.emit(&base)?;
+            for (d, s) in curve {
+                let mut r = run
+                    .record("rap")
+                    .param("persist", strategy.name())
+                    .param("region_bytes", p.region_bytes)
+                    .param("samples", samples)
+                    .param("distance_lines", d);
+                r.metric = Some("latency_ns".into());
+                r.summary = Some(s);
+                run.emit(&r)?;
+            }
+            run.check_interrupt()
+        },
+    )?;
+    h.finish()?;
+    progress.finish();
+    Ok(())
+}
+
+/// A table per target, from the records alone: the `rap` curve, then its `rap-idle`
+/// baseline.
+fn render(records: &[Record]) -> String {
+    let mut out = String::new();
+    for (spec, idle) in by_target(records, "rap-idle") {
+        let persist = idle[0].text("persist");
+        let Some(idle) = idle[0].summary.as_ref() else {
+            continue;
+        };
+        out += &format!(
+            "{spec}: load of the line persisted d lines earlier ({} + its fence), random lines; timer overhead subtracted\n",
+            persist
+        );
+        let mut t = Table::new(&["distance d", "p50 ns", "p99 ns", "vs idle load"]);
+        let curve = records
+            .iter()
+            .filter(|r| r.experiment == "rap" && r.spec() == spec);
+        for r in curve {
+            let Some(s) = &r.summary else { continue };
+            t.row(vec![
+                r.count("distance_lines").to_string(),
+                format!("{:.1}", s.p50),
+                format!("{:.1}", s.p99),
+                format!("{:.2}x", s.p50 / idle.p50.max(0.1)),
+            ]);
+        }
+        t.row(vec![
+            "idle (flushed line)".into(),
+            format!("{:.1}", idle.p50),
+            format!("{:.1}", idle.p99),
+            "1.00x".into(),
+        ]);
+        out += &format!("{}\n\n", t.render());
+    }
+    out
 }
 
 #[cfg(test)]

@@ -6,36 +6,24 @@
 //! `--fence sfence` for stores' usual persistence fence.
 
 use crate::args::SyncArgs;
-use crate::context::{Context, parse_patterns, parse_size};
+use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
+use crate::output::fields::{Fields, by_target, short_reason};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::check_threads;
 use anyhow::Result;
+use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
-use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
+use pmscope_loops::access::{FenceKind, Sequence, Width, store_value};
+use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
-use std::sync::Mutex;
+use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_runner::harness::repeat_dropping_first;
 use std::time::{Duration, Instant};
-
-/// pmmeter's synchronisation options, in its order.
-pub const OPTIONS: [(&str, Op, FenceKind); 14] = [
-    ("load bare", Op::Load, FenceKind::None),
-    ("load nt", Op::NtLoad, FenceKind::None),
-    ("load bare+F", Op::Load, FenceKind::Mfence),
-    ("load nt+F", Op::NtLoad, FenceKind::Mfence),
-    ("store bare", Op::Store, FenceKind::None),
-    ("store nt", Op::NtStore, FenceKind::None),
-    ("store bare+F", Op::Store, FenceKind::Mfence),
-    ("store nt+F", Op::NtStore, FenceKind::Mfence),
-    ("store clflush", Op::StoreClflush, FenceKind::None),
-    ("store clflushopt", Op::StoreClflushopt, FenceKind::None),
-    ("store clwb", Op::StoreClwb, FenceKind::None),
-    ("store clflush+F", Op::StoreClflush, FenceKind::Mfence),
-    ("store clflushopt+F", Op::StoreClflushopt, FenceKind::Mfence),
-    ("store clwb+F", Op::StoreClwb, FenceKind::Mfence),
-];
 
 /// Lines per call between clock checks: long enough that the check costs nothing, short
 /// enough to stop within a millisecond of the deadline.
@@ -74,8 +62,22 @@ fn stream_for(
     (done, start.elapsed().as_secs_f64())
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
-    let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
+/// What `sync` measures, validated before anything is mapped.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    opts: MapOptions,
+    unit: Width,
+    patterns: Vec<bool>,
+    plus_f: FenceKind,
+    region_bytes: u64,
+    cpus: Vec<usize>,
+    reps: usize,
+    duration: Duration,
+    seed: u64,
+}
+
+fn plan(ctx: &Context, a: &SyncArgs) -> Result<Plan> {
+    let (specs, mut opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let unit = Width::from_bytes(a.unit)
         .ok_or_else(|| usage(format!("--unit {}: use 8, 16, 32 or 64", a.unit)))?;
     let patterns = parse_patterns(&a.pattern)?;
@@ -84,148 +86,168 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
         "sfence" => FenceKind::Sfence,
         other => return Err(usage(format!("--fence {other}: use mfence or sfence"))),
     };
-    let region_bytes = parse_size(&a.region)?;
-    let threads = a.threads.max(1);
+    let threads = a.threads.0;
     let cpus: Vec<usize> = match &a.cpus {
-        Some(list) => pmscope_core::cpulist::parse_list(list).map_err(|e| usage(e.to_string()))?,
-        None => pmscope_sys::affinity::allowed_cpus()?
-            .into_iter()
-            .cycle()
-            .take(threads)
-            .collect(),
+        Some(c) => c.0.clone(),
+        None => pmscope_sys::affinity::allowed_cpus()?,
     };
-    if cpus.len() < threads {
-        return Err(usage(format!(
-            "--cpus names {} CPUs for {threads} threads",
-            cpus.len()
-        )));
-    }
-    let cpus = &cpus[..threads];
-    pmscope_runner::pin::check_cpus(cpus).map_err(|e| usage(format!("--cpus: {e}")))?;
-    let reps = if a.full { 7 } else { 3 };
-    let duration = Duration::from_secs_f64(if a.full { 1.0 } else { 0.2 });
-    // The timer is calibrated for the records; streams are timed by their own clock.
-    let (_timer, env) = ctx.start_measuring(cpus, Some(region_bytes), false);
-    let features = ctx.features;
-    let progress = Progress::new(
-        (specs.len() * OPTIONS.len() * patterns.len()) as u64,
-        "sync",
-        !sink.json(),
-    );
-    let mut tables = Vec::new();
+    check_threads(threads, &cpus).map_err(usage)?;
+    let cpus = cpus[..threads].to_vec();
     // Each thread's part is first touched by the CPU that streams over it.
-    let mut opts = opts;
-    opts.first_touch_cpus = cpus.to_vec();
-    for spec in &specs {
-        let mut m = pmscope_mapping::map(spec, region_bytes, &opts)?;
-        sink.warn(m.warnings());
-        let target = m.record();
-        let warnings = m.warnings().to_vec();
+    opts.first_touch_cpus = cpus.clone();
+    // --full changes only the defaults: an explicit option always wins.
+    Ok(Plan {
+        specs,
+        opts,
+        unit,
+        patterns,
+        plus_f,
+        region_bytes: a.region.0,
+        cpus,
+        reps: a.reps.map_or(if a.full { 7 } else { 3 }, |r| r.0),
+        duration: Duration::from_secs_f64(
+            a.duration.map_or(if a.full { 1.0 } else { 0.2 }, |d| d.0),
+        ),
+        seed: a.seed,
+    })
+}
+
+pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SyncArgs) -> Result<()> {
+    let plan = plan(ctx, a)?;
+    measure(ctx, sink, &plan)?;
+    if sink.human() {
+        print!("{}", render(sink.records()));
+    }
+    Ok(())
+}
+
+fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
+    let features = ctx.features;
+    let (cpus, threads, unit) = (&p.cpus[..], p.cpus.len(), p.unit);
+    let progress = Progress::new(
+        (p.specs.len() * catalog::pmmeter_options().count() * p.patterns.len()) as u64,
+        "sync",
+        sink.human(),
+    );
+    // The timer is calibrated for the records; streams are timed by their own clock.
+    let mut h = ctx.start(sink, cpus, Some(p.region_bytes), false)?;
+    h.per_target(&p.specs, p.region_bytes, &p.opts, None, |run, m| {
+        let executor = run.executor();
         let lines_per_thread = m.len() / threads / 64;
-        let regions: Vec<Mutex<Option<Region<'_>>>> = Region::from_slice(m.bytes_mut())
-            .split(threads, 64)
-            .into_iter()
-            .map(|r| Mutex::new(Some(r)))
-            .collect();
-        let mut rows = Vec::new();
-        for &(name, op, fence) in &OPTIONS {
-            let fence = if fence == FenceKind::None {
-                fence
-            } else {
-                plus_f
+        let mut regions = Region::from_slice(m.bytes_mut()).split(threads, 64);
+        // pmmeter's options, in its order; `+F` is the row with the chosen fence.
+        for option in catalog::pmmeter_options() {
+            let name = option.pmmeter.expect("a pmmeter option");
+            let row = match option.fence {
+                FenceKind::None => option,
+                _ => catalog::of(option.op, p.plus_f),
             };
-            for &random in &patterns {
-                let seq = match Sequence::new(op, fence, unit, &features) {
+            let (op, fence) = (row.op, row.fence);
+            for &random in &p.patterns {
+                run.check_interrupt()?;
+                let pattern = Pattern::from_random(random).name();
+                let seq = match row.sequence(unit, &features) {
                     Ok(s) => s,
                     Err(e) => {
-                        rows.push((name, random, Err(e.reason.clone())));
+                        let r = run
+                            .record("sync")
+                            .param("option", name)
+                            .param("op", op.name())
+                            .param("fence", fence.name())
+                            .param("unit_bytes", unit.bytes())
+                            .param("pattern", pattern)
+                            .param("threads", threads)
+                            .param("unsupported", e.to_string());
+                        run.emit(&r)?;
                         progress.inc();
                         continue;
                     }
                 };
-                let mut gb_s = Vec::new();
-                let mut placements = Vec::new();
-                for rep in 0..=reps {
-                    let out = pmscope_runner::pin::run_pinned(cpus, |w| {
-                        let mut guard = regions[w].lock().expect("own region");
-                        let region = guard.as_mut().expect("region present");
-                        let idx: Option<Vec<u32>> = random.then(|| {
-                            let mut v: Vec<u32> = (0..lines_per_thread as u32).collect();
-                            SplitMix64::new(a.seed ^ w as u64).shuffle(&mut v);
-                            v
-                        });
-                        stream_for(&seq, region, idx.as_deref(), duration)
-                    })
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
-                    // The first repetition warms caches, TLBs and pages; it is dropped.
-                    if rep > 0 {
-                        let bytes: f64 = out.iter().map(|((l, _), _)| *l as f64 * 64.0).sum();
-                        let secs = out.iter().map(|((_, s), _)| *s).fold(0.0, f64::max);
-                        gb_s.push(bytes / secs / 1e9);
-                    }
-                    placements = out.into_iter().map(|(_, p)| p).collect();
-                }
+                let gb_s = repeat_dropping_first(p.reps, |_| {
+                    let out = run.on_each(cpus, &mut regions, |w, region| {
+                        let lines = (region.len() / 64) as u64;
+                        executor.run(
+                            || {
+                                let idx: Option<Vec<u32>> = random.then(|| {
+                                    let mut v: Vec<u32> = (0..lines_per_thread as u32).collect();
+                                    SplitMix64::new(p.seed ^ w as u64).shuffle(&mut v);
+                                    v
+                                });
+                                stream_for(&seq, region, idx.as_deref(), p.duration)
+                            },
+                            || (lines, 0.001),
+                        )
+                    })?;
+                    let bytes: f64 = out.iter().map(|(l, _)| *l as f64 * 64.0).sum();
+                    let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+                    Ok(bytes / secs / 1e9)
+                })?;
                 let s = Summary::of(&gb_s).expect("finite");
                 let per_block = (64 / unit.bytes()) as f64;
                 let minstr = s.p50 * 1e9 / 64.0 * per_block / 1e6;
-                let mut r = ctx
+                let mut r = run
                     .record("sync")
                     .param("option", name)
                     .param("op", op.name())
                     .param("fence", fence.name())
                     .param("unit_bytes", unit.bytes())
                     .param("block_bytes", 64)
-                    .param("pattern", if random { "rand" } else { "seq" })
+                    .param("pattern", pattern)
                     .param("threads", threads)
-                    .param("region_bytes", region_bytes)
+                    .param("region_bytes", p.region_bytes)
                     .value("million_instructions_per_s", minstr);
                 r.metric = Some("bandwidth_gb_s".into());
-                r.summary = Some(s.clone());
-                r.target = Some(target.clone());
-                r.threads = placements;
-                r.warnings = warnings.clone();
-                r.warnings.extend(env.iter().cloned());
-                sink.emit(&r)?;
-                rows.push((name, random, Ok((s, minstr))));
+                r.summary = Some(s);
+                run.emit(&r)?;
                 progress.inc();
             }
         }
-        tables.push((target.spec.clone(), rows));
-    }
+        Ok(())
+    })?;
+    h.finish()?;
     progress.finish();
-    if !sink.json() {
-        for (spec, rows) in &tables {
-            println!(
-                "{spec}: 64-byte blocks of {}-byte instructions, {threads} thread{}, GB/s = 10^9 B/s, +F = {} after each block",
-                unit.bytes(),
-                if threads == 1 { "" } else { "s" },
-                plus_f.name()
-            );
-            let mut t = Table::new(&["option", "pattern", "GB/s", "min", "max", "M instr/s"]);
-            for (name, random, res) in rows {
-                let pattern = if *random { "rand" } else { "seq" }.to_string();
-                match res {
-                    Ok((s, minstr)) => t.row(vec![
-                        name.to_string(),
-                        pattern,
-                        format!("{:.2}", s.p50),
-                        format!("{:.2}", s.min),
-                        format!("{:.2}", s.max),
-                        format!("{minstr:.0}"),
-                    ]),
-                    Err(reason) => t.row(vec![
-                        name.to_string(),
-                        pattern,
-                        format!("n/a: {reason}"),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                    ]),
-                }
-            }
-            println!("{}\n", t.render());
-        }
-    }
-    sink.warn(&env);
     Ok(())
+}
+
+/// A table per target, from the `sync` records alone: pmmeter's options in its order.
+fn render(records: &[Record]) -> String {
+    let mut out = String::new();
+    for (spec, rows) in by_target(records, "sync") {
+        let first = rows[0];
+        let threads = first.count("threads");
+        // The `+F` rows carry the fence `--fence` chose.
+        let plus_f = rows
+            .iter()
+            .find(|r| r.text("option").ends_with("+F"))
+            .map_or("mfence", |r| r.text("fence"));
+        out += &format!(
+            "{spec}: 64-byte blocks of {}-byte instructions, {threads} thread{}, GB/s = 10^9 B/s, +F = {plus_f} after each block\n",
+            first.count("unit_bytes"),
+            if threads == 1 { "" } else { "s" },
+        );
+        let mut t = Table::new(&["option", "pattern", "GB/s", "min", "max", "M instr/s"]);
+        for r in rows {
+            let (name, pattern) = (r.text("option").to_string(), r.text("pattern").to_string());
+            match &r.summary {
+                Some(s) => t.row(vec![
+                    name,
+                    pattern,
+                    format!("{:.2}", s.p50),
+                    format!("{:.2}", s.min),
+                    format!("{:.2}", s.max),
+                    format!("{:.0}", r.val("million_instructions_per_s")),
+                ]),
+                None => t.row(vec![
+                    name,
+                    pattern,
+                    format!("n/a: {}", short_reason(r.text("unsupported"))),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]),
+            }
+        }
+        out += &format!("{}\n\n", t.render());
+    }
+    out
 }

@@ -1,72 +1,49 @@
 //! `pmscope verify`: map each target, pre-fault it, and report what the kernel gave.
 
 use crate::args::VerifyArgs;
-use crate::context::{Context, parse_size};
+use crate::context::Context;
 use crate::output::Sink;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::units::{Bytes, page_size_name};
-use pmscope_mapping::{MapOptions, Mapping, TargetSpec, verify::compare_targets};
-use pmscope_runner::sanity;
+use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
+use pmscope_runner::harness::{Harness, TargetRun};
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &VerifyArgs) -> Result<()> {
-    let size = parse_size(&a.size)?;
+    let size = a.size.0;
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let records = verify_targets(ctx, sink, &specs, size, &opts, &mut |_, _, _| Ok(()))?;
-    print_table(sink, &records);
+    let cpus = pmscope_sys::affinity::allowed_cpus()?;
+    let mut h = ctx.start(sink, &cpus, None, false)?;
+    verify_targets(&mut h, &specs, size, &opts, &mut |_, _| Ok(()))?;
+    h.finish()?;
+    print_table(sink, &sink.of("verify").cloned().collect::<Vec<_>>());
     Ok(())
 }
 
 /// What a caller does with each verified mapping before it is unmapped.
-pub type WithMapping<'a> = dyn FnMut(&mut Sink, &mut Mapping, &Record) -> Result<()> + 'a;
+pub type WithMapping<'a> = dyn FnMut(&mut TargetRun<'_, '_>, &mut Mapping) -> Result<()> + 'a;
 
 /// Maps, verifies and unmaps each target in turn; emits one `verify` record per target and
 /// hands each mapping to `then` (quick measures it there).
 pub fn verify_targets(
-    ctx: &Context,
-    sink: &mut Sink,
+    h: &mut Harness<'_>,
     specs: &[TargetSpec],
     size: u64,
     opts: &MapOptions,
     then: &mut WithMapping<'_>,
-) -> Result<Vec<Record>> {
-    let facts = sanity::EnvFacts::probe(&ctx.root, &[]);
-    let env = sanity::check(
-        &facts,
-        &sanity::Context {
-            timer: None,
-            memory_working_set: None,
-            times_single_accesses: false,
-        },
-    );
-    let mut records = Vec::new();
-    for spec in specs {
-        let mut m = pmscope_mapping::map(spec, size, opts)?;
+) -> Result<()> {
+    h.per_target(specs, size, opts, None, |run, m| {
         let a = m.achieved();
-        let mut r = ctx
+        let r = run
             .record("verify")
             .param("size_bytes", size)
             .value("prefault_ms", a.prefault_ns as f64 / 1e6)
             .value("minor_faults", a.faults.minor_faults as f64)
             .value("bytes_per_fault", a.faults.bytes_per_fault);
-        r.target = Some(m.record());
-        r.warnings = m.warnings().to_vec();
-        r.warnings.extend(env.iter().cloned());
-        sink.warn(m.warnings());
-        sink.emit(&r)?;
-        then(sink, &mut m, &r)?;
-        records.push(r);
-    }
-    let pairs: Vec<(String, &pmscope_core::achieved::Achieved)> = records
-        .iter()
-        .filter_map(|r| r.target.as_ref().map(|t| (t.spec.clone(), &t.achieved)))
-        .collect();
-    let cross = compare_targets(&pairs);
-    sink.warn(&cross);
-    // Environment findings last: an error in a target is reported before any of them.
-    sink.warn(&env);
-    Ok(records)
+        run.emit(&r)?;
+        then(run, m)
+    })
 }
 
 /// The human summary of verify records.
@@ -120,4 +97,19 @@ pub fn print_table(sink: &Sink, records: &[Record]) {
         ]);
     }
     sink.text(&t.render());
+    // Which file a file: or shm target became (a directory gets a new file in it), since
+    // the spec alone does not say.
+    for r in records {
+        if let Some(tr) = &r.target
+            && let Some(path) = &tr.achieved.path
+        {
+            let path = match path.strip_suffix(" (unnamed)") {
+                Some(p) => format!(
+                    "{p} (unnamed: O_TMPFILE, it vanishes with the process unless --keep names it)"
+                ),
+                None => path.clone(),
+            };
+            sink.text(&format!("{}: {path}", tr.spec));
+        }
+    }
 }

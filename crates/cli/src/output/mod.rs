@@ -1,56 +1,190 @@
 //! Where records go: JSON Lines on stdout with `--json`, a human table otherwise, and
-//! JSON Lines into `-o FILE` (created exclusively unless `--force`). Warnings go to stderr
-//! in table mode (they are inside the records in JSON mode).
+//! JSON Lines into `-o FILE` (created exclusively unless `--force`). Warnings live inside
+//! the records; in table mode the sink renders each distinct one to stderr when the first
+//! record carrying it arrives, so stderr never holds a finding the records lack. Unless
+//! `--no-store`, every record also joins the results store as one point of this command's
+//! run, committed as it arrives; [`Sink::commit`] marks the run complete.
 
+pub mod atomic_file;
+pub mod fields;
+pub mod finished;
+pub mod histogram;
 pub mod progress;
 pub mod table;
 
 use crate::args::OutputArgs;
-use crate::error::usage;
 use anyhow::{Context as _, Result};
+use atomic_file::PendingOutput;
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use pmscope_store::{RunId, Store};
+use std::io::Write;
 
 /// The destination of a command's records.
 pub struct Sink {
     json: bool,
-    file: Option<(String, BufWriter<File>)>,
+    /// Inside a suite: records only, no per-command tables or progress bars.
+    quiet: bool,
+    file: Option<(String, PendingOutput)>,
     printed: Vec<String>,
+    records: Vec<Record>,
+    store: Option<StoreRun>,
+}
+
+/// The results store and this command's run in it (begun at the first record).
+struct StoreRun {
+    store: Store,
+    tags: Vec<String>,
+    run: Option<RunId>,
+    /// Inside a suite: the step the next records belong to.
+    step: Option<usize>,
+}
+
+/// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+pub fn open_store(a: &OutputArgs) -> Result<Store> {
+    let path = a
+        .results
+        .clone()
+        .or_else(pmscope_store::default_path)
+        .ok_or_else(|| {
+            crate::error::usage(
+                "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
+            )
+        })?;
+    Ok(Store::open(&path)?)
 }
 
 impl Sink {
-    /// Opens `-o FILE` now, before anything is measured, so a clobber is refused at once.
+    /// Prepares `-o FILE` now, before anything is measured, so a clobber is refused at once.
+    /// The records are written beside FILE and moved into place by [`Sink::commit`] when the
+    /// run succeeded: a failed or interrupted run leaves an existing FILE exactly as it was.
+    /// `-o -` is standard output (JSON Lines, as `--json`).
     pub fn open(a: &OutputArgs) -> Result<Sink> {
+        let to_stdout = a.output.as_deref() == Some(std::path::Path::new("-"));
         let file = match &a.output {
-            None => None,
-            Some(path) => {
-                let mut o = std::fs::OpenOptions::new();
-                o.write(true);
-                if a.force {
-                    o.create(true).truncate(true);
-                } else {
-                    o.create_new(true);
-                }
-                let f = o.open(path).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::AlreadyExists {
-                        usage(format!(
-                            "{} already exists; pass --force to overwrite it or choose another -o file",
-                            path.display()
-                        ))
-                    } else {
-                        anyhow::anyhow!("cannot create {}: {e}", path.display())
-                    }
-                })?;
-                Some((path.display().to_string(), BufWriter::new(f)))
-            }
+            Some(path) if !to_stdout => Some((
+                path.display().to_string(),
+                PendingOutput::prepare(path, a.force)?,
+            )),
+            _ => None,
+        };
+        let store = if a.no_store {
+            None
+        } else {
+            Some(StoreRun {
+                store: open_store(a)?,
+                tags: a.tags.clone(),
+                run: None,
+                step: None,
+            })
         };
         Ok(Sink {
-            json: a.json,
+            json: a.json || to_stdout,
+            quiet: false,
             file,
             printed: Vec::new(),
+            records: Vec::new(),
+            store,
         })
+    }
+
+    /// The run succeeded: the `-o` file, if it holds anything, takes its name.
+    pub fn commit(&mut self) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            ..
+        }) = &self.store
+        {
+            store.finish_run(*run)?;
+        }
+        match self.file.take() {
+            Some((_, pending)) if !self.records.is_empty() || pending.written() => pending.commit(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether commands print their human tables and progress (not under --json, not
+    /// inside a suite).
+    pub fn human(&self) -> bool {
+        !self.json && !self.quiet
+    }
+
+    /// Sets whether commands stay quiet (a suite draws its own progress and summary).
+    pub fn set_quiet(&mut self, quiet: bool) {
+        self.quiet = quiet;
+    }
+
+    /// The results store, unless `--no-store`.
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref().map(|s| &s.store)
+    }
+
+    /// Begins this command's run now (a suite does, so that a run killed before its first
+    /// point can be resumed), or continues `resume`, an incomplete run of the store (which
+    /// gains this command's tags).
+    /// Returns the run, `None` under `--no-store`.
+    pub fn begin_run(
+        &mut self,
+        command_line: &[String],
+        resume: Option<RunId>,
+    ) -> Result<Option<RunId>> {
+        let Some(s) = &mut self.store else {
+            return Ok(None);
+        };
+        let run = match resume {
+            Some(run) => {
+                s.store.add_tags(run, &s.tags)?;
+                run
+            }
+            None => s.store.begin_run(command_line, &s.tags)?,
+        };
+        s.run = Some(run);
+        Ok(Some(run))
+    }
+
+    /// Inside a suite: the records that follow belong to step `step` (0-based). Points a
+    /// killed attempt of this step left in the run are deleted first, so the step is
+    /// stored whole and once.
+    pub fn begin_step(&mut self, step: usize) -> Result<()> {
+        if let Some(s) = &mut self.store {
+            if let Some(run) = s.run {
+                s.store.restart_step(run, step)?;
+            }
+            s.step = Some(step);
+        }
+        Ok(())
+    }
+
+    /// Inside a suite: step `step` finished, every point of it stored.
+    pub fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            step: current,
+            ..
+        }) = &mut self.store
+        {
+            store.finish_step(*run, step, name)?;
+            *current = None;
+        }
+        Ok(())
+    }
+
+    /// A record an earlier, interrupted attempt of this run stored (`suite --resume`): it
+    /// goes to `-o` and `--json` as if measured now, and to the renderers, but not again
+    /// into the store.
+    pub fn replay(&mut self, r: &Record) -> Result<()> {
+        let line = serde_json::to_string(r).context("serialising a record")?;
+        if let Some((name, f)) = &mut self.file {
+            f.write_line(&line)
+                .with_context(|| format!("writing {name}"))?;
+        }
+        if self.json {
+            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+        }
+        self.records.push(r.clone());
+        Ok(())
     }
 
     /// Whether stdout takes JSON Lines.
@@ -63,22 +197,55 @@ impl Sink {
     pub fn emit(&mut self, r: &Record) -> Result<()> {
         let line = serde_json::to_string(r).context("serialising a record")?;
         if let Some((name, f)) = &mut self.file {
-            writeln!(f, "{line}")
-                .and_then(|_| f.flush())
+            f.write_line(&line)
                 .with_context(|| format!("writing {name}"))?;
+        }
+        if let Some(s) = &mut self.store {
+            let run = match s.run {
+                Some(run) => run,
+                None => *s.run.insert(s.store.begin_run(&r.command_line, &s.tags)?),
+            };
+            s.store.add_step_record(run, s.step, r)?;
         }
         if self.json {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}").context("writing stdout")?;
+        } else {
+            self.print_warnings(&r.warnings);
+        }
+        self.records.push(r.clone());
+        Ok(())
+    }
+
+    /// Emits a JSON object that is not a measurement (`info`'s inventory, `list`'s rows):
+    /// like a record, to `-o` and, with `--json`, to stdout.
+    pub fn emit_value(&mut self, v: &impl serde::Serialize) -> Result<()> {
+        let line = serde_json::to_string(v).context("serialising")?;
+        if let Some((name, f)) = &mut self.file {
+            f.write_line(&line)
+                .with_context(|| format!("writing {name}"))?;
+        }
+        if self.json {
+            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
         }
         Ok(())
     }
 
-    /// Prints warnings once each (table mode), to stderr.
-    pub fn warn(&mut self, warnings: &[Warning]) {
-        if self.json {
-            return;
-        }
+    /// The records emitted so far: what the human renderers draw their tables from.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The records of `experiment` emitted so far.
+    pub fn of<'a>(&'a self, experiment: &'a str) -> impl Iterator<Item = &'a Record> + 'a {
+        self.records
+            .iter()
+            .filter(move |r| r.experiment == experiment)
+    }
+
+    /// Renders warnings once each (table mode), to stderr. Only for output that is not a
+    /// record (`info`); a record's warnings are rendered when it is emitted.
+    pub fn print_warnings(&mut self, warnings: &[Warning]) {
         for w in warnings {
             let key = format!("{}{}", w.code, w.message);
             if self.printed.contains(&key) {
@@ -91,8 +258,14 @@ impl Sink {
 
     /// Prints human text (table mode only).
     pub fn text(&self, s: &str) {
-        if !self.json {
+        if self.human() {
             println!("{s}");
         }
+    }
+}
+
+impl pmscope_runner::harness::RecordSink for Sink {
+    fn emit(&mut self, r: &Record) -> Result<()> {
+        Sink::emit(self, r)
     }
 }

@@ -50,3 +50,9 @@ impl Progress {
         self.bar.finish_and_clear();
     }
 }
+
+impl pmscope_runner::harness::Progress for Progress {
+    fn inc(&self) {
+        Progress::inc(self)
+    }
+}

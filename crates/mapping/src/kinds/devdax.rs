@@ -6,9 +6,9 @@
 //! and addresses that are not multiples of the device's alignment (EINVAL), so pmscope
 //! rounds the length up and places the mapping at that alignment.
 
-use super::KindEntry;
+use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
-use crate::spec::{KindSpec, SpecError};
+use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::Persistence;
 use pmscope_core::units::Bytes;
@@ -17,6 +17,7 @@ use pmscope_sys::mman::{self, FileMapMode};
 use std::fs::OpenOptions;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub(super) const ENTRY: KindEntry = KindEntry {
     name: "devdax",
@@ -38,7 +39,43 @@ fn device_name(path: &Path) -> Option<&str> {
     .then_some(name)
 }
 
-fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
+/// `devdax:/dev/daxX.Y`.
+#[derive(Debug)]
+struct Devdax {
+    path: PathBuf,
+}
+
+impl Kind for Devdax {
+    fn entry(&self) -> &'static KindEntry {
+        &ENTRY
+    }
+
+    fn argument(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn preflight(&self, opts: &MapOptions) -> Result<(), TargetError> {
+        if opts.destroy_data.is_none() {
+            return Err(TargetError::usage(format!(
+                "writing to {} destroys its contents; pass --destroy-data if that is what you want",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        bytes: u64,
+        opts: &MapOptions,
+    ) -> Result<Backing, TargetError> {
+        self.preflight(opts)?;
+        prepare(spec, &self.path, bytes, opts)
+    }
+}
+
+fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
     let Some(p) = arg else {
         return Err(SpecError(
             "devdax needs a device path: devdax:/dev/dax0.0".into(),
@@ -50,21 +87,15 @@ fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
             "'{p}' is not a device-DAX path: expected /dev/daxX.Y"
         )));
     }
-    Ok(KindSpec::Devdax { path })
+    Ok(Arc::new(Devdax { path }))
 }
 
-pub(super) fn prepare(
+fn prepare(
     spec: &TargetSpec,
     path: &Path,
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
-    if opts.destroy_data.is_none() {
-        return Err(TargetError::usage(format!(
-            "writing to {} destroys its contents; pass --destroy-data if that is what you want",
-            path.display()
-        )));
-    }
     let name = device_name(path).unwrap_or("dax");
     let info = dax::device(&opts.root, name);
     let align = info.as_ref().and_then(|d| d.align_bytes).unwrap_or(2 << 20);
@@ -122,6 +153,7 @@ pub(super) fn prepare(
         false,
     );
     backing.set_filesystem("devdax".into(), None);
+    backing.set_pmem_region(pmscope_sys::pmem::region_of_dax(&opts.root, name));
     Ok(backing)
 }
 

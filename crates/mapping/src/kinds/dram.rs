@@ -1,13 +1,71 @@
 //! `dram[:4k|thp|2m|1g]` — anonymous private memory with a page policy.
 
-use super::KindEntry;
+use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
-use crate::spec::{KindSpec, PagePolicy, SpecError};
+use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
-use pmscope_core::achieved::Persistence;
-use pmscope_core::units::Bytes;
+use pmscope_core::achieved::{Achieved, Persistence};
+use pmscope_core::units::{Bytes, MIB2};
+use pmscope_sys::dax::ExtentLayout;
 use pmscope_sys::hugepages;
 use pmscope_sys::mman::{self, AnonPages};
+use std::sync::Arc;
+
+/// The page policy of anonymous (and shm) memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum PagePolicy {
+    /// 4 KiB pages; THP refused with MADV_NOHUGEPAGE.
+    Base4k,
+    /// Transparent huge pages requested with MADV_HUGEPAGE.
+    Thp,
+    /// hugetlb 2 MiB pages.
+    Huge2m,
+    /// hugetlb 1 GiB pages.
+    Huge1g,
+}
+
+impl PagePolicy {
+    /// The spelling in the grammar.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            PagePolicy::Base4k => "4k",
+            PagePolicy::Thp => "thp",
+            PagePolicy::Huge2m => "2m",
+            PagePolicy::Huge1g => "1g",
+        }
+    }
+
+    /// The hugetlb page size, if this is a hugetlb policy.
+    fn hugetlb_bytes(self) -> Option<u64> {
+        match self {
+            PagePolicy::Huge2m => Some(2 << 20),
+            PagePolicy::Huge1g => Some(1 << 30),
+            _ => None,
+        }
+    }
+
+    /// The page size the policy asks for.
+    pub(super) fn expected_page_bytes(self) -> u64 {
+        match self {
+            PagePolicy::Base4k => 4 << 10,
+            PagePolicy::Thp | PagePolicy::Huge2m => 2 << 20,
+            PagePolicy::Huge1g => 1 << 30,
+        }
+    }
+
+    /// The granule a mapping's length is rounded up to: a huge page for every policy that
+    /// asks for one (a THP range that ends inside a 2 MiB page cannot be fully huge), else
+    /// a base page.
+    pub(super) fn length_granule(self) -> u64 {
+        self.expected_page_bytes()
+    }
+}
+
+/// `dram:POLICY`.
+#[derive(Debug)]
+struct Dram {
+    pages: PagePolicy,
+}
 
 pub(super) const ENTRY: KindEntry = KindEntry {
     name: "dram",
@@ -19,10 +77,42 @@ pub(super) const ENTRY: KindEntry = KindEntry {
     parse,
 };
 
-fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
-    Ok(KindSpec::Dram {
+fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
+    Ok(Arc::new(Dram {
         pages: parse_policy(arg, "dram", true)?,
-    })
+    }))
+}
+
+impl Kind for Dram {
+    fn entry(&self) -> &'static KindEntry {
+        &ENTRY
+    }
+
+    fn argument(&self) -> String {
+        self.pages.name().into()
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        bytes: u64,
+        opts: &MapOptions,
+    ) -> Result<Backing, TargetError> {
+        prepare(spec, self.pages, bytes, opts)
+    }
+
+    fn page_size_remedy(&self, _: &Achieved, want: u64, _: Option<ExtentLayout>) -> Option<String> {
+        Some(if want == MIB2 {
+            "THP could not give huge pages: check /sys/kernel/mm/transparent_hugepage/enabled \
+             (madvise or always) and defrag (madvise lets MADV_HUGEPAGE compact memory), or use \
+             dram:2m for hugetlb pages"
+                .into()
+        } else {
+            "another policy overrode the request: check /sys/kernel/mm/transparent_hugepage/enabled \
+             (always forces huge pages unless MADV_NOHUGEPAGE is honoured)"
+                .into()
+        })
+    }
 }
 
 /// Parses a page policy; `hugetlb` says whether 2m and 1g are allowed.
@@ -50,7 +140,7 @@ pub(super) fn parse_policy(
     Ok(p)
 }
 
-pub(super) fn prepare(
+fn prepare(
     spec: &TargetSpec,
     pages: PagePolicy,
     bytes: u64,
@@ -63,7 +153,7 @@ pub(super) fn prepare(
             (len, size, AnonPages::Hugetlb(size))
         }
         None => {
-            let len = bytes.next_multiple_of(4096);
+            let len = bytes.next_multiple_of(pages.length_granule());
             opts.guard.check(len, &spec.to_string())?;
             let anon = if pages == PagePolicy::Thp {
                 AnonPages::Transparent

@@ -7,19 +7,22 @@
 //! page-cache (msync needed)`), which `--require-dax` turns into an error. A file on a
 //! hugetlbfs mount is how hugetlb-backed shared memory is measured.
 
-use super::KindEntry;
 use super::dram::check_hugetlb_pool;
-use crate::mapping::{Backing, Expectation, MapOptions};
-use crate::spec::{KindSpec, SpecError};
+use super::{Kind, KindEntry};
+use crate::mapping::{Backing, Expectation, MapOptions, Scratch};
+use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
-use pmscope_core::achieved::Persistence;
+use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
-use pmscope_sys::dax;
+use pmscope_core::warning::Warning;
+use pmscope_sys::dax::{self, ExtentLayout};
 use pmscope_sys::mman::{self, FileMapMode};
+use pmscope_sys::scratch;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub(super) const ENTRY: KindEntry = KindEntry {
     name: "file",
@@ -32,9 +35,60 @@ pub(super) const ENTRY: KindEntry = KindEntry {
     parse,
 };
 
-fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
+/// `file:PATH`.
+#[derive(Debug)]
+struct FileKind {
+    path: PathBuf,
+}
+
+impl Kind for FileKind {
+    fn entry(&self) -> &'static KindEntry {
+        &ENTRY
+    }
+
+    fn argument(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn preflight(&self, _opts: &MapOptions) -> Result<(), TargetError> {
+        where_to_create(&self.path).map(|_| ())
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        bytes: u64,
+        opts: &MapOptions,
+    ) -> Result<Backing, TargetError> {
+        prepare(spec, &self.path, bytes, opts)
+    }
+
+    fn page_size_remedy(
+        &self,
+        achieved: &Achieved,
+        _want: u64,
+        extents: Option<ExtentLayout>,
+    ) -> Option<String> {
+        if achieved.persistence != Persistence::Dax {
+            return None;
+        }
+        let why = match extents {
+            Some(e) if e.extents > 0 => format!(
+                "{} of the file's first {} extents are 2 MiB-congruent on the device",
+                e.pmd_congruent, e.extents
+            ),
+            _ => "the file's extent layout could not be read".into(),
+        };
+        Some(format!(
+            "DAX maps 2 MiB pages only where the file's blocks are 2 MiB-aligned ({why}): make the file system with \
+             `mkfs.ext4 -E stride=512,stripe_width=512` or `mkfs.xfs -d su=2m,sw=1`, or use a devdax target"
+        ))
+    }
+}
+
+fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
     match arg {
-        Some(p) => Ok(KindSpec::File { path: PathBuf::from(p) }),
+        Some(p) => Ok(Arc::new(FileKind { path: PathBuf::from(p) })),
         None => Err(SpecError(
             "file needs a path: file:/mnt/pmem (a directory) or file:/mnt/pmem/bench.dat (a new file)"
                 .into(),
@@ -42,10 +96,119 @@ fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
     }
 }
 
+/// Which of the two meanings of `file:PATH` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// PATH is an existing directory: a new file is made in it.
+    InDirectory,
+    /// PATH does not exist and its parent is a directory: PATH itself is made.
+    NewFile,
+}
+
+/// Decides what `file:PATH` means, refusing the readings a user rarely means: an existing
+/// file (never overwritten), a path whose directory does not exist, and a new file in
+/// `/dev` (where `file:/dev/hugepages` without that mount would silently measure a plain
+/// file on devtmpfs instead of hugetlbfs).
+fn where_to_create(path: &Path) -> Result<Place, TargetError> {
+    if path.is_dir() {
+        return Ok(Place::InDirectory);
+    }
+    if path.exists() {
+        return Err(TargetError::usage(format!(
+            "{} already exists and pmscope never overwrites a file; name a directory or a new path",
+            path.display()
+        )));
+    }
+    let parent = parent_of(path);
+    if !parent.is_dir() {
+        return Err(TargetError::usage(format!(
+            "{} does not exist and neither does its directory {}: name an existing directory \
+             (file:/mnt/pmem) or a new file in one (file:/mnt/pmem/bench.dat)",
+            path.display(),
+            parent.display()
+        )));
+    }
+    if parent.canonicalize().is_ok_and(|p| p == Path::new("/dev")) {
+        return Err(TargetError::usage(format!(
+            "{} does not exist, and pmscope creates no files in /dev: if it is a mount point \
+             (e.g. hugetlbfs), mount it first; otherwise name a directory on the file system to measure",
+            path.display()
+        )));
+    }
+    Ok(Place::NewFile)
+}
+
+/// The directory a new file at `path` goes into.
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Creates the scratch file of a target in `dir`: unnamed where the file system allows
+/// (`name` is what `--keep` will call it; `None`: a fresh name in `dir`), else named
+/// exclusively after this process (`name`, or `pmscope-<pid>-<n>.bin`), after sweeping
+/// the files killed runs left in `dir`.
+pub(super) fn create_scratch(
+    dir: &Path,
+    name: Option<&Path>,
+    keep: bool,
+) -> Result<Backing, TargetError> {
+    match scratch::create_unnamed(dir) {
+        Ok(file) => {
+            return Ok(Backing::scratch(
+                file,
+                Scratch::Unnamed {
+                    dir: dir.to_path_buf(),
+                    name: name.map(Path::to_path_buf),
+                },
+                keep,
+            ));
+        }
+        Err(e) if scratch::unnamed_unsupported(&e) => {}
+        Err(e) => {
+            return Err(TargetError::system(format!(
+                "cannot create a file in {}: {e}",
+                dir.display()
+            )));
+        }
+    }
+    let stale = scratch::remove_stale(dir);
+    let (file, path) = match name {
+        Some(path) => {
+            let f = create_exclusive(path).map_err(|e| {
+                TargetError::usage(format!("cannot create {}: {e}", path.display()))
+            })?;
+            (f, path.to_path_buf())
+        }
+        None => create_exclusive_in(dir)?,
+    };
+    let mut backing = Backing::scratch(file, Scratch::Named(path), keep);
+    if !stale.is_empty() {
+        backing.note(Warning::new(
+            "stale-files-removed",
+            format!(
+                "removed {} file(s) that killed pmscope runs left in {}: {}",
+                stale.len(),
+                dir.display(),
+                stale
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "nothing to do: this file system has no unnamed files, so a killed run leaves its \
+             file until the next run sweeps it",
+        ));
+    }
+    Ok(backing)
+}
+
 /// Creates a new file in `dir` with O_EXCL, named after this process, never reusing a name.
-pub(super) fn create_exclusive_in(dir: &Path) -> Result<(File, PathBuf), TargetError> {
+fn create_exclusive_in(dir: &Path) -> Result<(File, PathBuf), TargetError> {
     for seq in 0..1000 {
-        let path = dir.join(format!("pmscope-{}-{seq}.bin", std::process::id()));
+        let path = dir.join(scratch::named(std::process::id(), seq));
         match create_exclusive(&path) {
             Ok(f) => return Ok((f, path)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -73,26 +236,24 @@ fn create_exclusive(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
-pub(super) fn prepare(
+fn prepare(
     spec: &TargetSpec,
     path: &Path,
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
-    let (file, path) = if path.is_dir() {
-        create_exclusive_in(path)?
-    } else if path.exists() {
-        return Err(TargetError::usage(format!(
-            "{} already exists and pmscope never overwrites a file; name a directory or a new path",
-            path.display()
-        )));
-    } else {
-        let f = create_exclusive(path)
-            .map_err(|e| TargetError::usage(format!("cannot create {}: {e}", path.display())))?;
-        (f, path.to_path_buf())
+    // An unnamed file has no path of its own: the directory is what statfs and the mount
+    // table are asked about (a file lives on its directory's file system).
+    let (mut backing, path) = match where_to_create(path)? {
+        Place::InDirectory => (create_scratch(path, None, opts.keep)?, path.to_path_buf()),
+        Place::NewFile => {
+            let dir = parent_of(path);
+            (
+                create_scratch(dir, Some(path), opts.keep)?,
+                dir.to_path_buf(),
+            )
+        }
     };
-    // From here on the file is removed again if anything fails (unless --keep).
-    let mut backing = Backing::file_pending(file, path.clone(), opts.keep);
     let facts = dax::fs_facts(&path)
         .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", path.display())))?;
     let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;
@@ -194,6 +355,14 @@ pub(super) fn prepare(
             .then(|| dax::extent_layout(backing.file()))
             .flatten(),
     );
+    if map_sync {
+        // The pmem block device under the DAX mount names the region.
+        let mounts = dax::mounts(&opts.root);
+        let region = dax::mount_of(&mounts, &path)
+            .and_then(|m| m.source.strip_prefix("/dev/"))
+            .and_then(|block| pmscope_sys::pmem::region_of_block(&opts.root, block));
+        backing.set_pmem_region(region);
+    }
     Ok(backing)
 }
 

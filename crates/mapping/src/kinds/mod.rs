@@ -1,16 +1,59 @@
-//! The target kinds. Each file holds everything about its kind: the argument parser, the
-//! preflight checks, the mapping, and what the kind expects to achieve. To add a kind: one
-//! file here, one row in [`KINDS`], one variant of [`crate::KindSpec`] and one arm in
-//! [`prepare`].
+//! The target kinds. Each file holds everything about its kind: its grammar (parse and
+//! canonical form), its documentation, its preflight checks and mapping, what it expects to
+//! achieve and the remedy when it does not. To add a kind: one file here and one row in
+//! [`KINDS`]; nothing else names a kind.
 
 use crate::mapping::{Backing, MapOptions};
-use crate::spec::{KindSpec, SpecError};
+use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
+use pmscope_core::achieved::Achieved;
+use pmscope_sys::dax::ExtentLayout;
+use std::fmt;
+use std::panic::RefUnwindSafe;
+use std::sync::Arc;
 
 mod devdax;
 mod dram;
 mod file;
 mod shm;
+
+/// One parsed kind: what `kind[:arg]` asked for. Crate-private, so the only way to name a
+/// kind outside this crate is its spelling in the grammar.
+pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
+    /// The kind's row in [`KINDS`].
+    fn entry(&self) -> &'static KindEntry;
+
+    /// The canonical argument after `kind:` (`Display` of the spec writes it).
+    fn argument(&self) -> String;
+
+    /// Refuses, before anything is mapped for any target, what this kind can tell is
+    /// wrong from the spec, the options and the file system alone.
+    fn preflight(&self, _opts: &MapOptions) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    /// Runs the kind's preflight checks and creates its mapping (untouched).
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        bytes: u64,
+        opts: &MapOptions,
+    ) -> Result<Backing, TargetError>;
+
+    /// What to do when the achieved page size falls short of the expected `want` bytes;
+    /// `None` for the generic advice.
+    fn page_size_remedy(
+        &self,
+        _achieved: &Achieved,
+        _want: u64,
+        _extents: Option<ExtentLayout>,
+    ) -> Option<String> {
+        None
+    }
+}
+
+/// A kind's parser of the part after `kind:`.
+pub(crate) type ParseFn = fn(Option<&str>) -> Result<Arc<dyn Kind>, SpecError>;
 
 /// One row of the kind registry: what `--help`, `pmscope list targets` and the parser use.
 pub struct KindEntry {
@@ -21,24 +64,19 @@ pub struct KindEntry {
     /// One paragraph on what it maps and what it needs.
     pub doc: &'static str,
     /// Parses the part after `kind:` (None when absent).
-    pub parse: fn(Option<&str>) -> Result<KindSpec, SpecError>,
+    pub(crate) parse: ParseFn,
 }
 
 /// The registry: every kind pmscope can map, in the order help lists them.
-pub const KINDS: &[KindEntry] = &[dram::ENTRY, file::ENTRY, shm::ENTRY, devdax::ENTRY];
+pub const KINDS: &[&KindEntry] = &[&dram::ENTRY, &file::ENTRY, &shm::ENTRY, &devdax::ENTRY];
 
-/// Runs the kind's preflight checks and creates its mapping (untouched).
-pub(crate) fn prepare(
-    spec: &TargetSpec,
-    bytes: u64,
-    opts: &MapOptions,
-) -> Result<Backing, TargetError> {
-    match &spec.kind {
-        KindSpec::Dram { pages } => dram::prepare(spec, *pages, bytes, opts),
-        KindSpec::File { path } => file::prepare(spec, path, bytes, opts),
-        KindSpec::Shm { pages } => shm::prepare(spec, *pages, bytes, opts),
-        KindSpec::Devdax { path } => devdax::prepare(spec, path, bytes, opts),
-    }
+/// The kinds' syntax, for the `--target` help: `dram[:4k|thp|2m|1g], file:PATH, ...`.
+pub fn syntax_summary() -> String {
+    KINDS
+        .iter()
+        .map(|k| k.syntax.trim_end_matches("[,node=N]"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -49,5 +87,13 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), super::KINDS.len());
+    }
+
+    #[test]
+    fn every_syntax_starts_with_its_name_and_takes_a_node() {
+        for k in super::KINDS {
+            assert!(k.syntax.starts_with(k.name), "{}", k.syntax);
+            assert!(k.syntax.ends_with("[,node=N]"), "{}", k.syntax);
+        }
     }
 }

@@ -1,16 +1,19 @@
 //! `shm[:4k|thp]` — a file in /dev/shm: DRAM pretending to be pmem (seed 004's PM-LDRAM).
 //! Flush instructions cost what they would on pmem-less DRAM; nothing is durable.
 
-use super::KindEntry;
-use super::dram::parse_policy;
-use super::file::create_exclusive_in;
+use super::dram::{PagePolicy, parse_policy};
+use super::file::create_scratch;
+use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
-use crate::spec::{KindSpec, PagePolicy, SpecError};
+use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
-use pmscope_core::achieved::Persistence;
+use pmscope_core::achieved::{Achieved, Persistence};
+use pmscope_core::units::Bytes;
+use pmscope_sys::dax::{self, ExtentLayout};
 use pmscope_sys::mman::{self, FileMapMode};
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::Arc;
 
 pub(super) const ENTRY: KindEntry = KindEntry {
     name: "shm",
@@ -22,23 +25,79 @@ pub(super) const ENTRY: KindEntry = KindEntry {
     parse,
 };
 
-fn parse(arg: Option<&str>) -> Result<KindSpec, SpecError> {
-    Ok(KindSpec::Shm {
-        pages: parse_policy(arg, "shm", false)?,
-    })
+/// `shm:POLICY`.
+#[derive(Debug)]
+struct Shm {
+    pages: PagePolicy,
 }
 
-pub(super) fn prepare(
+fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
+    Ok(Arc::new(Shm {
+        pages: parse_policy(arg, "shm", false)?,
+    }))
+}
+
+impl Kind for Shm {
+    fn entry(&self) -> &'static KindEntry {
+        &ENTRY
+    }
+
+    fn argument(&self) -> String {
+        self.pages.name().into()
+    }
+
+    fn prepare(
+        &self,
+        spec: &TargetSpec,
+        bytes: u64,
+        opts: &MapOptions,
+    ) -> Result<Backing, TargetError> {
+        prepare(spec, self.pages, bytes, opts)
+    }
+
+    fn page_size_remedy(&self, _: &Achieved, _: u64, _: Option<ExtentLayout>) -> Option<String> {
+        Some(
+            "tmpfs huge pages follow /sys/kernel/mm/transparent_hugepage/shmem_enabled (advise or always)"
+                .into(),
+        )
+    }
+}
+
+/// Refuses a target /dev/shm cannot hold: tmpfs has its own size limit (half of RAM by
+/// default), and files already there (another program's, or ones a killed run left) count
+/// against it although MemAvailable does not show them as free memory either.
+fn check_tmpfs_room(spec: &TargetSpec, dir: &Path, len: u64) -> Result<(), TargetError> {
+    let Ok(facts) = dax::fs_facts(dir) else {
+        return Ok(());
+    };
+    if len > facts.available_bytes {
+        let held = facts.total_bytes.saturating_sub(facts.available_bytes);
+        return Err(TargetError::usage(format!(
+            "{spec} needs {} but {} has only {} free of its {} limit ({} already held by files there); \
+             remove files you no longer need from {} or use a smaller size",
+            Bytes(len).human(),
+            dir.display(),
+            Bytes(facts.available_bytes).human(),
+            Bytes(facts.total_bytes).human(),
+            Bytes(held).human(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+fn prepare(
     spec: &TargetSpec,
     pages: PagePolicy,
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
-    let len = bytes.next_multiple_of(4096);
+    let len = bytes.next_multiple_of(pages.length_granule());
     opts.guard.check(len, &spec.to_string())?;
     let dir = Path::new("/dev/shm");
-    let (file, path) = create_exclusive_in(dir)?;
-    let mut backing = Backing::file_pending(file, path.clone(), opts.keep);
+    check_tmpfs_room(spec, dir, len)?;
+    let mut backing = create_scratch(dir, None, opts.keep)?;
+    let path = dir;
     let file = backing.file();
     file.set_len(len).map_err(|e| {
         TargetError::system(format!(

@@ -19,16 +19,18 @@
 //! are answered from the cache.
 
 use super::build::{Driver, Workers, insert_kmers, scan_slots, walk_prefetched};
+use super::encode::Kmer;
 use super::encode::words_for;
 use super::estimate::DistinctSketch;
 use super::filter::HashFilter;
 use super::output::{self, Candidate, Format, Region};
 use super::read::{Genome, ReadError, Split, read_genomes};
-use super::table::volatile::{self, VolatileTable};
-use super::table::{KmerTable, TableError};
-use pmscope_core::record::{TargetRecord, ThreadPlacement};
-use pmscope_core::warning::Warning;
+pub use super::table::TableFacts;
+use super::table::{Create, Entry, KmerTable, TableError, TableKind, TableRequest, WithTable};
+use pmscope_core::record::ThreadPlacement;
 use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_persist::PersistStrategy;
+use pmscope_runner::interrupt::{self, Interrupted};
 use pmscope_runner::pin::PinError;
 use rayon::prelude::*;
 use std::io::Write;
@@ -117,6 +119,12 @@ pub struct Job {
     pub sorted: bool,
     /// Candidates or k-mers kept in the report for display.
     pub preview: usize,
+    /// The table implementation.
+    pub table: TableKind,
+    /// A pool file a persistent table creates or reopens (none: a fresh pool on the target).
+    pub pool: Option<PathBuf>,
+    /// How a persistent table makes its stores durable.
+    pub persist: PersistStrategy,
 }
 
 /// Why a job failed.
@@ -137,6 +145,9 @@ pub enum JobError {
     /// The request itself.
     #[error("{0}")]
     Usage(String),
+    /// Ctrl-C or SIGTERM, seen between phases.
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
 }
 
 /// A genome as the report lists it.
@@ -192,27 +203,6 @@ impl Stopwatch {
         let now = pmscope_sys::rusage::cpu_seconds().unwrap_or(0.0);
         *cpu = Duration::from_secs_f64((now - self.cpu).max(0.0));
     }
-}
-
-/// The table as used.
-#[derive(Debug, Clone)]
-pub struct TableFacts {
-    /// `volatile`.
-    pub kind: &'static str,
-    /// Slots.
-    pub slots: u64,
-    /// Bytes per slot.
-    pub slot_bytes: u64,
-    /// Bytes mapped.
-    pub footprint_bytes: u64,
-    /// Distinct k-mers / slots at the end.
-    pub load_factor: f64,
-    /// Times it grew.
-    pub grown: u32,
-    /// The target as asked and as achieved.
-    pub target: TargetRecord,
-    /// Where the mapping differs from the request.
-    pub warnings: Vec<Warning>,
 }
 
 /// What a job found and how long each part took.
@@ -275,16 +265,30 @@ impl Report {
 
 /// Runs `job`, writing the result set to `out` if given.
 pub fn run(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
+    let words = Words { job, out };
     match words_for(job.k) {
-        1 => run_words::<1>(job, out),
-        2 => run_words::<2>(job, out),
-        3 => run_words::<3>(job, out),
-        4 => run_words::<4>(job, out),
+        1 => job.table.with::<1, _>(words),
+        2 => job.table.with::<2, _>(words),
+        3 => job.table.with::<3, _>(words),
+        4 => job.table.with::<4, _>(words),
         _ => Err(JobError::Usage(format!(
             "k = {} is out of range: k must be between 1 and {}",
             job.k,
             super::encode::MAX_K
         ))),
+    }
+}
+
+/// The job at one key width, handed the table type by the registry.
+struct Words<'a, 'o> {
+    job: &'a Job,
+    out: Option<&'o mut dyn Write>,
+}
+
+impl<const W: usize> WithTable<W> for Words<'_, '_> {
+    type Output = Result<Report, JobError>;
+    fn run<T: Create<W>>(self) -> Self::Output {
+        run_words::<W, T>(self.job, self.out)
     }
 }
 
@@ -301,255 +305,107 @@ fn read_all(files: &[PathBuf], split: Split, k: usize) -> Result<Vec<Genome>, Re
     Ok(genomes)
 }
 
-fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
+/// Identifies the inserted genomes (names, sizes, k-mer counts), so a pool reopened for
+/// another job is refused.
+fn fingerprint(left: &[Genome]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for g in left {
+        (&g.name, g.stats.bases, g.stats.kmers, g.stats.skipped_kmers).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// What the phases share: the job, its thread pool and its pinned workers.
+struct Run<'a, const W: usize> {
+    job: &'a Job,
+    pool: rayon::ThreadPool,
+    driver: Driver<W>,
+}
+
+/// The distinct-k-mer estimate: of everything, and after each genome in insertion order.
+struct Estimate {
+    total: u64,
+    after: Vec<f64>,
+}
+
+/// What the set operation produced, before it is written.
+struct SetResult<const W: usize> {
+    sets: Vec<(&'static str, u64)>,
+    histogram: Vec<u64>,
+    kept: Vec<(Kmer<W>, Entry)>,
+    candidates: Vec<Candidate<W>>,
+    lookup_hits: u64,
+}
+
+/// What the output phase leaves for the report.
+struct Written {
+    preview: Vec<String>,
+    regions: Vec<(String, Region)>,
+    result_kmers: u64,
+}
+
+fn run_words<const W: usize, T: Create<W>>(
+    job: &Job,
+    out: Option<&mut dyn Write>,
+) -> Result<Report, JobError> {
     let k = job.k;
     if k == 0 || k > 32 * W {
         return Err(JobError::Usage(format!("k = {k} is out of range")));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(job.threads)
-        .build()
-        .map_err(|e| JobError::Workers(PinError(e.to_string())))?;
-    let driver = Driver::<W>::new(Workers::new(job.threads)?);
-    let workers = driver.workers();
-    let (left_files, right_files) = job.operation.files();
+    let run = Run::<W> {
+        job,
+        pool: rayon::ThreadPoolBuilder::new()
+            .num_threads(job.threads)
+            .build()
+            .map_err(|e| JobError::Workers(PinError(e.to_string())))?,
+        driver: Driver::<W>::new(Workers::new(job.threads)?),
+    };
     let mut phases = Phases::default();
     let mut cpu = Phases::default();
 
-    // Parse: every file, both groups, before anything is mapped or written.
     let t = Stopwatch::start();
-    let (left, right) = pool.install(|| -> Result<_, ReadError> {
-        Ok((
-            read_all(left_files, job.split, k)?,
-            read_all(right_files, job.split, k)?,
-        ))
-    })?;
+    let (left, right) = run.parse()?;
     t.stop(&mut phases.parse, &mut cpu.parse);
-    if left.len() as u64 > volatile::MAX_GENOMES {
+    if left.len() as u64 > T::MAX_GENOMES {
         return Err(JobError::Usage(format!(
-            "{} genomes are more than a table counts ({}); split the job",
+            "{} genomes are more than a {} table counts ({}); split the job",
             left.len(),
-            volatile::MAX_GENOMES
+            T::KIND,
+            T::MAX_GENOMES
         )));
     }
 
-    // Estimate the distinct k-mers of what will be inserted, to size the table once.
+    // Stopping is cheap between phases: nothing half-written survives (the table is
+    // scratch memory or a crash-consistent pool, the k-mers are written last).
+    interrupt::check()?;
     let t = Stopwatch::start();
-    // The estimate after each genome bounds the growth that genome can cause, so the
-    // table grows only if the estimate was wrong. Sketches are made a batch at a time in
-    // parallel and merged in genome order.
-    let mut union = DistinctSketch::default();
-    let mut estimates_after = Vec::with_capacity(left.len());
-    for batch in left.chunks(64 * job.threads) {
-        let sketches: Vec<DistinctSketch> = pool.install(|| {
-            batch
-                .par_iter()
-                .map(|g| DistinctSketch::of_genome::<W>(g, k))
-                .collect()
-        });
-        for sk in &sketches {
-            union.merge(sk);
-            estimates_after.push(union.estimate());
-        }
-    }
-    let estimated = union.estimate().ceil() as u64;
+    let estimate = run.estimate(&left);
     t.stop(&mut phases.estimate, &mut cpu.estimate);
 
+    interrupt::check()?;
     let t = Stopwatch::start();
-    let expected = (estimated as f64 * 1.02) as u64 + 1024;
-    let mut table =
-        VolatileTable::<W>::new(k, &job.target, &job.map_options, expected, job.threads)?;
+    let expected = (estimate.total as f64 * 1.02) as u64 + 1024;
+    let mut table = T::create(&TableRequest {
+        pool: job.pool.as_deref(),
+        inputs: fingerprint(&left),
+        ..run.request(expected)
+    })?;
     t.stop(&mut phases.map, &mut cpu.map);
 
-    // Insert, one genome at a time across all workers.
+    interrupt::check()?;
     let t = Stopwatch::start();
-    let mut placements = Vec::new();
-    for (i, g) in left.iter().enumerate() {
-        // Room for what the estimate expects this genome to add (with 3 % to spare, about
-        // four standard errors), but never less than a 0.5 % margin for all its k-mers.
-        let expected_new = (estimates_after[i] * 1.03) as u64 + 1024;
-        let bound = expected_new
-            .saturating_sub(table.distinct())
-            .min(g.stats.kmers);
-        table.reserve(bound)?;
-        let worst = table.distinct() + g.stats.kmers;
-        if worst as f64 > 0.995 * table.slots() as f64 {
-            table.reserve(g.stats.kmers)?;
-        }
-        let (_, p) = driver.insert_genome(&table, g, (i + 1) as u32, k)?;
-        placements = p;
-    }
+    let placements = run.insert(&mut table, &left, &estimate)?;
     t.stop(&mut phases.insert, &mut cpu.insert);
-    let inserts: u64 = left.iter().map(|g| g.stats.kmers).sum();
 
-    // The set operation.
+    interrupt::check()?;
     let t = Stopwatch::start();
-    let mut lookup_hits = 0;
-    if let Operation::Subtract { .. } = job.operation {
-        for g in &right {
-            lookup_hits += driver.mark_genome(&table, g, k)?;
-        }
-    }
-    let lookups: u64 = right.iter().map(|g| g.stats.kmers).sum();
-    let n_left = left.len() as u32;
-    let mut sets: Vec<(&'static str, u64)> = vec![("union", table.distinct())];
-    let mut histogram = Vec::new();
-    let mut kept: Vec<(super::encode::Kmer<W>, super::table::Entry)> = Vec::new();
-    let mut candidates: Vec<Candidate<W>> = Vec::new();
-    match &job.operation {
-        Operation::Count { .. } => {
-            let parts = scan_slots(&table, workers, |it| {
-                let mut h = vec![0u64; n_left as usize + 1];
-                for (_, e) in it {
-                    h[e.genomes as usize] += 1;
-                }
-                h
-            })?;
-            histogram = vec![0u64; n_left as usize + 1];
-            for p in parts {
-                for (a, b) in histogram.iter_mut().zip(p) {
-                    *a += b;
-                }
-            }
-            sets.push(("intersection", histogram[n_left as usize]));
-        }
-        Operation::Union { .. } | Operation::Intersect { .. } | Operation::Subtract { .. } => {
-            let want_all = matches!(job.operation, Operation::Union { .. });
-            let intersect = matches!(job.operation, Operation::Intersect { .. });
-            let parts = scan_slots(&table, workers, |it| {
-                it.filter(|(_, e)| {
-                    want_all || (intersect && e.genomes == n_left) || (!intersect && !e.marked)
-                })
-                .collect::<Vec<_>>()
-            })?;
-            kept = parts.into_iter().flatten().collect();
-            if job.sorted {
-                pool.install(|| kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
-            }
-            match job.operation {
-                Operation::Intersect { .. } => sets.push(("intersection", kept.len() as u64)),
-                Operation::Subtract { .. } => sets.push(("difference", kept.len() as u64)),
-                _ => {}
-            }
-        }
-        Operation::Primers { .. } => {
-            // The out-group only matters where it meets the in-group intersection, which
-            // is usually a small part of the in-group union: copy the intersection into a
-            // table of its own, with a Bloom filter in front that stays in the cache, and
-            // let every out-group k-mer mark its match there.
-            let parts = scan_slots(&table, workers, |it| {
-                it.filter(|(_, e)| e.genomes == n_left)
-                    .map(|(x, _)| x)
-                    .collect::<Vec<_>>()
-            })?;
-            let intersection: u64 = parts.iter().map(|p| p.len() as u64).sum();
-            sets.push(("intersection", intersection));
-            let core = VolatileTable::<W>::new(
-                k,
-                &job.target,
-                &job.map_options,
-                // A low load: most out-group lookups miss, and a miss probes to an empty slot.
-                2 * intersection + 1024,
-                job.threads,
-            )?;
-            insert_kmers(&core, &parts, workers)?;
-            let mut filter = HashFilter::with_capacity(intersection);
-            for x in parts.iter().flatten() {
-                filter.insert(x.hash());
-            }
-            drop(parts);
-            for g in &right {
-                lookup_hits += driver.mark_genome_filtered(&core, &filter, g, k)?;
-            }
-            // Walk the first in-group genome in order: every candidate occurs in it, and
-            // marking it as it is listed keeps repeats out.
-            let first = &left[0];
-            for (ci, c) in first.contigs.iter().enumerate() {
-                walk_prefetched(
-                    &core,
-                    first.contig_seq(c),
-                    0,
-                    k,
-                    |kmer, hash, start, fwd| {
-                        if let Some(e) = core.mark(kmer, hash)
-                            && !e.marked
-                        {
-                            candidates.push(Candidate {
-                                kmer: *kmer,
-                                contig: ci,
-                                offset: start,
-                                forward: fwd,
-                            });
-                        }
-                    },
-                );
-            }
-            sets.push(("candidates", candidates.len() as u64));
-        }
-    }
+    let result = run.set_operation(&table, &left, &right)?;
     t.stop(&mut phases.setops, &mut cpu.setops);
 
-    // Output.
+    interrupt::check()?;
     let t = Stopwatch::start();
-    let preview;
-    let mut regions = Vec::new();
-    let result_kmers;
-    if let Operation::Primers { .. } = job.operation {
-        let first = &left[0];
-        let names: Vec<String> = first.contigs.iter().map(|c| c.name.clone()).collect();
-        if let Some(out) = out {
-            output::write_candidates(out, job.format, k, &first.name, &names, &candidates)?;
-            out.flush()?;
-        }
-        let mut buf = Vec::new();
-        let show = job.preview.min(candidates.len());
-        output::write_candidates(
-            &mut buf,
-            Format::Tsv,
-            k,
-            &first.name,
-            &names,
-            &candidates[..show],
-        )?;
-        preview = String::from_utf8_lossy(&buf)
-            .lines()
-            .skip(1)
-            .map(String::from)
-            .collect();
-        regions = output::regions(&candidates, k)
-            .into_iter()
-            .map(|r| (names[r.contig].clone(), r))
-            .collect();
-        result_kmers = candidates.len() as u64;
-    } else {
-        if let (Operation::Count { .. }, Some(_)) = (&job.operation, &out) {
-            let parts = scan_slots(&table, workers, |it| it.collect::<Vec<_>>())?;
-            kept = parts.into_iter().flatten().collect();
-            if job.sorted {
-                pool.install(|| kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
-            }
-        }
-        if let Some(out) = out {
-            output::write_kmers(out, job.format, k, &kept)?;
-            out.flush()?;
-        }
-        let mut buf = Vec::new();
-        output::write_kmers(
-            &mut buf,
-            Format::Tsv,
-            k,
-            &kept[..job.preview.min(kept.len())],
-        )?;
-        preview = String::from_utf8_lossy(&buf)
-            .lines()
-            .skip(1)
-            .map(String::from)
-            .collect();
-        result_kmers = match job.operation {
-            Operation::Count { .. } | Operation::Union { .. } => table.distinct(),
-            _ => kept.len() as u64,
-        };
-    }
+    let written = run.output(&table, &left, result.kept, &result.candidates, out)?;
     t.stop(&mut phases.output, &mut cpu.output);
 
     let summary = |g: &Genome, role| GenomeSummary {
@@ -567,27 +423,298 @@ fn run_words<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<R
         k,
         threads: job.threads,
         genomes,
-        inserts,
-        lookups,
-        lookup_hits,
-        estimated_distinct: estimated,
-        sets,
-        histogram,
-        result_kmers,
-        regions,
-        preview,
+        inserts: left.iter().map(|g| g.stats.kmers).sum(),
+        lookups: right.iter().map(|g| g.stats.kmers).sum(),
+        lookup_hits: result.lookup_hits,
+        estimated_distinct: estimate.total,
+        sets: result.sets,
+        histogram: result.histogram,
+        result_kmers: written.result_kmers,
+        regions: written.regions,
+        preview: written.preview,
         phases,
         cpu,
-        table: TableFacts {
-            kind: "volatile",
-            slots: table.slots() as u64,
-            slot_bytes: table.slot_bytes() as u64,
-            footprint_bytes: table.footprint_bytes(),
-            load_factor: table.distinct() as f64 / table.slots() as f64,
-            grown: table.times_grown(),
-            target: table.target_record(),
-            warnings: table.warnings(),
-        },
+        table: table.facts(),
         placements,
     })
+}
+
+impl<const W: usize> Run<'_, W> {
+    fn request(&self, expected_distinct: u64) -> TableRequest<'_> {
+        TableRequest {
+            k: self.job.k,
+            target: &self.job.target,
+            map_options: &self.job.map_options,
+            expected_distinct,
+            parallel: self.job.threads,
+            pool: None,
+            persist: self.job.persist,
+            inputs: 0,
+        }
+    }
+
+    /// Parses every file of both groups before anything is mapped or written.
+    fn parse(&self) -> Result<(Vec<Genome>, Vec<Genome>), ReadError> {
+        let (left_files, right_files) = self.job.operation.files();
+        let (split, k) = (self.job.split, self.job.k);
+        self.pool.install(|| {
+            Ok((
+                read_all(left_files, split, k)?,
+                read_all(right_files, split, k)?,
+            ))
+        })
+    }
+
+    /// Estimates the distinct k-mers of what will be inserted, to size the table once.
+    /// The estimate after each genome bounds the growth that genome can cause, so the
+    /// table grows only if the estimate was wrong. Sketches are made a batch at a time in
+    /// parallel and merged in genome order.
+    fn estimate(&self, left: &[Genome]) -> Estimate {
+        let k = self.job.k;
+        let mut union = DistinctSketch::default();
+        let mut after = Vec::with_capacity(left.len());
+        for batch in left.chunks(64 * self.job.threads) {
+            let sketches: Vec<DistinctSketch> = self.pool.install(|| {
+                batch
+                    .par_iter()
+                    .map(|g| DistinctSketch::of_genome::<W>(g, k))
+                    .collect()
+            });
+            for sk in &sketches {
+                union.merge(sk);
+                after.push(union.estimate());
+            }
+        }
+        Estimate {
+            total: union.estimate().ceil() as u64,
+            after,
+        }
+    }
+
+    /// Inserts one genome at a time across all workers; returns where the workers ran.
+    fn insert<T: KmerTable<W>>(
+        &self,
+        table: &mut T,
+        left: &[Genome],
+        estimate: &Estimate,
+    ) -> Result<Vec<ThreadPlacement>, JobError> {
+        let mut placements = Vec::new();
+        // A reopened persistent table has these genomes already (the one after them is
+        // inserted again: a genome counts a k-mer at most once, so that is idempotent).
+        let resume = table.resume_after() as usize;
+        for (i, g) in left.iter().enumerate().skip(resume) {
+            // Room for what the estimate expects this genome to add (with 3 % to spare,
+            // about four standard errors), but never less than a 0.5 % margin for all its
+            // k-mers.
+            let expected_new = (estimate.after[i] * 1.03) as u64 + 1024;
+            let bound = expected_new
+                .saturating_sub(table.distinct())
+                .min(g.stats.kmers);
+            table.reserve(bound)?;
+            let worst = table.distinct() + g.stats.kmers;
+            if worst as f64 > 0.995 * table.slots() as f64 {
+                table.reserve(g.stats.kmers)?;
+            }
+            let (_, p) = self
+                .driver
+                .insert_genome(table, g, (i + 1) as u32, self.job.k)?;
+            placements = p;
+            table.completed((i + 1) as u32);
+            interrupt::check()?;
+        }
+        Ok(placements)
+    }
+
+    /// The set operation over the filled table.
+    fn set_operation<T: Create<W>>(
+        &self,
+        table: &T,
+        left: &[Genome],
+        right: &[Genome],
+    ) -> Result<SetResult<W>, JobError> {
+        let job = self.job;
+        let workers = self.driver.workers();
+        let n_left = left.len() as u32;
+        let mut result = SetResult {
+            sets: vec![("union", table.distinct())],
+            histogram: Vec::new(),
+            kept: Vec::new(),
+            candidates: Vec::new(),
+            lookup_hits: 0,
+        };
+        match &job.operation {
+            Operation::Count { .. } => {
+                let parts = scan_slots(table, workers, |it| {
+                    let mut h = vec![0u64; n_left as usize + 1];
+                    for (_, e) in it {
+                        h[e.genomes as usize] += 1;
+                    }
+                    h
+                })?;
+                let mut histogram = vec![0u64; n_left as usize + 1];
+                for p in parts {
+                    for (a, b) in histogram.iter_mut().zip(p) {
+                        *a += b;
+                    }
+                }
+                result
+                    .sets
+                    .push(("intersection", histogram[n_left as usize]));
+                result.histogram = histogram;
+            }
+            Operation::Union { .. } | Operation::Intersect { .. } | Operation::Subtract { .. } => {
+                for g in right {
+                    result.lookup_hits += self.driver.mark_genome(table, g, job.k)?;
+                }
+                let want_all = matches!(job.operation, Operation::Union { .. });
+                let intersect = matches!(job.operation, Operation::Intersect { .. });
+                let parts = scan_slots(table, workers, |it| {
+                    it.filter(|(_, e)| {
+                        want_all || (intersect && e.genomes == n_left) || (!intersect && !e.marked)
+                    })
+                    .collect::<Vec<_>>()
+                })?;
+                result.kept = self.sorted(parts.into_iter().flatten().collect());
+                match job.operation {
+                    Operation::Intersect { .. } => {
+                        result.sets.push(("intersection", result.kept.len() as u64))
+                    }
+                    Operation::Subtract { .. } => {
+                        result.sets.push(("difference", result.kept.len() as u64))
+                    }
+                    _ => {}
+                }
+            }
+            Operation::Primers { .. } => self.primers(table, left, right, &mut result)?,
+        }
+        Ok(result)
+    }
+
+    /// Primer candidates: the out-group only matters where it meets the in-group
+    /// intersection, which is usually a small part of the in-group union, so the
+    /// intersection is copied into a table of its own (of the same kind), with a Bloom
+    /// filter in front that stays in the cache, and every out-group k-mer marks its match
+    /// there.
+    fn primers<T: Create<W>>(
+        &self,
+        table: &T,
+        left: &[Genome],
+        right: &[Genome],
+        result: &mut SetResult<W>,
+    ) -> Result<(), JobError> {
+        let (k, workers) = (self.job.k, self.driver.workers());
+        let n_left = left.len() as u32;
+        let parts = scan_slots(table, workers, |it| {
+            it.filter(|(_, e)| e.genomes == n_left)
+                .map(|(x, _)| x)
+                .collect::<Vec<_>>()
+        })?;
+        let intersection: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        result.sets.push(("intersection", intersection));
+        // A low load: most out-group lookups miss, and a miss probes to an empty slot.
+        let core = T::create(&self.request(2 * intersection + 1024))?;
+        insert_kmers(&core, &parts, workers)?;
+        let mut filter = HashFilter::with_capacity(intersection);
+        for x in parts.iter().flatten() {
+            filter.insert(x.hash());
+        }
+        drop(parts);
+        for g in right {
+            result.lookup_hits += self.driver.mark_genome_filtered(&core, &filter, g, k)?;
+        }
+        // Walk the first in-group genome in order: every candidate occurs in it, and
+        // marking it as it is listed keeps repeats out.
+        let first = &left[0];
+        for (ci, c) in first.contigs.iter().enumerate() {
+            walk_prefetched(
+                &core,
+                first.contig_seq(c),
+                0,
+                k,
+                |kmer, hash, start, fwd| {
+                    if let Some(e) = core.mark(kmer, hash)
+                        && !e.marked
+                    {
+                        result.candidates.push(Candidate {
+                            kmer: *kmer,
+                            contig: ci,
+                            offset: start,
+                            forward: fwd,
+                        });
+                    }
+                },
+            );
+        }
+        result
+            .sets
+            .push(("candidates", result.candidates.len() as u64));
+        Ok(())
+    }
+
+    fn sorted(&self, mut kept: Vec<(Kmer<W>, Entry)>) -> Vec<(Kmer<W>, Entry)> {
+        if self.job.sorted {
+            self.pool
+                .install(|| kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
+        }
+        kept
+    }
+
+    /// Writes the result set and keeps the first rows (as TSV rows) for display.
+    fn output<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        left: &[Genome],
+        mut kept: Vec<(Kmer<W>, Entry)>,
+        candidates: &[Candidate<W>],
+        out: Option<&mut dyn Write>,
+    ) -> Result<Written, JobError> {
+        let job = self.job;
+        let k = job.k;
+        let row = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut line = Vec::new();
+            f(&mut line);
+            String::from_utf8_lossy(&line).into_owned()
+        };
+        if let Operation::Primers { .. } = job.operation {
+            let first = &left[0];
+            let names: Vec<String> = first.contigs.iter().map(|c| c.name.clone()).collect();
+            if let Some(out) = out {
+                output::write_candidates(out, job.format, k, &first.name, &names, candidates)?;
+                out.flush()?;
+            }
+            let preview = candidates[..job.preview.min(candidates.len())]
+                .iter()
+                .map(|c| row(&|l| output::candidate_row(l, k, &first.name, &names, c)))
+                .collect();
+            let regions = output::regions(candidates, k)
+                .into_iter()
+                .map(|r| (names[r.contig].clone(), r))
+                .collect();
+            return Ok(Written {
+                preview,
+                regions,
+                result_kmers: candidates.len() as u64,
+            });
+        }
+        if let (Operation::Count { .. }, Some(_)) = (&job.operation, &out) {
+            let parts = scan_slots(table, self.driver.workers(), |it| it.collect::<Vec<_>>())?;
+            kept = self.sorted(parts.into_iter().flatten().collect());
+        }
+        if let Some(out) = out {
+            output::write_kmers(out, job.format, k, &kept)?;
+            out.flush()?;
+        }
+        let preview = kept[..job.preview.min(kept.len())]
+            .iter()
+            .map(|(x, e)| row(&|l| output::kmer_row(l, k, x, e)))
+            .collect();
+        Ok(Written {
+            preview,
+            regions: Vec::new(),
+            result_kmers: match job.operation {
+                Operation::Count { .. } | Operation::Union { .. } => table.distinct(),
+                _ => kept.len() as u64,
+            },
+        })
+    }
 }

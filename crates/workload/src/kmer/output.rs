@@ -77,8 +77,8 @@ pub fn write_kmers<const W: usize>(
         line.clear();
         match format {
             Format::Tsv => {
-                kmer.write_ascii(k, &mut line);
-                writeln!(line, "\t{}", e.genomes)?;
+                kmer_row(&mut line, k, kmer, e);
+                line.push(b'\n');
             }
             Format::Fasta => {
                 writeln!(line, ">kmer_{} genomes={}", i + 1, e.genomes)?;
@@ -89,6 +89,32 @@ pub fn write_kmers<const W: usize>(
         out.write_all(&line)?;
     }
     Ok(())
+}
+
+/// One TSV row (without its newline) of a k-mer and its genome count.
+pub fn kmer_row<const W: usize>(line: &mut Vec<u8>, k: usize, kmer: &Kmer<W>, e: &Entry) {
+    kmer.write_ascii(k, line);
+    line.extend_from_slice(format!("\t{}", e.genomes).as_bytes());
+}
+
+/// One TSV row (without its newline) of a primer candidate.
+pub fn candidate_row<const W: usize>(
+    line: &mut Vec<u8>,
+    k: usize,
+    genome: &str,
+    contigs: &[String],
+    c: &Candidate<W>,
+) {
+    let strand = if c.forward { '+' } else { '-' };
+    c.kmer.write_ascii(k, line);
+    line.extend_from_slice(
+        format!(
+            "\t{genome}\t{}\t{}\t{strand}",
+            contigs[c.contig],
+            c.offset + 1
+        )
+        .as_bytes(),
+    );
 }
 
 /// Writes primer candidates with their place in the first in-group genome (1-based).
@@ -110,8 +136,8 @@ pub fn write_candidates<const W: usize>(
         let record = &contigs[c.contig];
         match format {
             Format::Tsv => {
-                c.kmer.write_ascii(k, &mut line);
-                writeln!(line, "\t{genome}\t{record}\t{}\t{strand}", c.offset + 1)?;
+                candidate_row(&mut line, k, genome, contigs, c);
+                line.push(b'\n');
             }
             Format::Fasta => {
                 writeln!(

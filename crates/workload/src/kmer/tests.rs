@@ -4,6 +4,7 @@
 use super::job::{Job, Operation, run};
 use super::output::Format;
 use super::read::Split;
+use super::table::TableKind;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -65,6 +66,9 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         format: Format::Tsv,
         sorted: true,
         preview: 0,
+        table: TableKind::default(),
+        pool: None,
+        persist: pmscope_persist::PersistStrategy::Clflush,
     }
 }
 
@@ -92,7 +96,10 @@ proptest! {
         split_at in 1usize..4,
         k in prop::sample::select(vec![3usize, 5, 12, 33, 70]),
         threads in 1usize..4,
+        table in prop::sample::select(TableKind::ALL.to_vec()),
     ) {
+        // Every table kind runs the same operations against the same model.
+        let job = |operation, k, threads| Job { table, ..job(operation, k, threads) };
         let dir = tempfile::tempdir().unwrap();
         // Keep only genomes that have a k-mer (shorter ones are an error, tested elsewhere).
         let genomes: Vec<_> = genomes.into_iter().filter(|g| !kmer_set(g, k).is_empty()).collect();
@@ -174,4 +181,141 @@ fn per_record_genomes_count_separately() {
     let got: Vec<String> = written(&j).into_iter().map(|(x, _)| x).collect();
     // ACGT is in both records; TTTT/AAAA are not shared.
     assert_eq!(got, vec!["ACGT".to_string()]);
+}
+
+#[test]
+fn preview_rows_are_the_first_written_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &[b"ACGTTGCAAGGCTTACA".to_vec()]);
+    let b = write(dir.path(), "b", &[b"ACGTTGCAACCCTTACA".to_vec()]);
+    for kind in TableKind::ALL {
+        for op in [
+            Operation::Count {
+                genomes: vec![a.clone(), b.clone()],
+            },
+            Operation::Primers {
+                in_group: vec![a.clone()],
+                out_group: vec![b.clone()],
+            },
+        ] {
+            let mut j = job(op, 5, 2);
+            j.table = kind;
+            j.preview = 3;
+            let mut out = Vec::new();
+            let report = run(&j, Some(&mut out)).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let first: Vec<String> = text.lines().skip(1).take(3).map(String::from).collect();
+            assert_eq!(report.preview, first, "{kind}");
+            assert_eq!(report.table.kind, kind.name());
+        }
+    }
+}
+
+#[test]
+fn table_kinds_parse_by_name() {
+    for kind in TableKind::ALL {
+        assert_eq!(kind.name().parse::<TableKind>(), Ok(kind));
+    }
+    let err = "nope".parse::<TableKind>().unwrap_err();
+    assert!(
+        err.starts_with("unknown table 'nope': choose one of volatile"),
+        "{err}"
+    );
+}
+
+fn file_digest(p: &std::path::Path) -> (u64, Vec<u8>) {
+    let bytes = std::fs::read(p).unwrap();
+    let words: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        })
+        .collect();
+    (super::table::static_pm::header_checksum(&words), bytes)
+}
+
+fn refusal(j: &Job) -> String {
+    match run(j, None) {
+        Err(super::job::JobError::Table(super::table::TableError::Refused(m))) => m,
+        Err(e) => panic!("expected a refusal, got {e}"),
+        Ok(_) => panic!("expected a refusal, the job ran"),
+    }
+}
+
+#[test]
+fn static_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &[b"ACGTTGCAAGGCTTACAGGATTACA".to_vec()]);
+    let b = write(dir.path(), "b", &[b"ACGTTGCAACCCTTACAGGATTTTT".to_vec()]);
+    let pool = dir.path().join("pool");
+    let count = Operation::Count {
+        genomes: vec![a.clone(), b.clone()],
+    };
+    let mut j = job(count.clone(), 7, 2);
+    let want = written(&j);
+    j.table = TableKind::StaticPm;
+    j.pool = Some(pool.clone());
+    assert_eq!(
+        written(&j),
+        want,
+        "a new pool counts like the volatile table"
+    );
+    // Reopened with everything done: nothing is inserted again.
+    assert_eq!(written(&j), want, "a reopened pool holds the same counts");
+    // Reopened as if the process died inside genome 2 (its inserts are idempotent).
+    let mut bytes = std::fs::read(&pool).unwrap();
+    bytes[64..72].copy_from_slice(&1u64.to_le_bytes());
+    std::fs::write(&pool, &bytes).unwrap();
+    assert_eq!(
+        written(&j),
+        want,
+        "resuming after genome 1 gives the same counts"
+    );
+
+    // Other K.
+    let before = file_digest(&pool);
+    let mut other_k = j.clone();
+    other_k.k = 9;
+    let m = refusal(&other_k);
+    assert!(m.contains("holds k-mers of K = 7, not 9"), "{m}");
+    // Other genomes.
+    let mut other_genomes = j.clone();
+    other_genomes.operation = Operation::Count { genomes: vec![a] };
+    let m = refusal(&other_genomes);
+    assert!(m.contains("is counting other genomes"), "{m}");
+    // Other persist strategy.
+    let mut other_persist = j.clone();
+    other_persist.persist = pmscope_persist::PersistStrategy::None;
+    let m = refusal(&other_persist);
+    assert!(m.contains("was written with --persist clflush"), "{m}");
+    assert_eq!(
+        file_digest(&pool),
+        before,
+        "refused pools are left unchanged"
+    );
+
+    // Corrupt header: one bit of K flipped.
+    let mut bad = before.1.clone();
+    bad[16] ^= 1;
+    std::fs::write(&pool, &bad).unwrap();
+    let digest = file_digest(&pool);
+    let m = refusal(&j);
+    assert!(m.contains("corrupt header (checksum mismatch)"), "{m}");
+    assert_eq!(file_digest(&pool), digest);
+
+    // Truncated: the header promises more slots than the file holds.
+    std::fs::write(&pool, &before.1[..2 * 4096]).unwrap();
+    let digest = file_digest(&pool);
+    let m = refusal(&j);
+    assert!(m.contains("is truncated"), "{m}");
+    assert_eq!(file_digest(&pool), digest);
+
+    // Foreign: a file of the right size that is not a pool.
+    let foreign: Vec<u8> = (0..4 * 4096).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(&pool, &foreign).unwrap();
+    let m = refusal(&j);
+    assert!(m.contains("is not a pmscope k-mer pool"), "{m}");
+    assert_eq!(std::fs::read(&pool).unwrap(), foreign);
 }

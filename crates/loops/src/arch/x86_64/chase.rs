@@ -33,8 +33,8 @@ pub unsafe fn chase(mut p: *const usize, loads: u64) -> *const usize {
     p
 }
 
-/// One dependent load between serialising timestamp reads (`arch::ops::tsc_start` and
-/// `tsc_stop`, the same discipline as every timed access): returns the next pointer and
+/// One dependent load between serialising timestamp reads (`pmscope_sys::tsc::start` and
+/// `stop`, the same discipline as every timed access): returns the next pointer and
 /// the ticks elapsed, which include the timer's own overhead (`ops::timed_nothing`).
 ///
 /// # Safety
@@ -42,11 +42,11 @@ pub unsafe fn chase(mut p: *const usize, loads: u64) -> *const usize {
 #[inline(never)]
 pub unsafe fn timed_load(p: *const usize) -> (*const usize, u64) {
     let next: *const usize;
-    let t0 = super::ops::tsc_start();
+    let t0 = pmscope_sys::tsc::start();
     // SAFETY: the caller guarantees `p` points at a valid slot of the chain.
     unsafe {
         asm!("mov {next}, [{p}]", p = in(reg) p, next = out(reg) next, options(nostack, readonly, preserves_flags))
     };
-    let t1 = super::ops::tsc_stop();
+    let t1 = pmscope_sys::tsc::stop();
     (next, t1.wrapping_sub(t0))
 }

@@ -1,12 +1,16 @@
-//! The memory instructions as zero-sized types, one `asm!` instruction per method, so the
-//! loops in `access` and `sync` are monomorphic (no indirect call per access) and the
-//! compiler can neither drop nor merge an access (`asm!` without `pure`/`nomem`).
-//! References: Intel SDM Vol. 2 — MOV, MOVDQA, VMOVDQA64, MOVNTDQA, VMOVNTDQA, MOVNTI,
-//! MOVNTDQ, VMOVNTDQ, CLFLUSH, CLFLUSHOPT, CLWB, SFENCE, MFENCE.
+//! The access instructions as zero-sized types, one `asm!` instruction per method, and the
+//! loops built from them, generic over an access, a flush and a fence, so the loops in
+//! `access` are monomorphic (no indirect call per access) and the compiler can neither drop
+//! nor merge an access (`asm!` without `pure`/`nomem`). The flushes, fences and the
+//! non-temporal store are `pmscope_persist::insn`'s types, the timestamps
+//! `pmscope_sys::tsc`'s: this file writes only the loads and ordinary stores.
+//! References: Intel SDM Vol. 2 — MOV, MOVDQA, VMOVDQA64, MOVNTDQA, VMOVNTDQA.
 #![allow(unsafe_code)]
 
 use core::arch::asm;
 use core::arch::x86_64::{__m128i, __m256i, __m512i};
+use pmscope_persist::insn::{self, Fence, Flush};
+use pmscope_sys::tsc;
 
 /// A memory access instruction family at four widths. Every method requires `p` to be
 /// valid for the access and aligned to its width, and the CPU to have the width's feature
@@ -138,134 +142,26 @@ impl Access for NtStore {
     #[inline(always)]
     unsafe fn a8(p: *mut u8, v: u64) {
         // SAFETY: the trait's contract.
-        unsafe {
-            asm!("movnti qword ptr [{p}], {v}", p = in(reg) p, v = in(reg) v, options(nostack, preserves_flags))
-        }
+        unsafe { insn::NtStore::store8(p, v) }
     }
     #[target_feature(enable = "sse4.1")]
     #[inline]
     unsafe fn a16(p: *mut u8, v: __m128i) {
-        // SAFETY: the trait's contract.
-        unsafe {
-            asm!("movntdq xmmword ptr [{p}], {v}", p = in(reg) p, v = in(xmm_reg) v, options(nostack, preserves_flags))
-        }
+        // SAFETY: the trait's contract (SSE4.1 implies SSE2).
+        unsafe { insn::NtStore::store16(p, v) }
     }
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn a32(p: *mut u8, v: __m256i) {
-        // SAFETY: the trait's contract.
-        unsafe {
-            asm!("vmovntdq ymmword ptr [{p}], {v}", p = in(reg) p, v = in(ymm_reg) v, options(nostack, preserves_flags))
-        }
+        // SAFETY: the trait's contract (AVX2 implies AVX).
+        unsafe { insn::NtStore::store32(p, v) }
     }
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn a64(p: *mut u8, v: __m512i) {
         // SAFETY: the trait's contract.
-        unsafe {
-            asm!("vmovntdq zmmword ptr [{p}], {v}", p = in(reg) p, v = in(zmm_reg) v, options(nostack, preserves_flags))
-        }
+        unsafe { insn::NtStore::store64(p, v) }
     }
-}
-
-/// A per-line cache write-back (or none).
-pub trait Flush {
-    /// # Safety
-    /// `p` must be mapped; the CPU must have the instruction.
-    unsafe fn line(p: *mut u8);
-}
-
-/// No flush.
-pub struct NoFlush;
-/// `clflush`.
-pub struct Clflush;
-/// `clflushopt`.
-pub struct Clflushopt;
-/// `clwb`.
-pub struct Clwb;
-
-impl Flush for NoFlush {
-    #[inline(always)]
-    unsafe fn line(_p: *mut u8) {}
-}
-impl Flush for Clflush {
-    #[inline(always)]
-    unsafe fn line(p: *mut u8) {
-        // SAFETY: the trait's contract.
-        unsafe { asm!("clflush byte ptr [{p}]", p = in(reg) p, options(nostack, preserves_flags)) }
-    }
-}
-impl Flush for Clflushopt {
-    #[inline(always)]
-    unsafe fn line(p: *mut u8) {
-        // SAFETY: the trait's contract.
-        unsafe {
-            asm!("clflushopt byte ptr [{p}]", p = in(reg) p, options(nostack, preserves_flags))
-        }
-    }
-}
-impl Flush for Clwb {
-    #[inline(always)]
-    unsafe fn line(p: *mut u8) {
-        // SAFETY: the trait's contract.
-        unsafe { asm!("clwb byte ptr [{p}]", p = in(reg) p, options(nostack, preserves_flags)) }
-    }
-}
-
-/// A fence (or none).
-pub trait Fence {
-    /// Issues the fence.
-    fn fence();
-}
-
-/// No fence.
-pub struct NoFence;
-/// `sfence`.
-pub struct Sfence;
-/// `mfence`.
-pub struct Mfence;
-
-impl Fence for NoFence {
-    #[inline(always)]
-    fn fence() {}
-}
-impl Fence for Sfence {
-    #[inline(always)]
-    fn fence() {
-        // SAFETY: sfence exists on every x86-64 CPU.
-        unsafe { asm!("sfence", options(nostack, preserves_flags)) }
-    }
-}
-impl Fence for Mfence {
-    #[inline(always)]
-    fn fence() {
-        // SAFETY: mfence exists on every x86-64 CPU.
-        unsafe { asm!("mfence", options(nostack, preserves_flags)) }
-    }
-}
-
-/// Reads the TSC at the start of a timed access (`lfence; rdtsc; lfence`).
-#[inline(always)]
-pub fn tsc_start() -> u64 {
-    let (lo, hi): (u32, u32);
-    // SAFETY: lfence/rdtsc exist on every x86-64 CPU and only read the counter.
-    unsafe {
-        asm!("lfence", "rdtsc", "lfence", out("eax") lo, out("edx") hi, options(nostack, nomem, preserves_flags))
-    };
-    ((hi as u64) << 32) | lo as u64
-}
-
-/// Reads the TSC at the end of a timed access (`rdtscp; lfence`): waits for the timed
-/// instructions to complete, and keeps later ones from starting early.
-#[inline(always)]
-pub fn tsc_stop() -> u64 {
-    let (lo, hi): (u32, u32);
-    // SAFETY: rdtscp exists on the CPUs pmscope times single accesses on (checked through
-    // CpuFeatures::rdtscp before any timed kernel runs); it only reads the counter.
-    unsafe {
-        asm!("rdtscp", "lfence", out("eax") lo, out("edx") hi, out("ecx") _, options(nostack, nomem, preserves_flags))
-    };
-    ((hi as u64) << 32) | lo as u64
 }
 
 /// Generates, for one vector width, the three loops every experiment uses:
@@ -332,7 +228,7 @@ macro_rules! width {
             v: u64,
         ) -> u64 {
             let vv = $splat(v);
-            let t0 = tsc_start();
+            let t0 = tsc::start();
             for l in 0..lines {
                 // SAFETY: inside the caller's range.
                 let q = unsafe { p.add(l * 64) };
@@ -346,7 +242,7 @@ macro_rules! width {
                 unsafe { F::line(q) };
             }
             N::fence();
-            tsc_stop().wrapping_sub(t0)
+            tsc::stop().wrapping_sub(t0)
         }
     };
 }
@@ -368,19 +264,19 @@ width!(seq8, idx8, timed8, "sse2", 8, a8, |v: u64| v);
 /// `p` is valid for 8 bytes; the CPU has the instructions of `A` and `F`.
 #[inline(never)]
 pub unsafe fn timed_word<A: Access, F: Flush, N: Fence>(p: *mut u8, v: u64) -> u64 {
-    let t0 = tsc_start();
+    let t0 = tsc::start();
     // SAFETY: the caller's contract.
     unsafe {
         A::a8(p, v);
         F::line(p);
     }
     N::fence();
-    tsc_stop().wrapping_sub(t0)
+    tsc::stop().wrapping_sub(t0)
 }
 
 /// An empty timed access: the overhead every timed access includes.
 #[inline(never)]
 pub fn timed_nothing() -> u64 {
-    let t0 = tsc_start();
-    tsc_stop().wrapping_sub(t0)
+    let t0 = tsc::start();
+    tsc::stop().wrapping_sub(t0)
 }

@@ -133,90 +133,117 @@ stream32!(
     "vmovdqa [{p}], ymm0\nvmovdqa [{p} + 32], ymm0\nclwb [{p}]"
 );
 
-/// Copies `bytes` from `src` to `dst` with 64-byte loads and stores, four lines per
-/// iteration (likwid's `copy_avx512`).
-///
-/// # Safety
-/// Both 64-byte aligned and valid for `bytes` (a multiple of 64) bytes, not overlapping;
-/// the CPU has AVX-512F.
-#[target_feature(enable = "avx512f")]
-pub unsafe fn copy64(src: *const u8, dst: *mut u8, bytes: usize) {
-    let end = src as usize + bytes;
-    let end4 = src as usize + bytes / 256 * 256;
-    // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers together.
-    unsafe {
-        asm!(
-            "cmp {s}, {end4}",
-            "jae 3f",
-            ".p2align 5",
-            "2:",
-            "vmovdqa64 zmm1, [{s}]",
-            "vmovdqa64 zmm2, [{s} + 64]",
-            "vmovdqa64 zmm3, [{s} + 128]",
-            "vmovdqa64 zmm4, [{s} + 192]",
-            "vmovdqa64 [{d}], zmm1",
-            "vmovdqa64 [{d} + 64], zmm2",
-            "vmovdqa64 [{d} + 128], zmm3",
-            "vmovdqa64 [{d} + 192], zmm4",
-            "add {s}, 256",
-            "add {d}, 256",
-            "cmp {s}, {end4}",
-            "jb 2b",
-            "3:",
-            "cmp {s}, {end}",
-            "jae 5f",
-            "4:",
-            "vmovdqa64 zmm1, [{s}]",
-            "vmovdqa64 [{d}], zmm1",
-            "add {s}, 64",
-            "add {d}, 64",
-            "cmp {s}, {end}",
-            "jb 4b",
-            "5:",
-            s = inout(reg) src => _,
-            d = inout(reg) dst => _,
-            end = in(reg) end,
-            end4 = in(reg) end4,
-            out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _,
-            options(nostack),
-        );
-    }
+macro_rules! copy64 {
+    ($(#[$doc:meta])* $name:ident, $store:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Both 64-byte aligned and valid for `bytes` (a multiple of 64) bytes, not
+        /// overlapping; the CPU has AVX-512F.
+        #[target_feature(enable = "avx512f")]
+        pub unsafe fn $name(src: *const u8, dst: *mut u8, bytes: usize) {
+            let end = src as usize + bytes;
+            let end4 = src as usize + bytes / 256 * 256;
+            // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers
+            // together.
+            unsafe {
+                asm!(
+                    "cmp {s}, {end4}",
+                    "jae 3f",
+                    ".p2align 5",
+                    "2:",
+                    "vmovdqa64 zmm1, [{s}]",
+                    "vmovdqa64 zmm2, [{s} + 64]",
+                    "vmovdqa64 zmm3, [{s} + 128]",
+                    "vmovdqa64 zmm4, [{s} + 192]",
+                    concat!($store, " [{d}], zmm1"),
+                    concat!($store, " [{d} + 64], zmm2"),
+                    concat!($store, " [{d} + 128], zmm3"),
+                    concat!($store, " [{d} + 192], zmm4"),
+                    "add {s}, 256",
+                    "add {d}, 256",
+                    "cmp {s}, {end4}",
+                    "jb 2b",
+                    "3:",
+                    "cmp {s}, {end}",
+                    "jae 5f",
+                    "4:",
+                    "vmovdqa64 zmm1, [{s}]",
+                    concat!($store, " [{d}], zmm1"),
+                    "add {s}, 64",
+                    "add {d}, 64",
+                    "cmp {s}, {end}",
+                    "jb 4b",
+                    "5:",
+                    s = inout(reg) src => _,
+                    d = inout(reg) dst => _,
+                    end = in(reg) end,
+                    end4 = in(reg) end4,
+                    out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
 }
 
-/// As [`copy64`] with 32-byte AVX2 loads and stores, one line per iteration.
-///
-/// # Safety
-/// As for [`copy64`], with AVX2.
-#[target_feature(enable = "avx2")]
-pub unsafe fn copy32(src: *const u8, dst: *mut u8, bytes: usize) {
-    let end = src as usize + bytes;
-    // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers together.
-    unsafe {
-        asm!(
-            "cmp {s}, {end}",
-            "jae 3f",
-            "2:",
-            "vmovdqa ymm1, [{s}]",
-            "vmovdqa ymm2, [{s} + 32]",
-            "vmovdqa [{d}], ymm1",
-            "vmovdqa [{d} + 32], ymm2",
-            "add {s}, 64",
-            "add {d}, 64",
-            "cmp {s}, {end}",
-            "jb 2b",
-            "3:",
-            s = inout(reg) src => _,
-            d = inout(reg) dst => _,
-            end = in(reg) end,
-            out("ymm1") _, out("ymm2") _,
-            options(nostack),
-        );
-    }
+macro_rules! copy32 {
+    ($(#[$doc:meta])* $name:ident, $store:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Both 64-byte aligned and valid for `bytes` (a multiple of 64) bytes, not
+        /// overlapping; the CPU has AVX2.
+        #[target_feature(enable = "avx2")]
+        pub unsafe fn $name(src: *const u8, dst: *mut u8, bytes: usize) {
+            let end = src as usize + bytes;
+            // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers
+            // together.
+            unsafe {
+                asm!(
+                    "cmp {s}, {end}",
+                    "jae 3f",
+                    "2:",
+                    "vmovdqa ymm1, [{s}]",
+                    "vmovdqa ymm2, [{s} + 32]",
+                    concat!($store, " [{d}], ymm1"),
+                    concat!($store, " [{d} + 32], ymm2"),
+                    "add {s}, 64",
+                    "add {d}, 64",
+                    "cmp {s}, {end}",
+                    "jb 2b",
+                    "3:",
+                    s = inout(reg) src => _,
+                    d = inout(reg) dst => _,
+                    end = in(reg) end,
+                    out("ymm1") _, out("ymm2") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
 }
 
-/// `sfence`.
-#[inline(always)]
-pub fn sfence() {
-    // SAFETY: sfence exists on every x86-64 CPU.
-    unsafe { asm!("sfence", options(nostack, preserves_flags)) };
-}
+copy64!(
+    /// Copies `bytes` from `src` to `dst` with 64-byte loads and stores, four lines per
+    /// iteration (likwid's `copy_avx512`).
+    copy64,
+    "vmovdqa64"
+);
+copy64!(
+    /// As [`copy64`] with non-temporal stores (likwid's `copy_mem_avx512`; glibc's memcpy
+    /// streams this way at sizes beyond the cache). The caller drains with an `sfence`.
+    ntcopy64,
+    "vmovntdq"
+);
+copy32!(
+    /// As [`copy64`] with 32-byte AVX2 loads and stores, one line per iteration.
+    copy32,
+    "vmovdqa"
+);
+copy32!(
+    /// As [`copy32`] with non-temporal stores (likwid's `copy_mem_avx`). The caller drains
+    /// with an `sfence`.
+    ntcopy32,
+    "vmovntdq"
+);

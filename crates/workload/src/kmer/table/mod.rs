@@ -10,10 +10,22 @@
 //! at a time, splitting its k-mers across threads (see [`super::build`]), which is what lets
 //! a table remember a single "last genome" per k-mer instead of one per thread.
 //! `reserve` takes `&mut self`, so it runs between genomes, never during inserts.
+//!
+//! Registry: [`TableKind`] names every implementation and is the one place a new table is
+//! listed; a table makes itself through [`Create`], and the job is generic over it (see
+//! [`super::job`]), so the job never names a concrete table.
 
+#[cfg(test)]
+mod crash_check;
+pub mod static_pm;
 pub mod volatile;
 
 use super::encode::Kmer;
+use pmscope_core::record::TargetRecord;
+use pmscope_core::warning::Warning;
+use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_persist::PersistStrategy;
+use std::path::Path;
 
 /// A genome's number as tables store it: 1, 2, ... in insertion order (0 is never used).
 pub type GenomeId = u32;
@@ -47,6 +59,127 @@ pub enum TableError {
     /// A limit of the slot layout.
     #[error("{0}")]
     Limit(String),
+    /// A pool or persistence request refused (foreign, corrupt or mismatching pool, an
+    /// unsupported strategy): the request is at fault, nothing was changed.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// The table implementations, as `--table` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TableKind {
+    /// [`volatile::VolatileTable`]: concurrent open addressing in the target's memory.
+    #[default]
+    Volatile,
+    /// [`static_pm::StaticPmTable`]: the seed's Static-HT, log-free and crash-consistent
+    /// in a persistent pool.
+    StaticPm,
+}
+
+impl TableKind {
+    /// Every kind, in the order help and benchmarks list them.
+    pub const ALL: [TableKind; 2] = [TableKind::Volatile, TableKind::StaticPm];
+
+    /// The kind's name, as the CLI spells it and records carry it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TableKind::Volatile => "volatile",
+            TableKind::StaticPm => "static-pm",
+        }
+    }
+}
+
+impl std::fmt::Display for TableKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for TableKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<TableKind, String> {
+        TableKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = TableKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown table '{s}': choose one of {}", names.join(", "))
+            })
+    }
+}
+
+/// Something generic over the table type, run by [`TableKind::with`] with the kind's type.
+pub trait WithTable<const W: usize> {
+    /// What it returns.
+    type Output;
+    /// Runs with table type `T`.
+    fn run<T: Create<W>>(self) -> Self::Output;
+}
+
+impl TableKind {
+    /// Runs `f` with this kind's table type: the one place that maps kinds to types.
+    pub fn with<const W: usize, F: WithTable<W>>(self, f: F) -> F::Output {
+        match self {
+            TableKind::Volatile => f.run::<volatile::VolatileTable<W>>(),
+            TableKind::StaticPm => f.run::<static_pm::StaticPmTable<W>>(),
+        }
+    }
+}
+
+/// What a job needs to make a table.
+#[derive(Debug, Clone)]
+pub struct TableRequest<'a> {
+    /// K-mer length.
+    pub k: usize,
+    /// Where the table lives.
+    pub target: &'a TargetSpec,
+    /// Mapping options of the target.
+    pub map_options: &'a MapOptions,
+    /// Distinct k-mers the table is sized for.
+    pub expected_distinct: u64,
+    /// Threads that may map (and pre-fault) the table in parallel.
+    pub parallel: usize,
+    /// A pool file to create or reopen (persistent tables; others ignore it).
+    pub pool: Option<&'a Path>,
+    /// How a persistent table makes its stores durable.
+    pub persist: PersistStrategy,
+    /// A fingerprint of the genomes inserted, so a reopened pool resumes only its own job.
+    pub inputs: u64,
+}
+
+/// A table kind that can be made from a [`TableRequest`]: what the job is generic over.
+pub trait Create<const W: usize>: KmerTable<W> + Sized {
+    /// Its registry entry.
+    const KIND: TableKind;
+    /// The most genomes it can count.
+    const MAX_GENOMES: u64;
+
+    /// Makes an empty table.
+    fn create(request: &TableRequest<'_>) -> Result<Self, TableError>;
+}
+
+/// The table as used, for the record.
+#[derive(Debug, Clone)]
+pub struct TableFacts {
+    /// The kind's name ([`TableKind::name`]).
+    pub kind: &'static str,
+    /// Slots.
+    pub slots: u64,
+    /// Bytes per slot.
+    pub slot_bytes: u64,
+    /// Bytes mapped.
+    pub footprint_bytes: u64,
+    /// Distinct k-mers / slots at the end.
+    pub load_factor: f64,
+    /// Times it grew.
+    pub grown: u32,
+    /// The target as asked and as achieved.
+    pub target: TargetRecord,
+    /// Where the mapping differs from the request.
+    pub warnings: Vec<Warning>,
+    /// (flushes, fences) a persistent table issued.
+    pub persist: Option<(u64, u64)>,
 }
 
 /// A concurrent set of canonical k-mers with a genome count per k-mer.
@@ -88,4 +221,16 @@ pub trait KmerTable<const W: usize>: Sync {
 
     /// Bytes of memory the table occupies.
     fn footprint_bytes(&self) -> u64;
+
+    /// What the record says about the table: kind, geometry, target and warnings.
+    fn facts(&self) -> TableFacts;
+
+    /// Genomes 1..=`genome` are all inserted: a persistent table records it durably, so
+    /// a reopened table resumes after it.
+    fn completed(&self, _genome: GenomeId) {}
+
+    /// The last genome a reopened table had completed (0 for a new table).
+    fn resume_after(&self) -> GenomeId {
+        0
+    }
 }

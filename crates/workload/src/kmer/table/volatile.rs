@@ -29,7 +29,9 @@
 //! genomes) maps a larger table on the same target and rehashes when the next genome could
 //! push the load past [`MAX_LOAD`].
 
-use super::{Entry, GenomeId, Inserted, KmerTable, TableError};
+use super::{
+    Create, Entry, GenomeId, Inserted, KmerTable, TableError, TableFacts, TableKind, TableRequest,
+};
 use crate::kmer::encode::Kmer;
 use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
@@ -298,7 +300,36 @@ fn wait_ready(meta: &AtomicU64) -> u64 {
     }
 }
 
+impl<const W: usize> Create<W> for VolatileTable<W> {
+    const KIND: TableKind = TableKind::Volatile;
+    const MAX_GENOMES: u64 = MAX_GENOMES;
+
+    fn create(r: &TableRequest<'_>) -> Result<Self, TableError> {
+        Self::new(
+            r.k,
+            r.target,
+            r.map_options,
+            r.expected_distinct,
+            r.parallel,
+        )
+    }
+}
+
 impl<const W: usize> KmerTable<W> for VolatileTable<W> {
+    fn facts(&self) -> TableFacts {
+        TableFacts {
+            kind: TableKind::Volatile.name(),
+            slots: self.slots() as u64,
+            slot_bytes: self.slot_bytes() as u64,
+            footprint_bytes: self.footprint_bytes(),
+            load_factor: self.distinct() as f64 / self.slots() as f64,
+            grown: self.times_grown(),
+            target: self.target_record(),
+            warnings: self.warnings(),
+            persist: None,
+        }
+    }
+
     #[inline(always)]
     fn prefetch(&self, hash: u64) {
         let (c, i) = self.locate(hash);

@@ -1,0 +1,104 @@
+//! Typed command-line values, parsed by clap before any command runs, so every command gets
+//! checked values and every malformed one gets the same one-sentence error
+//! (`pmscope: --flag VALUE: why`, exit 2; see `main`). Zero, negative, infinite and NaN
+//! values are refused here, where a command cannot forget to.
+
+use pmscope_core::units::Bytes;
+use std::str::FromStr;
+
+/// A size in bytes, greater than zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Size, String> {
+        let b: Bytes = s.parse().map_err(|e| format!("{e}"))?;
+        if b.0 == 0 {
+            return Err("a size must be greater than zero".into());
+        }
+        Ok(Size(b.0))
+    }
+}
+
+/// A count of at least one (repetitions, samples, accesses, threads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Count(pub usize);
+
+impl FromStr for Count {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Count, String> {
+        match s.parse::<usize>() {
+            Ok(0) => Err("must be at least 1".into()),
+            Ok(n) => Ok(Count(n)),
+            Err(_) => Err("not a whole number: give a count of at least 1".into()),
+        }
+    }
+}
+
+/// A duration in seconds: finite and greater than zero.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seconds(pub f64);
+
+impl FromStr for Seconds {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Seconds, String> {
+        match s.parse::<f64>() {
+            Ok(x) if x.is_finite() && x > 0.0 => Ok(Seconds(x)),
+            Ok(_) => Err("give a finite number of seconds greater than zero, e.g. 0.5".into()),
+            Err(_) => Err("not a number of seconds: give e.g. 0.5".into()),
+        }
+    }
+}
+
+/// A CPU list as the kernel writes them (`0-3,8`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cpus(pub Vec<usize>);
+
+impl FromStr for Cpus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Cpus, String> {
+        let v = pmscope_core::cpulist::parse_list(s).map_err(|e| e.to_string())?;
+        if v.is_empty() {
+            return Err("the CPU list is empty".into());
+        }
+        Ok(Cpus(v))
+    }
+}
+
+/// The one rule for thread counts, in every command: one pinned thread per CPU, so at
+/// most as many threads as CPUs to pin them to.
+pub fn check_threads(threads: usize, cpus: &[usize]) -> Result<(), String> {
+    if threads == 0 || threads > cpus.len() {
+        return Err(format!(
+            "{threads} threads asked for but {} CPUs are available (--cpus {}); pmscope pins one thread per CPU",
+            cpus.len(),
+            pmscope_core::cpulist::format_list(cpus)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_negative_infinite_and_nan_are_refused() {
+        assert_eq!("4KiB".parse::<Size>(), Ok(Size(4096)));
+        assert!("0".parse::<Size>().is_err());
+        assert!("-1".parse::<Size>().is_err());
+        assert_eq!("3".parse::<Count>(), Ok(Count(3)));
+        for bad in ["0", "-2", "1.5", "x"] {
+            assert!(bad.parse::<Count>().is_err(), "{bad}");
+        }
+        assert_eq!("0.25".parse::<Seconds>(), Ok(Seconds(0.25)));
+        for bad in ["0", "-1", "inf", "NaN", "1e999", "x"] {
+            assert!(bad.parse::<Seconds>().is_err(), "{bad}");
+        }
+        assert_eq!("0-2".parse::<Cpus>(), Ok(Cpus(vec![0, 1, 2])));
+        assert!(check_threads(3, &[0, 1]).is_err());
+        assert!(check_threads(0, &[0, 1]).is_err());
+        assert!(check_threads(2, &[0, 1]).is_ok());
+    }
+}

@@ -1,0 +1,564 @@
+//! The words records are made of: every experiment name, every parameter and value key,
+//! every metric, and the enums whose values records carry (`Pattern`). Commands, the store
+//! and the report all name things through this table, and `docs/results-schema.md` is
+//! generated from it ([`schema_markdown`]; a test fails when the doc differs), so a key
+//! cannot be spelled two ways or drift out of the documentation.
+//!
+//! [`check_record`] holds a record to its experiment's declaration: the CLI's
+//! null-executor tests run every command to completion and check every record with it.
+
+use crate::record::Record;
+use serde::{Deserialize, Serialize};
+
+/// An address pattern, as every command and record spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// Consecutive addresses.
+    Seq,
+    /// Random addresses (a random cycle or permutation over the region).
+    Rand,
+    /// Random within each 4 KiB page, the pages in sequence.
+    RandomInPage,
+}
+
+impl Pattern {
+    /// The spelling in records and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Seq => "seq",
+            Pattern::Rand => "rand",
+            Pattern::RandomInPage => "random-in-page",
+        }
+    }
+
+    /// `true` for [`Pattern::Rand`]: the commands that take `seq|rand|both`.
+    pub fn from_random(random: bool) -> Pattern {
+        if random { Pattern::Rand } else { Pattern::Seq }
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One documented key of `params` or `values`.
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    /// The key as it appears in records.
+    pub name: &'static str,
+    /// What it means (with its unit where the name does not carry one).
+    pub doc: &'static str,
+}
+
+/// One experiment: its name, what one record of it is, its metric and its keys.
+#[derive(Debug, Clone, Copy)]
+pub struct ExperimentDoc {
+    /// The `experiment` field.
+    pub name: &'static str,
+    /// What one record is.
+    pub doc: &'static str,
+    /// The `metric` field (absent for records that summarise nothing).
+    pub metric: Option<&'static str>,
+    /// Keys of `params`.
+    pub params: &'static [&'static str],
+    /// Keys of `values`.
+    pub values: &'static [&'static str],
+}
+
+macro_rules! keys {
+    ($($name:literal => $doc:literal,)*) => { &[$(Key { name: $name, doc: $doc },)*] };
+}
+
+/// Every parameter key, in the order the doc lists them.
+pub const PARAMS: &[Key] = keys! {
+    "access_bytes" => "bytes per access (one block of a stream, one timed access)",
+    "cpu_node" => "the NUMA node whose CPUs ran the workers",
+    "block_bytes" => "bytes per block of a sync stream (64)",
+    "delay_ns" => "busy wait after every traffic access (MLC's injected delay); 0 = flat out",
+    "duration_s" => "seconds per repetition",
+    "element_bytes" => "bytes per chain element (the stride of sequential chains)",
+    "directory" => "the directory a command wrote into",
+    "executor" => "`null` when the samples are synthetic (a test run that measured nothing)",
+    "fence" => "`none`, `sfence` or `mfence` after each access",
+    "flushed_before" => "whether each loaded line was flushed just before (so memory, not a cache, answers)",
+    "genome_files" => "the genome files, in the order given",
+    "genome_count_histogram" => "k-mers by the number of in-group genomes holding them",
+    "genomes_inserted" => "genomes inserted into the table",
+    "genomes_subtracted" => "out-group genomes looked up",
+    "distance_lines" => "lines between a persist and the load that reads it back",
+    "decoupled" => "whether the walk's addresses come from a DRAM array (only the dereference reads the target)",
+    "k" => "k-mer length",
+    "knee_found" => "whether the curve has a knee (a rise above 25 % between neighbouring working sets)",
+    "lines" => "cache lines of each 256-byte XPLine accessed (1..4)",
+    "memory_node" => "the NUMA node the memory was bound to (the target's verified placement says where it really is)",
+    "mode" => "read-only, write-only or interleaved",
+    "mix" => "the threads' roles, e.g. `1R+1W`, `2:1` (empty: every thread runs `op`)",
+    "mixer" => "whether chain pointers are spread over the element offsets",
+    "op" => "the operation (see `pmscope list ops`)",
+    "operation" => "the k-mer job: `primers`, `count`, `union`, `intersect`, `subtract`",
+    "option" => "pmmeter's name of the synchronisation option",
+    "pattern" => "`seq`, `rand` or `random-in-page`",
+    "persist" => "the persist strategy",
+    "probe" => "what the loaded-latency probe does, or which buffer probe ran",
+    "probe_region_bytes" => "bytes the probe chain covers",
+    "region_bytes" => "bytes mapped and used",
+    "region_per_thread_bytes" => "bytes each thread streams over",
+    "samples" => "individually timed accesses",
+    "pool" => "the pool file of a persistent table",
+    "seed" => "random seed",
+    "shared" => "whether all threads stream over one shared region",
+    "size_bytes" => "bytes mapped",
+    "table" => "the k-mer table kind",
+    "targets" => "the targets compared, with their verified page size",
+    "threads" => "worker threads",
+    "tlb_window_pages" => "random order only within groups of this many 4 KiB pages (null: whole region)",
+    "traffic_access_bytes" => "bytes per traffic access",
+    "traffic_op" => "what the traffic writes with (`write`, `ntstore`, `store+clwb`, `copy`), or `read` for read-only traffic",
+    "traffic_pattern" => "the order the traffic visits its region: `seq`, or `rand` (every block once per pass)",
+    "traffic_rw" => "traffic reads:writes per round",
+    "traffic_threads" => "threads generating traffic",
+    "snp_rate" => "substitutions per base of a synthetic strain",
+    "indel_rate" => "insertions or deletions per base of a synthetic strain",
+    "strains" => "synthetic strains derived from the reference",
+    "software_prefetch" => "whether a prefetcht0 of the next XPLine was issued at each visit",
+    "unit_bytes" => "bytes per instruction of a sync stream",
+    "unsupported" => "why the cell could not run on this CPU (no metric then)",
+    "vector_bytes" => "vector register width of the stream loops",
+    "write" => "the write made at each visit: store+clwb or ntstore",
+    "width_bytes" => "bytes per instruction of an access",
+    "working_set_bytes" => "bytes the chain covers",
+};
+
+/// Every value key, in the order the doc lists them.
+pub const VALUES: &[Key] = keys! {
+    "bases" => "bases of the genomes read (of the reference, for kmer-synth)",
+    "candidates_kmers" => "primer candidates: in every in-group genome, in no out-group genome",
+    "cleared_inserts" => "inserts a crash cut short, cleared by recovery",
+    "difference_kmers" => "k-mers of the genomes that no --minus genome has",
+    "genome_counts" => "genome counts held by a pool's k-mers",
+    "genomes_completed" => "genomes a pool holds completely",
+    "genomes_written" => "genome files written",
+    "intersection_kmers" => "k-mers in every in-group genome",
+    "skipped_kmers" => "k-mers skipped for an N or another IUPAC code",
+    "union_kmers" => "distinct k-mers of the in-group genomes",
+    "valid_kmers" => "k-mers a pool holds",
+    "after_ns" => "the highest median after the knee",
+    "before_ns" => "the median on the plateau before the knee",
+    "bytes_per_fault" => "mapped bytes per pre-fault minor fault",
+    "cv" => "coefficient of variation of the repetitions",
+    "estimated_distinct_kmers" => "HyperLogLog estimate used to size the table",
+    "estimate_cpu_ms" => "CPU time of the estimate phase",
+    "estimate_ms" => "wall time of the estimate phase",
+    "insert_cpu_ms" => "CPU time of the insert phase",
+    "insert_mips" => "million inserts per second",
+    "insert_ms" => "wall time of the insert phase",
+    "inserts" => "k-mers inserted",
+    "knee_bytes" => "the last working set of the plateau: the buffer size as the sweep resolves it",
+    "lookup_hits" => "lookups that found their k-mer",
+    "lookups" => "k-mers looked up",
+    "map_cpu_ms" => "CPU time of mapping the table",
+    "map_ms" => "wall time of mapping the table",
+    "mean_latency_ns" => "mean probe latency",
+    "million_instructions_per_s" => "instructions per second, in millions",
+    "minor_faults" => "minor faults of the pre-fault pass",
+    "output_cpu_ms" => "CPU time of writing the output",
+    "output_ms" => "wall time of writing the output",
+    "parse_cpu_ms" => "CPU time of reading the genomes",
+    "parse_ms" => "wall time of reading the genomes",
+    "peak_rss_bytes" => "peak resident set size of the process",
+    "prefault_ms" => "wall time of the pre-fault pass",
+    "read_gb_s" => "read bandwidth (median)",
+    "result_kmers" => "k-mers in the result",
+    "setops_cpu_ms" => "CPU time of the set operation",
+    "setops_ms" => "wall time of the set operation",
+    "slot_bytes" => "bytes per table slot",
+    "table_bytes" => "bytes of the table",
+    "table_grown" => "times the table grew",
+    "table_load_factor" => "occupied slots / slots",
+    "table_slots" => "slots of the table",
+    "timer_overhead_ns" => "cost of an empty timed bracket, subtracted from each timing",
+    "total_cpu_ms" => "CPU time of the whole job",
+    "total_ms" => "wall time of the whole job",
+    "traffic_gb_s" => "bandwidth the traffic threads achieved",
+    "write_gb_s" => "write bandwidth (median)",
+};
+
+/// Every experiment.
+pub const EXPERIMENTS: &[ExperimentDoc] = &[
+    ExperimentDoc {
+        name: "verify",
+        doc: "one target mapped, pre-faulted and verified",
+        metric: None,
+        params: &["size_bytes"],
+        values: &["prefault_ms", "minor_faults", "bytes_per_fault"],
+    },
+    ExperimentDoc {
+        name: "quick",
+        doc: "a first figure of `pmscope quick`: random-chain latency or sequential read bandwidth",
+        metric: Some("latency_ns | bandwidth_gb_s"),
+        params: &["pattern", "working_set_bytes", "op", "threads"],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "latency",
+        doc: "ns per dependent load of a chain over one working set (median of repetitions)",
+        metric: Some("latency_ns"),
+        params: &[
+            "pattern",
+            "element_bytes",
+            "working_set_bytes",
+            "tlb_window_pages",
+            "mixer",
+            "seed",
+        ],
+        values: &["cv"],
+    },
+    ExperimentDoc {
+        name: "latency-distribution",
+        doc: "individually timed loads of the chain at the largest working set, with a histogram",
+        metric: Some("latency_ns"),
+        params: &["pattern", "element_bytes", "working_set_bytes", "samples"],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "inst",
+        doc: "one cell of the instruction table: individually timed accesses of op + fence",
+        metric: Some("latency_ns"),
+        params: &[
+            "op",
+            "fence",
+            "access_bytes",
+            "pattern",
+            "width_bytes",
+            "flushed_before",
+            "region_bytes",
+            "unsupported",
+        ],
+        values: &["timer_overhead_ns"],
+    },
+    ExperimentDoc {
+        name: "sync",
+        doc: "throughput of 64-byte block streams under one synchronisation option (pmmeter)",
+        metric: Some("bandwidth_gb_s"),
+        params: &[
+            "option",
+            "op",
+            "fence",
+            "unit_bytes",
+            "block_bytes",
+            "pattern",
+            "threads",
+            "region_bytes",
+            "unsupported",
+        ],
+        values: &["million_instructions_per_s"],
+    },
+    ExperimentDoc {
+        name: "rap-idle",
+        doc: "load latency of flushed lines far from any recent persist (the baseline of `rap`)",
+        metric: Some("latency_ns"),
+        params: &["persist", "region_bytes", "samples"],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "rap",
+        doc: "load latency of a line persisted `distance_lines` lines earlier",
+        metric: Some("latency_ns"),
+        params: &["persist", "region_bytes", "samples", "distance_lines"],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "bandwidth",
+        doc: "bandwidth of one op × pattern × access size × threads point (median of repetitions)",
+        metric: Some("bandwidth_gb_s"),
+        params: &[
+            "op",
+            "pattern",
+            "access_bytes",
+            "threads",
+            "shared",
+            "vector_bytes",
+            "region_per_thread_bytes",
+            "duration_s",
+            "mix",
+        ],
+        values: &["read_gb_s", "write_gb_s"],
+    },
+    ExperimentDoc {
+        name: "loaded",
+        doc: "probe latency at one traffic delay (MLC's loaded latency)",
+        metric: Some("latency_ns"),
+        params: &[
+            "probe",
+            "delay_ns",
+            "traffic_threads",
+            "traffic_rw",
+            "traffic_op",
+            "traffic_pattern",
+            "traffic_access_bytes",
+            "probe_region_bytes",
+            "samples",
+        ],
+        values: &["traffic_gb_s", "mean_latency_ns"],
+    },
+    ExperimentDoc {
+        name: "numa-latency",
+        doc: "idle latency of a random chain from a CPU of one node over memory bound to another (MLC's matrix)",
+        metric: Some("latency_ns"),
+        params: &["cpu_node", "memory_node", "pattern", "working_set_bytes"],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "numa-bandwidth",
+        doc: "sequential read bandwidth of all CPUs of one node over memory bound to another",
+        metric: Some("bandwidth_gb_s"),
+        params: &["cpu_node", "memory_node", "op", "threads", "access_bytes"],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "probe",
+        doc: "one working set of a buffer probe (seed 001): median ns per visit of one variant",
+        metric: Some("latency_ns"),
+        params: &[
+            "probe",
+            "working_set_bytes",
+            "samples",
+            "lines",
+            "pattern",
+            "mode",
+            "software_prefetch",
+            "write",
+            "decoupled",
+        ],
+        values: &[],
+    },
+    ExperimentDoc {
+        name: "probe-knee",
+        doc: "the knee of one probe curve, or knee_found = false",
+        metric: None,
+        params: &[
+            "probe",
+            "knee_found",
+            "lines",
+            "pattern",
+            "mode",
+            "software_prefetch",
+            "write",
+            "decoupled",
+        ],
+        values: &["knee_bytes", "before_ns", "after_ns"],
+    },
+    ExperimentDoc {
+        name: "kmer",
+        doc: "one k-mer job: its phases, table and throughput",
+        metric: Some("insert_mips"),
+        params: &[
+            "operation",
+            "k",
+            "threads",
+            "table",
+            "genomes_inserted",
+            "genomes_subtracted",
+            "genome_files",
+            "genome_count_histogram",
+        ],
+        values: &[
+            "bases",
+            "skipped_kmers",
+            "union_kmers",
+            "intersection_kmers",
+            "difference_kmers",
+            "candidates_kmers",
+            "inserts",
+            "lookups",
+            "lookup_hits",
+            "estimated_distinct_kmers",
+            "result_kmers",
+            "parse_ms",
+            "estimate_ms",
+            "map_ms",
+            "insert_ms",
+            "setops_ms",
+            "output_ms",
+            "total_ms",
+            "parse_cpu_ms",
+            "estimate_cpu_ms",
+            "map_cpu_ms",
+            "insert_cpu_ms",
+            "setops_cpu_ms",
+            "output_cpu_ms",
+            "total_cpu_ms",
+            "insert_mips",
+            "table_bytes",
+            "table_slots",
+            "slot_bytes",
+            "table_load_factor",
+            "table_grown",
+            "peak_rss_bytes",
+        ],
+    },
+    ExperimentDoc {
+        name: "kmer-synth",
+        doc: "one synthetic data set written by pmscope kmer synth",
+        metric: None,
+        params: &[
+            "directory",
+            "genome_files",
+            "strains",
+            "snp_rate",
+            "indel_rate",
+            "seed",
+        ],
+        values: &["bases", "genomes_written"],
+    },
+    ExperimentDoc {
+        name: "kmer-recover",
+        doc: "one static-pm pool checked by pmscope kmer recover",
+        metric: None,
+        params: &["pool", "k", "persist"],
+        values: &[
+            "table_slots",
+            "genomes_completed",
+            "valid_kmers",
+            "genome_counts",
+            "cleared_inserts",
+        ],
+    },
+    ExperimentDoc {
+        name: "comparison",
+        doc: "the findings about the targets of one run taken together (e.g. mixed page sizes, seed 000); its warnings hold them",
+        metric: None,
+        params: &["targets"],
+        values: &[],
+    },
+];
+
+/// The declaration of `experiment`.
+pub fn experiment(name: &str) -> Option<&'static ExperimentDoc> {
+    EXPERIMENTS.iter().find(|e| e.name == name)
+}
+
+/// Why `r` does not follow its experiment's declaration, if it does not.
+pub fn check_record(r: &Record) -> Result<(), String> {
+    let e = experiment(&r.experiment)
+        .ok_or_else(|| format!("experiment '{}' is not in the vocabulary", r.experiment))?;
+    for k in r.params.keys() {
+        if k != "executor" && !e.params.contains(&k.as_str()) {
+            return Err(format!("{}: param '{k}' is not declared", e.name));
+        }
+    }
+    for k in r.values.keys() {
+        if !e.values.contains(&k.as_str()) {
+            return Err(format!("{}: value '{k}' is not declared", e.name));
+        }
+    }
+    match (&r.metric, e.metric) {
+        (None, _) => {}
+        (Some(m), Some(declared)) if declared.split(" | ").any(|d| d == m) => {}
+        (Some(m), _) => return Err(format!("{}: metric '{m}' is not declared", e.name)),
+    }
+    if let Some(p) = r.params.get("pattern") {
+        let ok = [Pattern::Seq, Pattern::Rand, Pattern::RandomInPage]
+            .iter()
+            .any(|x| p.as_str() == Some(x.name()));
+        if !ok {
+            return Err(format!("{}: pattern {p} is not a Pattern", e.name));
+        }
+    }
+    Ok(())
+}
+
+/// The generated part of `docs/results-schema.md`: experiments, then every key.
+pub fn schema_markdown() -> String {
+    let mut s = String::new();
+    s.push_str(
+        "| experiment | one record is | metric | params | values |\n|---|---|---|---|---|\n",
+    );
+    let ticks = |v: &[&str]| {
+        v.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for e in EXPERIMENTS {
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            e.name,
+            e.doc,
+            e.metric
+                .map(|m| format!("`{m}`"))
+                .unwrap_or_else(|| "-".into()),
+            ticks(e.params),
+            ticks(e.values),
+        ));
+    }
+    for (title, keys) in [("params", PARAMS), ("values", VALUES)] {
+        s.push_str(&format!("\n| {title} key | meaning |\n|---|---|\n"));
+        for k in keys {
+            s.push_str(&format!("| `{}` | {} |\n", k.name, k.doc));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_key_is_documented_once() {
+        for e in EXPERIMENTS {
+            for p in e.params {
+                assert!(PARAMS.iter().any(|k| k.name == *p), "{}: {p}", e.name);
+            }
+            for v in e.values {
+                assert!(VALUES.iter().any(|k| k.name == *v), "{}: {v}", e.name);
+            }
+        }
+        for keys in [PARAMS, VALUES] {
+            let mut names: Vec<&str> = keys.iter().map(|k| k.name).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), keys.len(), "a key is documented twice");
+        }
+    }
+
+    #[test]
+    fn records_are_held_to_their_declaration() {
+        let base = || Record::new("latency", vec![], Default::default());
+        assert_eq!(
+            check_record(&base().param("pattern", "rand").value("cv", 0.1)),
+            Ok(())
+        );
+        assert!(check_record(&base().param("pattern", "random")).is_err());
+        assert!(check_record(&base().param("access_bytes", 64)).is_err());
+        let mut r = base();
+        r.metric = Some("bandwidth_gb_s".into());
+        assert!(check_record(&r).is_err());
+        assert!(check_record(&Record::new("nonsense", vec![], Default::default())).is_err());
+    }
+
+    /// The schema doc is generated from this table: it fails when they differ (run the
+    /// test with PMSCOPE_BLESS=1 to rewrite the doc's generated part).
+    #[test]
+    fn schema_doc_matches_the_vocabulary() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/results-schema.md");
+        let doc = std::fs::read_to_string(path).expect("docs/results-schema.md");
+        let (begin, end) = ("<!-- generated: vocab -->\n", "<!-- end generated -->");
+        let start = doc.find(begin).expect("generated-part marker") + begin.len();
+        let stop = doc[start..].find(end).expect("end marker") + start;
+        let generated = schema_markdown();
+        if std::env::var_os("PMSCOPE_BLESS").is_some() {
+            let new = format!("{}{}{}", &doc[..start], generated, &doc[stop..]);
+            std::fs::write(path, new).unwrap();
+            return;
+        }
+        assert!(
+            doc[start..stop] == generated,
+            "docs/results-schema.md differs from core::vocab; rerun with PMSCOPE_BLESS=1"
+        );
+    }
+}

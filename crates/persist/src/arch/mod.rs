@@ -1,6 +1,0 @@
-//! The instructions, one function each. Only x86-64 is implemented.
-
-#[cfg(target_arch = "x86_64")]
-pub mod x86_64;
-#[cfg(target_arch = "x86_64")]
-pub use x86_64::*;

@@ -1,0 +1,286 @@
+//! Bandwidth (`bandwidth`): vs threads per op, vs access size, mixed reads and writes.
+
+use super::{Ctx, Figure, Panel, group, index_of, page_size_flag};
+use crate::data;
+use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use pmscope_core::record::Record;
+
+/// Plain (unmixed) bandwidth records with a median.
+pub(crate) fn plain(records: &[Record]) -> Vec<&Record> {
+    data::of(records, "bandwidth")
+        .filter(|r| data::s(r, "mix").unwrap_or("").is_empty() && data::median(r).is_some())
+        .collect()
+}
+
+pub(crate) fn ops(recs: &[&Record]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in recs {
+        if let Some(op) = data::s(r, "op") {
+            index_of(&mut out, op);
+        }
+    }
+    out
+}
+
+/// The largest value of an integer param among some records.
+pub(crate) fn largest(recs: &[&Record], key: &str) -> Option<u64> {
+    recs.iter().filter_map(|r| data::u(r, key)).max()
+}
+
+/// The thread count whose records cover the most access sizes (the most threads among
+/// equals): a suite's size sweep runs one thread beside a thread sweep at one size.
+fn most_sizes(recs: &[&Record]) -> Option<u64> {
+    let mut sizes: std::collections::BTreeMap<u64, std::collections::BTreeSet<u64>> =
+        Default::default();
+    for r in recs {
+        if let (Some(t), Some(a)) = (data::u(r, "threads"), data::u(r, "access_bytes")) {
+            sizes.entry(t).or_default().insert(a);
+        }
+    }
+    sizes
+        .into_iter()
+        .max_by_key(|(t, s)| (s.len(), *t))
+        .map(|(t, _)| t)
+}
+
+fn reference_marks(ctx: &Ctx, op: &str) -> Vec<(f64, String, plotters::style::RGBColor)> {
+    let qs: &[&str] = match op {
+        "read" => &["read_bw_per_dimm_gb_s", "read_bw_6dimm_gb_s"],
+        "write" | "ntstore" | "store+clwb" => &["write_bw_per_dimm_gb_s", "write_bw_6dimm_gb_s"],
+        _ => &[],
+    };
+    qs.iter()
+        .filter_map(|q| ctx.reference(q))
+        .map(|(v, l)| (v, l, plot::REFERENCE))
+        .collect()
+}
+
+/// Bandwidth vs threads, one chart per op (sequential, largest access size).
+pub struct BandwidthVsThreads;
+
+impl Figure for BandwidthVsThreads {
+    fn id(&self) -> &'static str {
+        "bandwidth-threads"
+    }
+    fn title(&self) -> &'static str {
+        "Bandwidth vs threads, per op"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["bandwidth", "comparison"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs = plain(records);
+        let mut svgs = Vec::new();
+        for op in ops(&recs) {
+            let of_op: Vec<&Record> = recs
+                .iter()
+                .copied()
+                .filter(|r| data::s(r, "op") == Some(op.as_str()))
+                .collect();
+            let pattern = if of_op.iter().any(|r| data::s(r, "pattern") == Some("seq")) {
+                "seq"
+            } else {
+                "rand"
+            };
+            let of_op: Vec<&Record> = of_op
+                .into_iter()
+                .filter(|r| data::s(r, "pattern") == Some(pattern))
+                .collect();
+            let Some(access) = largest(&of_op, "access_bytes") else {
+                continue;
+            };
+            let curves = group(
+                of_op
+                    .iter()
+                    .filter(|r| data::u(r, "access_bytes") == Some(access))
+                    .filter_map(|r| {
+                        Some((
+                            data::target(r).to_string(),
+                            data::u(r, "threads")? as f64,
+                            data::median(r)?,
+                        ))
+                    }),
+            );
+            if curves.is_empty() {
+                continue;
+            }
+            svgs.push(plot::line_chart(&LineChart {
+                x_label: format!(
+                    "threads ({op}, {pattern}, {} accesses)",
+                    data::bytes(access as f64)
+                ),
+                y_label: "GB/s".into(),
+                x: Axis::Linear,
+                y: Axis::Linear,
+                series: curves
+                    .into_iter()
+                    .map(|(t, points)| Series {
+                        name: format!("{t} {op}"),
+                        colour: ctx.colour(&t),
+                        points,
+                    })
+                    .collect(),
+                vmarks: vec![],
+                hmarks: reference_marks(ctx, &op),
+                points: vec![],
+                flag: page_size_flag(recs.iter().copied()),
+            }));
+        }
+        (!svgs.is_empty()).then(|| Panel {
+            svgs,
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
+    }
+}
+
+/// Bandwidth vs access size (log x) with the 256 B mark, one chart per op (at the thread
+/// count with the most access sizes).
+pub struct BandwidthVsAccessSize;
+
+impl Figure for BandwidthVsAccessSize {
+    fn id(&self) -> &'static str {
+        "bandwidth-access-size"
+    }
+    fn title(&self) -> &'static str {
+        "Bandwidth vs access size"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["bandwidth", "comparison"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs = plain(records);
+        let mut svgs = Vec::new();
+        for op in ops(&recs) {
+            let of_op: Vec<&Record> = recs
+                .iter()
+                .copied()
+                .filter(|r| data::s(r, "op") == Some(op.as_str()))
+                .collect();
+            let Some(threads) = most_sizes(&of_op) else {
+                continue;
+            };
+            let curves = group(
+                of_op
+                    .iter()
+                    .filter(|r| data::u(r, "threads") == Some(threads))
+                    .filter_map(|r| {
+                        let key = (
+                            data::target(r).to_string(),
+                            data::s(r, "pattern")?.to_string(),
+                        );
+                        Some((key, data::u(r, "access_bytes")? as f64, data::median(r)?))
+                    }),
+            );
+            if curves.iter().all(|c| c.1.len() < 2) {
+                continue;
+            }
+            let mark = ctx
+                .reference("access_granularity_bytes")
+                .unwrap_or((256.0, "256 B".into()));
+            svgs.push(plot::line_chart(&LineChart {
+                x_label: format!("access size ({op}, {threads} threads)"),
+                y_label: "GB/s".into(),
+                x: Axis::Bytes,
+                y: Axis::Linear,
+                series: curves
+                    .into_iter()
+                    .map(|((t, p), points)| {
+                        let c = ctx.colour(&t);
+                        Series {
+                            name: format!("{t} {p}"),
+                            colour: if p == "seq" { plot::light(c) } else { c },
+                            points,
+                        }
+                    })
+                    .collect(),
+                vmarks: vec![mark],
+                hmarks: reference_marks(ctx, &op),
+                points: vec![],
+                flag: page_size_flag(recs.iter().copied()),
+            }));
+        }
+        (!svgs.is_empty()).then(|| Panel {
+            svgs,
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
+    }
+}
+
+/// Mixed reads and writes (`bandwidth` with `mix`): read and write GB/s per mix.
+pub struct MixedReadWrite;
+
+impl Figure for MixedReadWrite {
+    fn id(&self) -> &'static str {
+        "bandwidth-mixed"
+    }
+    fn title(&self) -> &'static str {
+        "Mixed reads and writes"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["bandwidth", "comparison"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs: Vec<&Record> = data::of(records, "bandwidth")
+            .filter(|r| !data::s(r, "mix").unwrap_or("").is_empty())
+            .collect();
+        if recs.is_empty() {
+            return None;
+        }
+        let pattern = if recs.iter().any(|r| data::s(r, "pattern") == Some("seq")) {
+            "seq"
+        } else {
+            "rand"
+        };
+        let recs: Vec<&Record> = recs
+            .into_iter()
+            .filter(|r| data::s(r, "pattern") == Some(pattern))
+            .collect();
+        let access = largest(&recs, "access_bytes")?;
+        let recs: Vec<&Record> = recs
+            .into_iter()
+            .filter(|r| data::u(r, "access_bytes") == Some(access))
+            .collect();
+        let targets = data::targets(recs.iter().copied());
+        let mut categories = Vec::new();
+        let mut groups = Vec::new();
+        let mut bars = Vec::new();
+        for t in &targets {
+            for (side, key) in [("read", "read_gb_s"), ("write", "write_gb_s")] {
+                let c = ctx.colour(t);
+                groups.push((
+                    format!("{t} {side}"),
+                    if side == "write" { plot::light(c) } else { c },
+                ));
+                let g = groups.len() - 1;
+                for r in recs.iter().filter(|r| data::target(r) == t) {
+                    let (Some(mix), Some(v)) = (data::s(r, "mix"), r.values.get(key)) else {
+                        continue;
+                    };
+                    bars.push(Bar {
+                        category: index_of(&mut categories, mix),
+                        group: g,
+                        value: *v,
+                    });
+                }
+            }
+        }
+        if bars.is_empty() {
+            return None;
+        }
+        let svg = plot::bar_chart(&BarChart {
+            y_label: format!("GB/s ({pattern}, {} accesses)", data::bytes(access as f64)),
+            categories,
+            groups,
+            bars,
+            hmarks: vec![],
+            flag: page_size_flag(recs.iter().copied()),
+        });
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets,
+        })
+    }
+}

@@ -1,0 +1,322 @@
+//! Instruction latency (`inst`): seed 004 Figure 8's bars and seed 003 Table 5.
+
+use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, index_of, page_size_flag};
+use crate::data;
+use crate::plot::{self, Bar, BarChart, Series};
+use pmscope_core::record::Record;
+
+/// Seed 004 Figure 8's names of the instruction sequences.
+const SEQUENCES: &[(&str, &str)] = &[
+    ("load", "L"),
+    ("ntload", "LN"),
+    ("store+clflush", "SF"),
+    ("ntstore", "SN"),
+    ("store+clflushopt", "SO"),
+    ("store+clwb", "SW"),
+    ("store", "S"),
+];
+
+/// The `inst` record of one cell, preferring the given fences in order, loads of flushed
+/// lines (so memory answers) and the widest access instruction.
+pub(crate) fn pick<'a>(
+    recs: &[&'a Record],
+    target: &str,
+    op: &str,
+    pattern: &str,
+    access: u64,
+    fences: &[&str],
+) -> Option<&'a Record> {
+    recs.iter()
+        .copied()
+        .filter(|r| {
+            data::target(r) == target
+                && data::s(r, "op") == Some(op)
+                && data::s(r, "pattern") == Some(pattern)
+                && data::u(r, "access_bytes") == Some(access)
+                && r.summary.is_some()
+                && !r.params.contains_key("unsupported")
+        })
+        .filter_map(|r| {
+            let fence = fences
+                .iter()
+                .position(|f| Some(*f) == data::s(r, "fence"))?;
+            let cold = data::b(r, "flushed_before") != Some(true);
+            Some((
+                (
+                    fence,
+                    cold,
+                    u64::MAX - data::u(r, "width_bytes").unwrap_or(0),
+                ),
+                r,
+            ))
+        })
+        .min_by_key(|(k, _)| *k)
+        .map(|(_, r)| r)
+}
+
+fn inst_records(records: &[Record]) -> Vec<&Record> {
+    data::of(records, "inst")
+        .filter(|r| r.summary.is_some())
+        .collect()
+}
+
+fn sizes(recs: &[&Record]) -> Vec<u64> {
+    let mut s: Vec<u64> = recs
+        .iter()
+        .filter_map(|r| data::u(r, "access_bytes"))
+        .collect();
+    s.sort();
+    s.dedup();
+    s
+}
+
+/// Median latency per instruction sequence and access size (seed 004 Figure 8's layout:
+/// `Size_Type` along x, one bar per target and pattern, an `mfence` after each access).
+pub struct InstructionLatency;
+
+impl Figure for InstructionLatency {
+    fn id(&self) -> &'static str {
+        "instruction-latency"
+    }
+    fn title(&self) -> &'static str {
+        "Memory instruction latency (seed 004 Figure 8 layout)"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["inst", "comparison"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs = inst_records(records);
+        if recs.is_empty() {
+            return None;
+        }
+        let targets = data::targets(recs.iter().copied());
+        let shown: Vec<u64> = sizes(&recs)
+            .into_iter()
+            .filter(|s| (64..=256).contains(s))
+            .collect();
+        let mut categories = Vec::new();
+        let mut groups = Vec::new();
+        let mut bars = Vec::new();
+        let fences = ["mfence", "sfence", "none"];
+        for size in &shown {
+            for (op, code) in SEQUENCES {
+                for t in &targets {
+                    for pattern in ["seq", "rand"] {
+                        let Some(r) = pick(&recs, t, op, pattern, *size, &fences) else {
+                            continue;
+                        };
+                        let colour = ctx.colour(t);
+                        let name = format!("{t} {pattern}");
+                        if !groups.iter().any(|g: &(String, _)| g.0 == name) {
+                            let c = if pattern == "seq" {
+                                plot::light(colour)
+                            } else {
+                                colour
+                            };
+                            groups.push((name.clone(), c));
+                        }
+                        bars.push(Bar {
+                            category: index_of(&mut categories, &format!("{size}_{code}")),
+                            group: groups.iter().position(|g| g.0 == name).expect("pushed"),
+                            value: data::median(r)?,
+                        });
+                    }
+                }
+            }
+        }
+        if bars.is_empty() {
+            return None;
+        }
+        let hmarks = ctx
+            .reference("store_flush_latency_ns")
+            .map(|(v, l)| vec![(v, l, plot::REFERENCE)])
+            .unwrap_or_default();
+        let svg = plot::bar_chart(&BarChart {
+            y_label: "median ns".into(),
+            categories,
+            groups,
+            bars,
+            hmarks,
+            flag: page_size_flag(recs.iter().copied()),
+        });
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets,
+        })
+    }
+}
+
+/// The rows of seed 003 Table 5: (label, pattern, op, preferred fences).
+const TABLE5_ROWS: &[(&str, &str, &[&str], &[&str])] = &[
+    (
+        "rand read",
+        "rand",
+        &["load"],
+        &["none", "mfence", "sfence"],
+    ),
+    (
+        "rand write",
+        "rand",
+        &["store"],
+        &["none", "sfence", "mfence"],
+    ),
+    (
+        "rand write+flush",
+        "rand",
+        &["store+clwb", "store+clflushopt", "store+clflush"],
+        &["sfence", "mfence", "none"],
+    ),
+    ("seq read", "seq", &["load"], &["none", "mfence", "sfence"]),
+    (
+        "seq write",
+        "seq",
+        &["store"],
+        &["none", "sfence", "mfence"],
+    ),
+    (
+        "seq write+flush",
+        "seq",
+        &["store+clwb", "store+clflushopt", "store+clflush"],
+        &["sfence", "mfence", "none"],
+    ),
+];
+
+/// Seed 003 Table 5: single-thread access latency by size, rand/seq × read/write/
+/// write+flush, the mean of every target and its slowdown against the first.
+pub struct Table5;
+
+impl Figure for Table5 {
+    fn id(&self) -> &'static str {
+        "table5"
+    }
+    fn title(&self) -> &'static str {
+        "Single-thread access latency by size (seed 003 Table 5 layout)"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["inst", "comparison"]
+    }
+    fn render(&self, records: &[Record], _ctx: &Ctx) -> Option<Panel> {
+        let recs = inst_records(records);
+        let targets = data::targets(recs.iter().copied());
+        if recs.is_empty() || targets.is_empty() {
+            return None;
+        }
+        let sizes = sizes(&recs);
+        let mut html = String::from(
+            "<table class=\"t5\"><thead><tr><th>Operation</th><th>IO size (bytes)</th>",
+        );
+        for (i, t) in targets.iter().enumerate() {
+            html.push_str(&format!("<th>{} mean (ns)</th>", crate::html::esc(t)));
+            if i > 0 {
+                html.push_str(&format!(
+                    "<th>slowdown vs {}</th>",
+                    crate::html::esc(&targets[0])
+                ));
+            }
+        }
+        html.push_str("</tr></thead><tbody>");
+        let mut rows = 0;
+        for (label, pattern, ops, fences) in TABLE5_ROWS {
+            for size in &sizes {
+                let means: Vec<Option<f64>> = targets
+                    .iter()
+                    .map(|t| {
+                        ops.iter()
+                            .find_map(|op| pick(&recs, t, op, pattern, *size, fences))
+                            .and_then(|r| r.summary.as_ref().map(|s| s.mean))
+                    })
+                    .collect();
+                if means.iter().all(Option::is_none) {
+                    continue;
+                }
+                rows += 1;
+                html.push_str(&format!("<tr><td>{label}</td><td>{size}</td>"));
+                for (i, m) in means.iter().enumerate() {
+                    html.push_str(&match m {
+                        Some(v) => format!("<td>{v:.2}</td>"),
+                        None => "<td>-</td>".into(),
+                    });
+                    if i > 0 {
+                        html.push_str(&match (means[0], m) {
+                            (Some(base), Some(v)) if base > 0.0 => {
+                                format!("<td>{:.2}</td>", v / base)
+                            }
+                            _ => "<td>-</td>".into(),
+                        });
+                    }
+                }
+                html.push_str("</tr>");
+            }
+        }
+        html.push_str("</tbody></table>");
+        if rows == 0 {
+            return None;
+        }
+        if let Some(flag) = page_size_flag(recs.iter().copied()) {
+            html = format!("<p class=\"flag\">{}</p>{html}", crate::html::esc(&flag));
+        }
+        Some(Panel {
+            svgs: vec![],
+            table: Some(html),
+            targets,
+        })
+    }
+}
+
+/// Per-access latency histograms of `inst` cells (seed 003 Figures 6-7): one curve per
+/// target, sequence and pattern at the smallest access size, fence-free where measured.
+pub struct InstHistogram;
+
+impl Figure for InstHistogram {
+    fn id(&self) -> &'static str {
+        "inst-histogram"
+    }
+    fn title(&self) -> &'static str {
+        "Per-access latency distribution of memory instructions (seed 003 Figures 6-7)"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["inst"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs: Vec<&Record> = inst_records(records)
+            .into_iter()
+            .filter(|r| r.histogram.as_ref().is_some_and(|h| !h.count.is_empty()))
+            .collect();
+        let size = *sizes(&recs).first()?;
+        let targets = data::targets(recs.iter().copied());
+        let fences = ["none", "sfence", "mfence"];
+        let mut series = Vec::new();
+        let mut shown = Vec::new();
+        for t in &targets {
+            for (op, _) in SEQUENCES {
+                for pattern in ["seq", "rand"] {
+                    let Some(r) = pick(&recs, t, op, pattern, size, &fences) else {
+                        continue;
+                    };
+                    let h = r.histogram.as_ref().expect("filtered");
+                    let colour = ctx.colour(t);
+                    series.push(Series {
+                        name: format!("{t} {op} {pattern} {size} B"),
+                        colour: if pattern == "seq" {
+                            plot::light(colour)
+                        } else {
+                            colour
+                        },
+                        points: histogram_points(h),
+                    });
+                    shown.push(r);
+                }
+            }
+        }
+        if series.is_empty() {
+            return None;
+        }
+        let svg = histogram_chart(series, "access", shown.iter().copied());
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets: data::targets(shown.iter().copied()),
+        })
+    }
+}

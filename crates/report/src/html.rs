@@ -1,0 +1,272 @@
+//! The self-contained HTML document and the per-figure SVG files.
+
+use crate::figures::{Ctx, FIGURES, Figure, Panel};
+use crate::observations::observations;
+use crate::{Options, Run, data};
+use pmscope_core::record::Record;
+use pmscope_core::warning::Warning;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn all_targets(runs: &[Run]) -> Vec<String> {
+    data::targets(runs.iter().flat_map(|r| r.records.iter()))
+}
+
+/// The panels of one figure: (run, panel) for each run that has its data.
+fn panels<'a>(fig: &dyn Figure, runs: &'a [Run], ctx: &Ctx) -> Vec<(&'a Run, Panel)> {
+    runs.iter()
+        .filter_map(|run| Some((run, fig.render(&run.records, ctx)?)))
+        .collect()
+}
+
+/// The verified configuration of a target in a run: page sizes and their fractions, NUMA
+/// node, persistence, MAP_SYNC, file system.
+fn verified(records: &[Record], spec: &str) -> String {
+    let Some(t) = records
+        .iter()
+        .filter_map(|r| r.target.as_ref())
+        .find(|t| t.spec == spec)
+    else {
+        return "configuration not recorded".into();
+    };
+    let a = &t.achieved;
+    let mut s = a.describe();
+    if a.pages.smaps_sees_mapping && a.bytes > 0 {
+        let fr: Vec<String> = [
+            (a.pages.bytes_4k, "4k"),
+            (a.pages.bytes_2m, "2m"),
+            (a.pages.bytes_1g, "1g"),
+        ]
+        .iter()
+        .filter(|(b, _)| *b > 0)
+        .map(|(b, n)| format!("{n} {:.0}%", 100.0 * *b as f64 / a.bytes as f64))
+        .collect();
+        if fr.len() > 1 {
+            let _ = write!(s, " [pages: {}]", fr.join(", "));
+        }
+    }
+    if let Some(sync) = a.map_sync {
+        let _ = write!(s, ", MAP_SYNC {}", if sync { "yes" } else { "no" });
+    }
+    if let Some(fs) = &a.filesystem {
+        let _ = write!(s, ", {fs}");
+    }
+    s
+}
+
+/// The warnings of the records a figure read (its experiments), once each.
+fn warnings<'a>(fig: &dyn Figure, records: &'a [Record]) -> Vec<&'a Warning> {
+    let mut out: Vec<&Warning> = Vec::new();
+    for r in records
+        .iter()
+        .filter(|r| fig.experiments().contains(&r.experiment.as_str()))
+    {
+        for w in &r.warnings {
+            if !out
+                .iter()
+                .any(|o| o.code == w.code && o.message == w.message)
+            {
+                out.push(w);
+            }
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:16px;color:#222}\
+h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}\
+.runs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}\
+.panel{border:1px solid #ddd;padding:8px;box-sizing:border-box;flex:1 1 560px;max-width:660px}\
+.panel svg{max-width:100%;height:auto;display:block;margin-bottom:6px}\
+.caption{font-size:13px}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}\
+.warn{font-size:12px;color:#8a4b00;margin:2px 0}.flag{color:#c00;font-weight:bold}\
+table.t5{border-collapse:collapse;font-size:13px}table.t5 td,table.t5 th{border:1px solid #bbb;padding:2px 6px;text-align:right}\
+table.t5 td:first-child{text-align:left}.obs li{margin:3px 0}.meta{font-size:13px;color:#555}";
+
+/// The report as one self-contained HTML document: inline SVG figures, inline style, no
+/// script, nothing fetched from anywhere.
+pub fn html(runs: &[Run], options: &Options) -> String {
+    let targets = all_targets(runs);
+    let ctx = Ctx {
+        options,
+        targets: &targets,
+    };
+    let title = options
+        .title
+        .clone()
+        .unwrap_or_else(|| "pmscope report".into());
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
+        esc(&title),
+        esc(&title)
+    );
+    h.push_str("<h2>Runs</h2><ul>");
+    for run in runs {
+        let sys = run.records.first().map(|r| &r.system);
+        let _ = write!(
+            h,
+            "<li><b>{}</b> <span class=\"meta\">— {} records",
+            esc(&run.label),
+            run.records.len()
+        );
+        if let Some(s) = sys {
+            let _ = write!(
+                h,
+                "; host {}, {}, kernel {}, {} CPUs, {} NUMA node(s){}",
+                esc(&s.hostname),
+                esc(&s.cpu_model),
+                esc(&s.kernel),
+                s.cpus_online,
+                s.numa_nodes,
+                if s.hypervisor {
+                    ", virtual machine"
+                } else {
+                    ""
+                }
+            );
+        }
+        if let Some(r) = run.records.first() {
+            let _ = write!(h, "; pmscope {}", esc(&r.pmscope_version));
+        }
+        h.push_str("</span></li>");
+    }
+    h.push_str("</ul>");
+    if let Some(r) = &options.reference {
+        let _ = write!(
+            h,
+            "<p class=\"meta\">Reference <b>{}</b> overlaid (grey dashed):</p><ul class=\"meta\">",
+            esc(&r.name)
+        );
+        for e in &r.entries {
+            let _ = write!(
+                h,
+                "<li>{}: {} {} — {}</li>",
+                esc(&e.label),
+                e.value,
+                esc(&e.unit),
+                esc(&e.source)
+            );
+        }
+        h.push_str("</ul>");
+    }
+    let obs = observations(runs);
+    if !obs.is_empty() {
+        h.push_str("<h2>Observations</h2><ul class=\"obs\">");
+        for o in &obs {
+            let _ = write!(
+                h,
+                "<li>{}<span class=\"meta\"> ({})</span></li>",
+                esc(&o.text),
+                esc(&o.run)
+            );
+        }
+        h.push_str("</ul>");
+    }
+    for fig in FIGURES {
+        let ps = panels(*fig, runs, &ctx);
+        if ps.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<section id=\"{}\"><h2>{}</h2><div class=\"runs\">",
+            fig.id(),
+            esc(fig.title())
+        );
+        for (run, p) in ps {
+            let _ = write!(h, "<div class=\"panel\"><h3>{}</h3>", esc(&run.label));
+            for svg in &p.svgs {
+                h.push_str(svg.trim_start_matches(|c| c != '<'));
+            }
+            if let Some(t) = &p.table {
+                h.push_str(t);
+            }
+            h.push_str("<p class=\"caption\">");
+            for t in &p.targets {
+                let c = ctx.colour(t);
+                let _ = write!(
+                    h,
+                    "<span class=\"swatch\" style=\"background:rgb({},{},{})\"></span><b>{}</b>: {}<br>",
+                    c.0,
+                    c.1,
+                    c.2,
+                    esc(t),
+                    esc(&verified(&run.records, t))
+                );
+            }
+            h.push_str("</p>");
+            for o in obs
+                .iter()
+                .filter(|o| o.figure == fig.id() && o.run == run.label)
+            {
+                let _ = write!(h, "<p class=\"caption\">▸ {}</p>", esc(&o.text));
+            }
+            for w in warnings(*fig, &run.records) {
+                let _ = write!(
+                    h,
+                    "<p class=\"warn\">⚠ <b>{}</b>: {} — {}</p>",
+                    esc(&w.code),
+                    esc(&w.message),
+                    esc(&w.remedy)
+                );
+            }
+            h.push_str("</div>");
+        }
+        h.push_str("</div></section>");
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// Writes one SVG per figure chart into `dir` (created if missing), named
+/// `<run index>-<figure id>[-<n>].svg`; returns the paths written. Files are created
+/// exclusively: an existing one is an `AlreadyExists` error unless `overwrite`.
+pub fn svg_files(
+    runs: &[Run],
+    options: &Options,
+    dir: &Path,
+    overwrite: bool,
+) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let targets = all_targets(runs);
+    let ctx = Ctx {
+        options,
+        targets: &targets,
+    };
+    let mut written = Vec::new();
+    for fig in FIGURES {
+        for (i, run) in runs.iter().enumerate() {
+            let Some(p) = fig.render(&run.records, &ctx) else {
+                continue;
+            };
+            for (n, svg) in p.svgs.iter().enumerate() {
+                let name = if p.svgs.len() == 1 {
+                    format!("{}-{}.svg", i + 1, fig.id())
+                } else {
+                    format!("{}-{}-{}.svg", i + 1, fig.id(), n + 1)
+                };
+                let path = dir.join(name);
+                let mut o = std::fs::OpenOptions::new();
+                o.write(true);
+                if overwrite {
+                    o.create(true).truncate(true);
+                } else {
+                    o.create_new(true);
+                }
+                std::io::Write::write_all(&mut o.open(&path)?, svg.as_bytes())?;
+                written.push(path);
+            }
+        }
+    }
+    Ok(written)
+}

@@ -1,0 +1,622 @@
+//! Renders a report from synthetic records built the way the commands build them (the keys
+//! of `core::vocab`), checks every figure, caption, flag and observation, then renders the
+//! HTML in headless Chromium and keeps the screenshot under target/test-output/.
+
+use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
+use pmscope_core::record::{Record, SystemSummary, TargetRecord};
+use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_core::vocab::check_record;
+use pmscope_core::warning::Warning;
+use pmscope_report::{CacheLevel, FIGURES, Options, Reference, Run, html, observations, svg_files};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn achieved(page: u64) -> Achieved {
+    let bytes = 64 << 20;
+    Achieved {
+        bytes,
+        pages: PageMix {
+            bytes_4k: if page == 4096 { bytes } else { 0 },
+            bytes_2m: if page == 4096 { 0 } else { bytes },
+            bytes_1g: 0,
+            bytes_unmapped: 0,
+            smaps_sees_mapping: true,
+        },
+        faults: FaultEvidence::from_faults(bytes, bytes / page),
+        page_size: Some(page),
+        page_size_source: "smaps+faults".into(),
+        nodes: BTreeMap::from([(0, bytes / page)]),
+        nodes_unknown: 0,
+        nodes_sampled: false,
+        persistence: Persistence::Volatile,
+        map_sync: None,
+        path: None,
+        filesystem: None,
+        alignment: Some(2 << 20),
+        prefault_ns: 1,
+        pmem_region: None,
+    }
+}
+
+struct Gen {
+    host: &'static str,
+}
+
+impl Gen {
+    fn rec(&self, experiment: &str, target: &str, median: f64) -> Record {
+        let mut r = Record::new(
+            experiment,
+            vec!["pmscope".into()],
+            SystemSummary {
+                hostname: self.host.into(),
+                cpu_model: "Synthetic CPU".into(),
+                cpus_online: 2,
+                numa_nodes: 1,
+                ..Default::default()
+            },
+        );
+        if target != "-" {
+            let page = if target.ends_with("4k") {
+                4096
+            } else {
+                2 << 20
+            };
+            r.target = Some(TargetRecord {
+                spec: target.into(),
+                achieved: achieved(page),
+            });
+        }
+        r.metric = pmscope_core::vocab::experiment(experiment)
+            .and_then(|e| e.metric)
+            .map(|m| m.split(" | ").next().unwrap().to_string());
+        r.summary = Summary::of(&[median * 0.98, median, median * 1.02]);
+        r.warnings.push(Warning::new(
+            "busy-machine",
+            format!("{} was busy", self.host),
+            "stop other jobs",
+        ));
+        r
+    }
+
+    fn records(&self) -> Vec<Record> {
+        let mut out = Vec::new();
+        let targets = ["dram:4k", "dram:thp"];
+        for (ti, t) in targets.iter().enumerate() {
+            let tlb = if ti == 0 { 1.4 } else { 1.0 };
+            for pattern in ["rand", "seq"] {
+                for shift in 12..=26u32 {
+                    let ws = 1u64 << shift;
+                    let base = match ws {
+                        ..=32768 => 1.2,
+                        32769..=524288 => 4.0,
+                        524289..=8388608 => 12.0,
+                        _ => 80.0 * tlb,
+                    };
+                    let ns = if pattern == "seq" { base / 3.0 } else { base };
+                    out.push(
+                        self.rec("latency", t, ns)
+                            .param("pattern", pattern)
+                            .param("element_bytes", 64)
+                            .param("working_set_bytes", ws)
+                            .param("tlb_window_pages", serde_json::Value::Null)
+                            .param("mixer", true)
+                            .param("seed", 1)
+                            .value("cv", 0.02),
+                    );
+                }
+            }
+            let mut d = self
+                .rec("latency-distribution", t, 90.0)
+                .param("pattern", "rand")
+                .param("element_bytes", 64)
+                .param("working_set_bytes", 1u64 << 26)
+                .param("samples", 1000);
+            d.histogram = Some(LogHistogram {
+                lower: vec![64.0, 90.5, 128.0, 181.0, 256.0],
+                count: vec![10, 800, 150, 30, 10],
+            });
+            out.push(d);
+            for (op, ns) in [
+                ("load", 95.0),
+                ("store", 30.0),
+                ("store+clwb", 60.0),
+                ("ntstore", 70.0),
+                ("store+clflushopt", 65.0),
+            ] {
+                for fence in ["none", "sfence"] {
+                    for pattern in ["rand", "seq"] {
+                        for size in [64u64, 256, 1024, 4096] {
+                            let v = ns
+                                * (size as f64 / 64.0).sqrt()
+                                * if pattern == "seq" { 0.7 } else { 1.0 }
+                                * (1.0 + ti as f64 * 0.3);
+                            let mut r = self
+                                .rec("inst", t, v)
+                                .param("op", op)
+                                .param("fence", fence)
+                                .param("access_bytes", size)
+                                .param("pattern", pattern)
+                                .param("width_bytes", 32)
+                                .param("flushed_before", op == "load")
+                                .param("region_bytes", 1u64 << 30)
+                                .value("timer_overhead_ns", 10.0);
+                            let samples: Vec<f64> = (0..200)
+                                .map(|i| {
+                                    v * (0.8 + (i % 17) as f64 * 0.05 + (i / 190) as f64 * 4.0)
+                                })
+                                .collect();
+                            r.histogram =
+                                Some(pmscope_core::summary::LogHistogram::of(&samples, 4));
+                            out.push(r);
+                        }
+                    }
+                }
+            }
+            for (op, peak) in [("read", 20.0), ("write", 8.0), ("ntstore", 9.0)] {
+                for pattern in ["seq", "rand"] {
+                    for threads in 1..=4u64 {
+                        for size in [64u64, 128, 256, 512, 1024, 4096] {
+                            // A knee at 256 B; write bandwidth peaks at 2 threads and falls.
+                            let by_size = match size {
+                                64 => 0.25,
+                                128 => 0.5,
+                                256 => 0.93,
+                                512 => 0.97,
+                                _ => 1.0,
+                            };
+                            let by_threads = if op == "read" {
+                                threads as f64 / 4.0
+                            } else {
+                                [0.6, 1.0, 0.8, 0.7][threads as usize - 1]
+                            };
+                            let v = peak * by_size * by_threads * (1.0 - 0.1 * ti as f64);
+                            out.push(
+                                self.rec("bandwidth", t, v)
+                                    .param("op", op)
+                                    .param("pattern", pattern)
+                                    .param("access_bytes", size)
+                                    .param("threads", threads)
+                                    .param("shared", false)
+                                    .param("vector_bytes", 32)
+                                    .param("region_per_thread_bytes", 1u64 << 29)
+                                    .param("duration_s", 0.15)
+                                    .param("mix", "")
+                                    .value(
+                                        if op == "read" {
+                                            "read_gb_s"
+                                        } else {
+                                            "write_gb_s"
+                                        },
+                                        v,
+                                    ),
+                            );
+                        }
+                    }
+                }
+            }
+            for (mix, r, w) in [
+                ("2R+0W", 18.0, 0.0),
+                ("1R+1W", 9.0, 4.0),
+                ("0R+2W", 0.0, 7.0),
+            ] {
+                out.push(
+                    self.rec("bandwidth", t, r + w)
+                        .param("op", "write")
+                        .param("pattern", "seq")
+                        .param("access_bytes", 4096u64)
+                        .param("threads", 2)
+                        .param("shared", false)
+                        .param("vector_bytes", 32)
+                        .param("region_per_thread_bytes", 1u64 << 29)
+                        .param("duration_s", 0.15)
+                        .param("mix", mix)
+                        .value("read_gb_s", r)
+                        .value("write_gb_s", w),
+                );
+            }
+            for (i, delay) in [None, Some(3200u64), Some(800), Some(200), Some(50), Some(0)]
+                .into_iter()
+                .enumerate()
+            {
+                let (bw, ns) = [
+                    (0.0, 90.0),
+                    (3.0, 95.0),
+                    (8.0, 110.0),
+                    (14.0, 160.0),
+                    (17.0, 240.0),
+                    (18.0, 400.0),
+                ][i];
+                out.push(
+                    self.rec("loaded", t, ns)
+                        .param("probe", "chase")
+                        .param(
+                            "delay_ns",
+                            delay.map(serde_json::Value::from).unwrap_or_default(),
+                        )
+                        .param("traffic_threads", if delay.is_some() { 1 } else { 0 })
+                        .param("traffic_rw", "1:0")
+                        .param("traffic_access_bytes", 1024)
+                        .param("probe_region_bytes", 1u64 << 30)
+                        .param("samples", 1000)
+                        .value("traffic_gb_s", bw)
+                        .value("mean_latency_ns", ns),
+                );
+            }
+            for (option, op, gb) in [
+                ("store bare", "store", 6.0),
+                ("store clwb+F", "store+clwb", 2.0),
+                ("store nt+F", "ntstore", 3.0),
+            ] {
+                out.push(
+                    self.rec("sync", t, gb)
+                        .param("option", option)
+                        .param("op", op)
+                        .param("fence", "mfence")
+                        .param("unit_bytes", 32)
+                        .param("block_bytes", 64)
+                        .param("pattern", "seq")
+                        .param("threads", 1)
+                        .param("region_bytes", 1u64 << 30)
+                        .value("million_instructions_per_s", gb * 30.0),
+                );
+            }
+            out.push(
+                self.rec("rap-idle", t, 100.0)
+                    .param("persist", "clwb")
+                    .param("region_bytes", 1u64 << 30)
+                    .param("samples", 1000),
+            );
+            for d in [0u64, 1, 4, 16, 64, 256] {
+                out.push(
+                    self.rec("rap", t, 300.0 / (1.0 + d as f64 / 8.0) + 100.0)
+                        .param("persist", "clwb")
+                        .param("region_bytes", 1u64 << 30)
+                        .param("samples", 1000)
+                        .param("distance_lines", d),
+                );
+            }
+            for table in ["volatile", "persistent"] {
+                out.push(
+                    self.rec("kmer", t, if table == "volatile" { 40.0 } else { 12.0 })
+                        .param("operation", "count")
+                        .param("k", 21)
+                        .param("threads", 2)
+                        .param("table", table)
+                        .value("insert_mips", if table == "volatile" { 40.0 } else { 12.0 }),
+                );
+            }
+        }
+        let mut cmp = self.rec("comparison", "-", 0.0);
+        cmp.summary = None;
+        cmp.metric = None;
+        cmp = cmp.param("targets", serde_json::json!([{"spec": "dram:4k", "page_size": 4096}, {"spec": "dram:thp", "page_size": 2097152}]));
+        cmp.warnings.push(Warning::new(
+            "mixed-page-sizes",
+            "dram:4k is backed by 4 KiB pages but dram:thp by 2 MiB pages",
+            "compare like with like",
+        ));
+        out.push(cmp);
+        for r in &out {
+            check_record(r).unwrap_or_else(|e| panic!("fixture record off the vocabulary: {e}"));
+        }
+        out
+    }
+}
+
+fn runs() -> Vec<Run> {
+    ["alpha", "beta"]
+        .into_iter()
+        .map(|host| Run {
+            label: format!("{host} 2026-11-23"),
+            records: Gen { host }.records(),
+        })
+        .collect()
+}
+
+fn options() -> Options {
+    Options {
+        title: Some("synthetic report".into()),
+        caches: vec![
+            CacheLevel {
+                name: "L1d".into(),
+                bytes: 32 << 10,
+            },
+            CacheLevel {
+                name: "L2".into(),
+                bytes: 512 << 10,
+            },
+            CacheLevel {
+                name: "L3".into(),
+                bytes: 8 << 20,
+            },
+        ],
+        reference: Reference::named("optane-g1"),
+    }
+}
+
+fn output_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-output");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The inner HTML of a figure's section.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("figure {id} missing"));
+    let end = html[start..].find("</section>").unwrap() + start;
+    &html[start..end]
+}
+
+#[test]
+fn every_figure_is_drawn_with_data_captions_flags_and_warnings() {
+    let runs = runs();
+    let html = html(&runs, &options());
+    for needle in ["<script", "http://", "https://", "@import", "url("] {
+        let ok = needle == "http://"
+            && html.matches(needle).all(|_| true)
+            && html.matches("http://").count()
+                == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count();
+        assert!(
+            !html.contains(needle) || ok,
+            "the report references {needle}"
+        );
+    }
+    for fig in FIGURES {
+        let s = section(&html, fig.id());
+        // Both runs side by side.
+        assert_eq!(
+            s.matches("class=\"panel\"").count(),
+            2,
+            "{}: one panel per run",
+            fig.id()
+        );
+        if fig.id() == "table5" {
+            assert!(
+                s.contains("<table class=\"t5\">") && s.contains("slowdown vs dram:4k"),
+                "table5 layout"
+            );
+            assert!(s.contains("<td>rand write+flush</td><td>64</td>"));
+        } else {
+            let plotted = s.matches("<polyline").count()
+                + s.matches("<rect").count()
+                + s.matches("<circle").count();
+            assert!(
+                s.contains("<svg") && plotted > 10,
+                "{}: SVG with plotted elements ({plotted})",
+                fig.id()
+            );
+        }
+        // Captions name every target with its verified configuration.
+        assert!(
+            s.contains("<b>dram:4k</b>: 4k 100% (smaps+faults), node 0, volatile"),
+            "{}: caption",
+            fig.id()
+        );
+        assert!(
+            s.contains("<b>dram:thp</b>: 2m 100% (smaps+faults), node 0, volatile"),
+            "{}: caption",
+            fig.id()
+        );
+        // Warnings beside the figure, per run.
+        assert!(
+            s.contains("alpha was busy") && s.contains("beta was busy"),
+            "{}: warnings",
+            fig.id()
+        );
+        // Targets with different page sizes are flagged on the figure itself.
+        assert!(
+            s.contains("page sizes differ (dram:4k 4k, dram:thp 2m)"),
+            "{}: page-size flag",
+            fig.id()
+        );
+    }
+    assert!(section(&html, "latency-working-set").contains("mixed-page-sizes"));
+    assert!(
+        section(&html, "latency-working-set").contains("L2 512 KiB"),
+        "cache marks"
+    );
+    assert!(
+        section(&html, "latency-working-set").contains("Optane G1 random load"),
+        "reference overlay"
+    );
+    assert!(
+        section(&html, "bandwidth-access-size").contains("Optane G1 256 B"),
+        "256 B mark"
+    );
+    std::fs::write(output_dir().join("report.html"), &html).unwrap();
+}
+
+#[test]
+fn same_target_same_colour_and_no_flag_for_like_targets() {
+    let mut runs = runs();
+    runs.truncate(1);
+    runs[0]
+        .records
+        .retain(|r| r.target.as_ref().is_some_and(|t| t.spec == "dram:thp"));
+    let html = html(&runs, &Options::default());
+    assert!(!html.contains("page sizes differ"));
+    assert!(!html.contains("Optane G1"), "no reference unless asked");
+    // dram:thp is the first target now: it takes the first colour.
+    assert!(html.contains("background:rgb(31,119,180)\"></span><b>dram:thp</b>"));
+}
+
+#[test]
+fn figures_without_data_are_absent() {
+    let mut runs = runs();
+    for r in &mut runs {
+        r.records.retain(|r| r.experiment == "latency");
+    }
+    let html = html(&runs, &Options::default());
+    assert!(html.contains("id=\"latency-working-set\""));
+    for id in [
+        "latency-histogram",
+        "instruction-latency",
+        "inst-histogram",
+        "table5",
+        "bandwidth-threads",
+        "sync",
+        "kmer",
+        "loaded-latency",
+        "read-after-persist",
+    ] {
+        assert!(
+            !html.contains(&format!("id=\"{id}\"")),
+            "{id} drawn without data"
+        );
+    }
+}
+
+#[test]
+fn observations_carry_their_numbers() {
+    let obs = observations(&runs()[..1]);
+    let find = |kind: &str| {
+        obs.iter()
+            .filter(|o| o.kind == kind)
+            .map(|o| o.text.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        find("rand-seq-latency").iter().any(|t| t.starts_with(
+            "dram:thp: random loads take 3.00× as long as sequential ones at a 64 MiB working set"
+        )),
+        "{obs:#?}"
+    );
+    assert!(
+        find("tlb-effect")
+            .iter()
+            .any(|t| t.contains("dram:4k (4k pages) takes 1.40× the time of dram:thp (2m pages)")),
+        "{obs:#?}"
+    );
+    assert!(
+        find("access-size-knee")
+            .iter()
+            .any(|t| t.contains("the access-size knee is 256 B")),
+        "{obs:#?}"
+    );
+    assert!(
+        find("write-peak-threads").iter().any(|t| t.starts_with(
+            "dram:4k: write bandwidth (seq, 4 KiB) peaks at 2 threads with 8.00 GB/s"
+        )),
+        "{obs:#?}"
+    );
+    assert!(find("read-write-asymmetry").iter().any(|t| t.starts_with("dram:4k: peak read bandwidth 20.00 GB/s is 2.22× the peak write bandwidth 9.00 GB/s (ntstore)")), "{obs:#?}");
+    assert!(
+        find("persist-cost").iter().any(|t| t.starts_with(
+            "dram:4k (rand, 64 B): store+clwb+sfence takes 60.0 ns, 2.00× a plain store (30.0 ns)"
+        )),
+        "{obs:#?}"
+    );
+    assert!(
+        find("loaded-latency-doubles")
+            .iter()
+            .any(|t| t.contains("doubles from 90.0 ns to 180.0 ns at about 14.75 GB/s")),
+        "{obs:#?}"
+    );
+}
+
+#[test]
+fn no_knee_and_no_peak_without_the_data_for_them() {
+    let mut runs = runs();
+    runs.truncate(1);
+    for r in &mut runs[0].records {
+        if r.experiment == "bandwidth" {
+            // Bandwidth doubling with every size and rising with every thread: no knee, no peak.
+            let size = r.params["access_bytes"].as_u64().unwrap() as f64;
+            let threads = r.params["threads"].as_u64().unwrap() as f64;
+            r.summary = Summary::of(&[size / 64.0 * threads]);
+        }
+    }
+    let obs = observations(&runs);
+    assert!(
+        !obs.iter().any(|o| o.kind == "access-size-knee"),
+        "{obs:#?}"
+    );
+    assert!(
+        !obs.iter().any(|o| o.kind == "write-peak-threads"),
+        "{obs:#?}"
+    );
+}
+
+#[test]
+fn svg_files_one_per_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = svg_files(&runs(), &options(), dir.path(), false).unwrap();
+    let again = svg_files(&runs(), &options(), dir.path(), false).unwrap_err();
+    assert_eq!(
+        again.kind(),
+        std::io::ErrorKind::AlreadyExists,
+        "an existing SVG is not overwritten"
+    );
+    assert_eq!(
+        svg_files(&runs(), &options(), dir.path(), true)
+            .unwrap()
+            .len(),
+        written.len()
+    );
+    assert!(
+        written
+            .iter()
+            .any(|p| p.ends_with("1-latency-working-set.svg"))
+    );
+    assert!(written.iter().any(|p| p.ends_with("2-kmer.svg")));
+    for p in &written {
+        let s = std::fs::read_to_string(p).unwrap();
+        assert!(
+            s.contains("<svg") && (s.contains("<polyline") || s.contains("<rect")),
+            "{}",
+            p.display()
+        );
+    }
+}
+
+/// Renders the report in headless Chromium (installed by ./dev; missing Chromium fails the
+/// test) and keeps the screenshot as target/test-output/report.png.
+#[test]
+fn renders_in_headless_chromium() {
+    let out = output_dir();
+    let page = out.join("chromium-report.html");
+    std::fs::write(&page, html(&runs(), &options())).unwrap();
+    let shot = out.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    let profile = tempfile::tempdir().unwrap();
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| {
+            std::process::Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("Chromium is not installed: run ./dev (it installs the Debian package chromium)");
+    let status = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1400,4000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.canonicalize().unwrap().display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        status.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote no screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 50_000,
+        "screenshot too small: {} bytes",
+        png.len()
+    );
+}

@@ -1,0 +1,391 @@
+//! The per-target pipeline every measuring command shares, written once:
+//!
+//! ```text
+//! Harness::start       CPUs checked, timer calibrated, environment judged
+//!   .per_target(...)   for each target: map (first touch by the workers' CPUs), verify,
+//!      |run, mapping|  judge it against the targets before it and against the persist
+//!                      strategy, hand it to the command's measuring closure, unmap
+//!   .finish()          the findings about all targets together, as a `comparison` record
+//! ```
+//!
+//! Inside the closure a command runs pinned workers ([`TargetRun::on_cpu`],
+//! [`TargetRun::on_cpus`]) and makes records ([`TargetRun::record`]) that already carry the
+//! target as achieved, every warning that applies to it (mapping, environment, cross-target,
+//! persistence domain, executor) and where its workers ran. A finding is therefore always
+//! inside a record; printing it is the sink's business.
+
+use crate::executor::Executor;
+use crate::interrupt;
+use crate::pin::{self, PinError};
+use crate::sanity;
+use crate::timer::Timer;
+use anyhow::{Context as _, Result};
+use pmscope_core::achieved::Achieved;
+use pmscope_core::record::{Record, SystemSummary, TargetRecord, ThreadPlacement};
+use pmscope_core::warning::Warning;
+use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
+use pmscope_persist::PersistStrategy;
+use pmscope_sys::cpu::CpuFeatures;
+use pmscope_sys::sysroot::SysRoot;
+use std::time::Duration;
+
+/// Where a run's records go (the CLI's table/JSON/file/store sink).
+pub trait RecordSink {
+    /// Takes one finished record.
+    fn emit(&mut self, r: &Record) -> Result<()>;
+}
+
+/// Progress of a run: advanced from the measuring threads, so it must be `Sync`.
+pub trait Progress: Sync {
+    /// One step done.
+    fn inc(&self);
+}
+
+/// A progress sink that shows nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn inc(&self) {}
+}
+
+/// What a command run shares: the machine, the command line, the executor.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// `/sys` and `/proc`.
+    pub root: SysRoot,
+    /// The command line as given.
+    pub command_line: Vec<String>,
+    /// CPU features.
+    pub features: CpuFeatures,
+    /// The machine, as every record repeats it.
+    pub system: SystemSummary,
+    /// Real or null.
+    pub executor: Executor,
+    /// `--prefetchers off`: turn the hardware prefetchers off for each measurement.
+    pub prefetchers_off: bool,
+}
+
+impl Session {
+    /// An empty record of `experiment`, with the machine, the command line and, under the
+    /// null executor, the mark of synthetic figures.
+    pub fn record(&self, experiment: &str) -> Record {
+        let mut r = Record::new(experiment, self.command_line.clone(), self.system.clone());
+        if let Some(w) = self.executor.warning() {
+            r = r.param("executor", "null");
+            r.warnings.push(w);
+        }
+        r
+    }
+}
+
+/// What the harness needs to know about a measurement before it starts.
+#[derive(Debug, Clone, Default)]
+pub struct Measurement {
+    /// The workers' CPUs (all of them, for the environment checks).
+    pub cpus: Vec<usize>,
+    /// Bytes the timed accesses cover (for the cache check), if that is meaningful.
+    pub working_set: Option<u64>,
+    /// Whether single accesses are timed (for the timer-resolution check).
+    pub times_single_accesses: bool,
+}
+
+/// A started measurement: calibrated timer, environment findings, the sink.
+pub struct Harness<'s> {
+    session: &'s mut Session,
+    timer: Timer,
+    env: Vec<Warning>,
+    sink: &'s mut dyn RecordSink,
+    seen: Vec<(String, Achieved)>,
+    /// Held for the whole measurement: dropping it (at the end, on an error or Ctrl-C)
+    /// turns the prefetchers back on.
+    _prefetchers: Option<pmscope_sys::hw_prefetchers::PrefetchersOff>,
+}
+
+impl<'s> Harness<'s> {
+    /// Checks the CPUs, calibrates the timer (recorded in every later record) and judges
+    /// the environment the measurement will run in.
+    pub fn start(
+        session: &'s mut Session,
+        sink: &'s mut dyn RecordSink,
+        m: &Measurement,
+    ) -> Result<Harness<'s>, PinError> {
+        pin::check_cpus(&m.cpus)?;
+        // Before the environment is judged, so the records read the state the run has.
+        let mut env_notes = Vec::new();
+        let prefetchers = if session.prefetchers_off {
+            let cpus = pmscope_sys::environment::online_cpus(&session.root);
+            match pmscope_sys::hw_prefetchers::disable(
+                &session.root,
+                &pmscope_sys::cpu::vendor(),
+                session.features.hypervisor,
+                &cpus,
+            ) {
+                Ok(off) => Some(off),
+                Err(why) => {
+                    env_notes.push(Warning::new(
+                        "prefetchers-left-on",
+                        format!("--prefetchers off was asked for, but {why}"),
+                        "read sequential figures as prefetched; on bare metal run as root with the msr driver loaded",
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let timer = Timer::calibrate(&session.features, Duration::from_millis(100));
+        session.system.timer = Some(timer.info());
+        session.system.observed_core_ghz =
+            pmscope_sys::coreclock::observed_hz(20_000_000).map(|hz| (hz / 1e7).round() / 100.0);
+        let mut env = env_notes;
+        env.extend(sanity::check(
+            &sanity::EnvFacts::probe(&session.root, &m.cpus),
+            &sanity::Context {
+                timer: Some(timer.info()),
+                memory_working_set: m.working_set,
+                times_single_accesses: m.times_single_accesses,
+            },
+        ));
+        Ok(Harness {
+            session,
+            timer,
+            env,
+            sink,
+            _prefetchers: prefetchers,
+            seen: Vec::new(),
+        })
+    }
+
+    /// The calibrated timer.
+    pub fn timer(&self) -> &Timer {
+        &self.timer
+    }
+
+    /// Real or null.
+    pub fn executor(&self) -> Executor {
+        self.session.executor
+    }
+
+    /// The session (features, root, system).
+    pub fn session(&self) -> &Session {
+        self.session
+    }
+
+    /// The environment findings, which every record carries.
+    pub fn environment_warnings(&self) -> &[Warning] {
+        &self.env
+    }
+
+    /// A record of `experiment` not tied to one target (it carries the environment
+    /// findings).
+    pub fn record(&self, experiment: &str) -> Record {
+        let mut r = self.session.record(experiment);
+        r.warnings.extend(self.env.iter().cloned());
+        r
+    }
+
+    /// Emits a record built outside a target run.
+    pub fn emit(&mut self, r: &Record) -> Result<()> {
+        self.sink.emit(r)
+    }
+
+    /// Maps each target in turn (`bytes` each, with `opts`) and runs `measure` on it. With
+    /// `persists`, a target whose persistence domain the strategy cannot make durable
+    /// carries a warning in every record.
+    pub fn per_target<F>(
+        &mut self,
+        targets: &[TargetSpec],
+        bytes: u64,
+        opts: &MapOptions,
+        persists: Option<PersistStrategy>,
+        mut measure: F,
+    ) -> Result<()>
+    where
+        F: FnMut(&mut TargetRun<'_, 's>, &mut Mapping) -> Result<()>,
+    {
+        for spec in targets {
+            interrupt::check()?;
+            let mut mapping = pmscope_mapping::map(spec, bytes, opts)?;
+            let target = mapping.record();
+            let mut warnings = mapping.warnings().to_vec();
+            if let Some(s) = persists {
+                warnings.extend(pmscope_persist::domain_warning(s, &target.achieved));
+            }
+            let mut pairs: Vec<(String, &Achieved)> =
+                self.seen.iter().map(|(n, a)| (n.clone(), a)).collect();
+            pairs.push((target.spec.clone(), &target.achieved));
+            if pairs.len() > 1 {
+                // Against the targets before it: the first of them is the reference.
+                warnings.extend(pmscope_mapping::verify::compare_targets(&[
+                    pairs[0].clone(),
+                    pairs[pairs.len() - 1].clone(),
+                ]));
+            }
+            warnings.extend(self.env.iter().cloned());
+            let mut run = TargetRun {
+                harness: self,
+                target,
+                warnings,
+                placements: Vec::new(),
+            };
+            measure(&mut run, &mut mapping)?;
+            let TargetRun { target, .. } = run;
+            self.seen.push((target.spec, target.achieved));
+        }
+        Ok(())
+    }
+
+    /// Ends the measurement: with two or more targets, one `comparison` record holding the
+    /// findings about them taken together (seed 000: mixed page sizes). Returns those
+    /// findings.
+    pub fn finish(self) -> Result<Vec<Warning>> {
+        if self.seen.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let pairs: Vec<(String, &Achieved)> =
+            self.seen.iter().map(|(n, a)| (n.clone(), a)).collect();
+        let cross = pmscope_mapping::verify::compare_targets(&pairs);
+        let targets: Vec<serde_json::Value> = self
+            .seen
+            .iter()
+            .map(|(n, a)| {
+                serde_json::json!({
+                    "spec": n,
+                    "page_size": a.page_size,
+                    "persistence": a.persistence,
+                })
+            })
+            .collect();
+        let mut r = self.record("comparison").param("targets", targets);
+        r.warnings.extend(cross.iter().cloned());
+        self.sink.emit(&r)?;
+        Ok(cross)
+    }
+}
+
+/// One target being measured.
+pub struct TargetRun<'h, 's> {
+    harness: &'h mut Harness<'s>,
+    target: TargetRecord,
+    warnings: Vec<Warning>,
+    placements: Vec<ThreadPlacement>,
+}
+
+impl TargetRun<'_, '_> {
+    /// The target as asked and achieved.
+    pub fn target(&self) -> &TargetRecord {
+        &self.target
+    }
+
+    /// The calibrated timer.
+    pub fn timer(&self) -> Timer {
+        self.harness.timer
+    }
+
+    /// Real or null.
+    pub fn executor(&self) -> Executor {
+        self.harness.session.executor
+    }
+
+    /// CPU features.
+    pub fn features(&self) -> &CpuFeatures {
+        &self.harness.session.features
+    }
+
+    /// Every warning that applies to this target's records.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Runs `work` on one worker pinned to `cpu`, handing it `region` (typically the
+    /// mapping's bytes) for its exclusive use.
+    pub fn on_cpu<T: Send, R: Send>(
+        &mut self,
+        cpu: usize,
+        region: T,
+        work: impl FnOnce(T) -> R + Send,
+    ) -> Result<R> {
+        let mut out = pin::run_pinned_once(cpu, region, work)?;
+        let (r, p) = out.take().expect("one worker");
+        self.placements = vec![p];
+        Ok(r)
+    }
+
+    /// Runs `work(worker)` on one worker per CPU of `cpus`, released together.
+    pub fn on_cpus<R: Send>(
+        &mut self,
+        cpus: &[usize],
+        work: impl Fn(usize) -> R + Sync,
+    ) -> Result<Vec<R>> {
+        let out = pin::run_pinned(cpus, work)?;
+        let (r, p): (Vec<R>, Vec<ThreadPlacement>) = out.into_iter().unzip();
+        self.placements = p;
+        Ok(r)
+    }
+
+    /// Runs `work(worker, &mut parts[worker])` on one worker per CPU of `cpus`, each the only
+    /// holder of its part, released together.
+    pub fn on_each<T: Send, R: Send>(
+        &mut self,
+        cpus: &[usize],
+        parts: &mut [T],
+        work: impl Fn(usize, &mut T) -> R + Sync,
+    ) -> Result<Vec<R>> {
+        let out = pin::run_pinned_each(cpus, parts, work)?;
+        let (r, p): (Vec<R>, Vec<ThreadPlacement>) = out.into_iter().unzip();
+        self.placements = p;
+        Ok(r)
+    }
+
+    /// A record of `experiment` for this target: the target, every warning, and where the
+    /// last workers ran.
+    pub fn record(&self, experiment: &str) -> Record {
+        let mut r = self.harness.session.record(experiment);
+        r.target = Some(self.target.clone());
+        r.warnings.extend(self.warnings.iter().cloned());
+        r.threads = self.placements.clone();
+        r
+    }
+
+    /// `Err` once Ctrl-C or SIGTERM arrived: call it between points.
+    pub fn check_interrupt(&self) -> Result<()> {
+        Ok(interrupt::check()?)
+    }
+
+    /// Emits a finished record (after checking for an interrupt: a point finished after
+    /// the signal is still a finished point, so it is emitted first).
+    pub fn emit(&mut self, r: &Record) -> Result<()> {
+        self.harness
+            .sink
+            .emit(r)
+            .with_context(|| format!("recording a point of {}", self.target.spec))
+    }
+}
+
+/// Runs `rep(i)` for `reps + 1` repetitions and keeps the last `reps`: the first warms
+/// caches, TLBs, pages and the clock, and is dropped. Stops between repetitions on Ctrl-C.
+pub fn repeat_dropping_first<T>(
+    reps: usize,
+    mut rep: impl FnMut(usize) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut kept = Vec::with_capacity(reps);
+    for i in 0..=reps {
+        interrupt::check()?;
+        let r = rep(i)?;
+        if i > 0 {
+            kept.push(r);
+        }
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_repetition_is_dropped() {
+        let v = repeat_dropping_first(3, Ok).unwrap();
+        assert_eq!(v, [1, 2, 3]);
+    }
+}
