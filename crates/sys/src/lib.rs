@@ -24,6 +24,7 @@ pub mod numa;
 pub mod perf;
 pub mod pmem;
 pub mod prefetch;
+pub mod process;
 pub mod rusage;
 pub mod scratch;
 pub mod signal;
