@@ -23,6 +23,8 @@ fn main() {
         .arg(src)
         .args(["-ldl", "-lpthread"])
         .status()
-        .unwrap_or_else(|e| panic!("cannot run the C compiler for {src}: {e} (./dev setup installs gcc)"));
+        .unwrap_or_else(|e| {
+            panic!("cannot run the C compiler for {src}: {e} (./dev setup installs gcc)")
+        });
     assert!(status.success(), "the C compiler failed on {src}");
 }

@@ -296,7 +296,8 @@ pub fn run(launch: &Launch<'_>) -> Result<Outcome, LaunchError> {
     cmd.args(&launch.command[1..]);
     match &plan.backing {
         HeapBacking::Anonymous { pages } => {
-            cmd.env("PMSCOPE_RUN_BACKING", "anon").env("PMSCOPE_RUN_PAGES", pages);
+            cmd.env("PMSCOPE_RUN_BACKING", "anon")
+                .env("PMSCOPE_RUN_PAGES", pages);
         }
         HeapBacking::Directory { dir, pages } => {
             let stale = scratch::remove_stale(dir);
