@@ -15,11 +15,11 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static RECEIVED_CODE: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t for the handler's
-    // duration; reading one field is async-signal-safe.
     let code = if info.is_null() {
         0
     } else {
+        // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t for the handler's
+        // duration; reading one field is async-signal-safe.
         unsafe { (*info).si_code }
     };
     if RECEIVED.load(Ordering::SeqCst) == 0 {
