@@ -169,6 +169,13 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest"
     )]
     Suite(SuiteArgs),
+    /// Run an unmodified program with its large allocations on a target (PMDK libvmmalloc's
+    /// role in seed 000), then report where they went and at which verified page size.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope run -t dram:2m -- python3 -c 'b = bytearray(1 << 30)'\n  pmscope run -t file:/mnt/pmem --threshold 4MiB -- ./app --big\n  pmscope run -t dram:thp,node=1 -- stress-ng --vm 1 --vm-bytes 512M -t 5s",
+        trailing_var_arg = true
+    )]
+    Run(RunArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     #[command(
         after_help = "EXAMPLES:\n  pmscope completions bash > /etc/bash_completion.d/pmscope"
@@ -311,6 +318,14 @@ fn target_help() -> String {
     format!(
         "A memory target (repeatable: targets are measured side by side). Syntax: {}, each \
          with an optional ,node=N. See `pmscope list targets`.",
+        pmscope_mapping::kinds::syntax_summary()
+    )
+}
+
+fn run_target_help() -> String {
+    format!(
+        "The target of the program's large allocations. Syntax: {}, each with an optional \
+         ,node=N; file: names a directory (one file per allocation).",
         pmscope_mapping::kinds::syntax_summary()
     )
 }
@@ -488,6 +503,27 @@ pub enum Study {
     Table5,
     /// Seed 002: the cost of each synchronisation option (pmmeter).
     Sync,
+}
+
+/// `pmscope run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    // The help lists the kinds from their registry.
+    #[arg(short = 't', long = "target", value_name = "SPEC", help = run_target_help(), required = true)]
+    pub target: TargetSpec,
+    /// Allocations of at least SIZE (malloc family, private anonymous mmap) go to the
+    /// target; smaller ones are left alone.
+    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
+    pub threshold: Size,
+    /// Keep the files created on file: and shm targets (named pmscope-PID-N-kept.bin).
+    #[arg(long)]
+    pub keep: bool,
+    /// Allow writing to devdax devices, destroying their contents.
+    #[arg(long)]
+    pub destroy_data: bool,
+    /// The program and its arguments, after --.
+    #[arg(required = true, num_args = 1.., value_name = "COMMAND", allow_hyphen_values = true)]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// `pmscope verify`.

@@ -15,6 +15,19 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The exit status of a program `pmscope run` ran: pmscope exits with it and prints
+/// nothing more (the program said what it had to).
+#[derive(Debug)]
+pub struct PassThrough(pub u8);
+
+impl std::fmt::Display for PassThrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the program exited with status {}", self.0)
+    }
+}
+
+impl std::error::Error for PassThrough {}
+
 /// Builds a usage error.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
@@ -27,6 +40,9 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     if let Some(i) = e.chain().find_map(|c| c.downcast_ref::<Interrupted>()) {
         return i.exit_code();
     }
+    if let Some(p) = e.downcast_ref::<PassThrough>() {
+        return p.0;
+    }
     let is_usage = e.chain().any(|c| {
         c.downcast_ref::<UsageError>().is_some()
             || c.downcast_ref::<TargetError>()
@@ -37,6 +53,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
                 .is_some_and(|s| s.is_usage())
             || c.downcast_ref::<pmscope_store::StoreError>()
                 .is_some_and(|s| s.is_usage())
+            || c.downcast_ref::<pmscope_runner::launch::LaunchError>()
+                .is_some_and(|l| l.is_usage())
     });
     if is_usage { 2 } else { 1 }
 }

@@ -69,6 +69,9 @@ fn main() -> ExitCode {
             // The reader went away (`pmscope man | head`): not an error of ours.
             ExitCode::SUCCESS
         }
+        Ok(Err(e)) if e.downcast_ref::<error::PassThrough>().is_some() => {
+            ExitCode::from(error::exit_code(&e))
+        }
         Ok(Err(e)) => {
             let code = error::exit_code(&e);
             eprintln!("pmscope: {}", error::describe(&e));

@@ -24,6 +24,7 @@
 
 mod error;
 mod guard;
+mod heap;
 pub mod kinds;
 mod mapping;
 pub mod pool;
@@ -32,6 +33,7 @@ pub mod verify;
 
 pub use error::TargetError;
 pub use guard::MemoryGuard;
+pub use heap::{HeapBacking, HeapPlan};
 pub use mapping::{DestroyData, Handoff, MapOptions, Mapping, Pod, map};
 pub use pmscope_core::warning::Warning;
 pub use spec::{SpecError, TargetSpec};

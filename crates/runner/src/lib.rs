@@ -9,6 +9,7 @@
 pub mod executor;
 pub mod harness;
 pub mod interrupt;
+pub mod launch;
 pub mod pin;
 pub mod sanity;
 pub mod timer;

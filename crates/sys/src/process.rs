@@ -1,11 +1,45 @@
-//! Child processes pmscope must never leave behind (servers it starts for `pmscope app`):
-//! each runs in a process group of its own, so one signal reaches it and everything it
-//! started, and the kernel sends it SIGTERM if pmscope dies first (even by SIGKILL, when no
-//! `Drop` runs).
+//! Processes pmscope starts: anonymous in-memory files (`memfd_create`) a child reaches by
+//! `/proc/<pid>/fd/<n>` while pmscope lives (`pmscope run`'s preload library), signals, and
+//! children pmscope must never leave behind (the servers of `pmscope app`): each runs in a
+//! process group of its own, so one signal reaches it and everything it started, and the
+//! kernel sends it SIGTERM if pmscope dies first (even by SIGKILL, when no `Drop` runs).
 #![allow(unsafe_code)]
 
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::FromRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
+
+/// An anonymous in-memory file (close-on-exec) holding `bytes`. Nothing names it on any
+/// file system: the kernel frees it with its last descriptor, however pmscope ends.
+pub fn memfd_with(name: &str, bytes: &[u8]) -> io::Result<File> {
+    let name = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the name"))?;
+    // SAFETY: `name` is a valid NUL-terminated string that outlives the call; the flags are
+    // plain bits.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: memfd_create just returned this descriptor and nothing else owns it.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(bytes)?;
+    Ok(file)
+}
+
+/// Sends `signal` to process `pid`.
+pub fn send_signal(pid: u32, signal: i32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
+    // SAFETY: kill has no memory-safety preconditions; a positive pid names one process.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
 
 /// Spawns `cmd` as the leader of a new process group that receives SIGTERM when the calling
 /// thread's process ends.
@@ -34,21 +68,6 @@ pub fn signal_group(pgid: u32, signal: i32) -> std::io::Result<bool> {
         libc::pid_t::try_from(pgid).map_err(|_| std::io::Error::other("pid out of range"))?;
     // SAFETY: kill with a negative pid only sends a signal; no memory is involved.
     if unsafe { libc::kill(-pgid, signal) } == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::ESRCH) {
-        Ok(false)
-    } else {
-        Err(e)
-    }
-}
-
-/// Sends `signal` to the process `pid`. Ok(false) if it is gone.
-pub fn signal(pid: u32, signal: i32) -> std::io::Result<bool> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?;
-    // SAFETY: kill only sends a signal; no memory is involved.
-    if unsafe { libc::kill(pid, signal) } == 0 {
         return Ok(true);
     }
     let e = std::io::Error::last_os_error();
@@ -92,7 +111,24 @@ pub fn group_alive(pgid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_memfd_holds_its_bytes_and_is_reachable_through_proc() {
+        let f = memfd_with("pmscope-test", b"hello").unwrap();
+        let mut back = String::new();
+        File::open(crate::scratch::proc_path(&f))
+            .unwrap()
+            .read_to_string(&mut back)
+            .unwrap();
+        assert_eq!(back, "hello");
+    }
+
+    #[test]
+    fn signal_zero_reaches_this_process() {
+        send_signal(std::process::id(), 0).unwrap();
+    }
 
     #[test]
     fn a_group_is_signalled_with_its_children() {
@@ -124,7 +160,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(kids.len(), 1, "sh's one child");
-        assert!(signal(kids[0], libc::SIGKILL).unwrap());
+        send_signal(kids[0], libc::SIGKILL).unwrap();
         c.wait().unwrap();
         assert!(children(c.id()).is_empty());
     }

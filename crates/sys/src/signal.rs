@@ -10,7 +10,21 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// The first SIGINT/SIGTERM received, 0 if none.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(sig: libc::c_int) {
+/// The `si_code` of the first signal: `SI_KERNEL` when the terminal sent it (Ctrl-C reaches
+/// the whole foreground process group), `SI_USER` when a process called kill.
+static RECEIVED_CODE: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    let code = if info.is_null() {
+        0
+    } else {
+        // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t for the handler's
+        // duration; reading one field is async-signal-safe.
+        unsafe { (*info).si_code }
+    };
+    if RECEIVED.load(Ordering::SeqCst) == 0 {
+        RECEIVED_CODE.store(code, Ordering::SeqCst);
+    }
     if RECEIVED
         .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
         .is_err()
@@ -29,8 +43,10 @@ pub fn install() -> std::io::Result<()> {
         // reads and writes from failing with EINTR.
         let rc = unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
+            sa.sa_sigaction = on_signal
+                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                as usize;
+            sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut())
         };
@@ -49,6 +65,13 @@ pub fn received() -> Option<i32> {
     }
 }
 
+/// Whether the signal [`received`] came from the terminal (Ctrl-C, which the kernel sends
+/// to every process of the foreground group) rather than from a process's kill: a program
+/// `pmscope run` started got a terminal's signal itself, and only a kill needs forwarding.
+pub fn received_from_terminal() -> bool {
+    received().is_some() && RECEIVED_CODE.load(Ordering::SeqCst) == libc::SI_KERNEL
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +83,6 @@ mod tests {
         // SAFETY: raising a signal we handle, in our own process.
         unsafe { libc::raise(libc::SIGTERM) };
         assert_eq!(received(), Some(libc::SIGTERM));
+        assert!(!received_from_terminal(), "raise is a process's signal");
     }
 }

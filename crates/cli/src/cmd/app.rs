@@ -341,7 +341,7 @@ impl RunningServer {
         let mut child = self.child.take().expect("stop is called once");
         let pgid = child.id();
         for pid in pmscope_sys::process::children(pgid) {
-            let _ = pmscope_sys::process::signal(pid, SIGTERM);
+            let _ = pmscope_sys::process::send_signal(pid, SIGTERM);
         }
         let t0 = Instant::now();
         let status = loop {

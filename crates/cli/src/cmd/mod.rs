@@ -15,6 +15,7 @@ mod quick;
 mod rap;
 mod report;
 mod results;
+mod run;
 mod suite;
 mod sync;
 mod verify;
@@ -47,6 +48,11 @@ pub fn run(cli: Cli) -> Result<()> {
             return Ok(());
         }
         _ => {}
+    }
+    if let Command::Run(a) = &cli.command {
+        // `pmscope run` exits with the program's status, after its record is committed.
+        let mut sink = Sink::open(&cli.output)?;
+        return run::run(&mut ctx, &mut sink, a);
     }
     if let Command::Kmer(a) = &cli.command {
         // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
@@ -94,6 +100,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Probe(a) => probe::run(ctx, sink, a),
         Command::App(a) => app::run(ctx, sink, a),
         Command::Kmer(_)
+        | Command::Run(_)
         | Command::Completions { .. }
         | Command::Man
         | Command::Results(_)

@@ -3,7 +3,7 @@
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
 use crate::spec::SpecError;
-use crate::{TargetError, TargetSpec};
+use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::{Bytes, MIB2};
 use pmscope_sys::dax::ExtentLayout;
@@ -99,6 +99,15 @@ impl Kind for Dram {
         opts: &MapOptions,
     ) -> Result<Backing, TargetError> {
         prepare(spec, self.pages, bytes, opts)
+    }
+
+    fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {
+        Ok((
+            HeapBacking::Anonymous {
+                pages: self.pages.name(),
+            },
+            self.pages.expected_page_bytes(),
+        ))
     }
 
     fn page_size_remedy(&self, _: &Achieved, want: u64, _: Option<ExtentLayout>) -> Option<String> {

@@ -11,7 +11,7 @@ use super::dram::check_hugetlb_pool;
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions, Scratch};
 use crate::spec::SpecError;
-use crate::{TargetError, TargetSpec};
+use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
@@ -52,6 +52,20 @@ impl Kind for FileKind {
 
     fn preflight(&self, _opts: &MapOptions) -> Result<(), TargetError> {
         where_to_create(&self.path).map(|_| ())
+    }
+
+    fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {
+        if where_to_create(&self.path)? != Place::InDirectory {
+            return Err(TargetError::usage(format!(
+                "pmscope run puts each allocation in a file of its own, so file: must name a directory, not the new file {}",
+                self.path.display()
+            )));
+        }
+        let backing = HeapBacking::Directory {
+            dir: self.path.clone(),
+            pages: "4k",
+        };
+        Ok((backing, 4096))
     }
 
     fn prepare(

@@ -5,7 +5,7 @@
 
 use crate::mapping::{Backing, MapOptions};
 use crate::spec::SpecError;
-use crate::{TargetError, TargetSpec};
+use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::Achieved;
 use pmscope_sys::dax::ExtentLayout;
 use std::fmt;
@@ -30,6 +30,15 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
     /// wrong from the spec, the options and the file system alone.
     fn preflight(&self, _opts: &MapOptions) -> Result<(), TargetError> {
         Ok(())
+    }
+
+    /// How `pmscope run` maps each large allocation of a program on this kind, and the
+    /// page size that should give (after `preflight`). Default: it cannot.
+    fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {
+        Err(TargetError::usage(format!(
+            "pmscope run cannot place a program's heap on {} targets yet",
+            self.entry().name
+        )))
     }
 
     /// Runs the kind's preflight checks and creates its mapping (untouched).

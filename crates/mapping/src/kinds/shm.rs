@@ -6,7 +6,7 @@ use super::file::create_scratch;
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
 use crate::spec::SpecError;
-use crate::{TargetError, TargetSpec};
+use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
 use pmscope_sys::dax::{self, ExtentLayout};
@@ -53,6 +53,16 @@ impl Kind for Shm {
         opts: &MapOptions,
     ) -> Result<Backing, TargetError> {
         prepare(spec, self.pages, bytes, opts)
+    }
+
+    fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {
+        Ok((
+            HeapBacking::Directory {
+                dir: "/dev/shm".into(),
+                pages: self.pages.name(),
+            },
+            self.pages.expected_page_bytes(),
+        ))
     }
 
     fn page_size_remedy(&self, _: &Achieved, _: u64, _: Option<ExtentLayout>) -> Option<String> {

@@ -1,0 +1,533 @@
+//! Running an unmodified program with its large allocations on a target (`pmscope run`, the
+//! role PMDK's libvmmalloc played in seed 000), reusable by any command that starts a
+//! program (a later memcached or redis study): [`run`] takes a target and a command and
+//! returns the program's exit status and its verified [`Placement`].
+//!
+//! ```text
+//! heap_plan (preflight)     a bad target is refused here: the program never starts
+//! preload library           built from shim/pmscope_preload.c by build.rs, embedded in the
+//!                           binary, written to a memfd: LD_PRELOAD=/proc/<pmscope>/fd/<n>
+//! report file               a memfd too; every process under the program (a wrapper
+//!                           script, the program, its children: LD_PRELOAD is inherited)
+//!                           appends its own block at exit
+//! spawn, wait               a signal sent to pmscope by kill is forwarded once; a terminal's
+//!                           Ctrl-C reaches the program itself (same process group)
+//! parse, sum, warn          bytes per page size and node, read back by the library from
+//!                           /proc/self/smaps and numa_maps before each served range is
+//!                           released and at exit
+//! ```
+//!
+//! Nothing is left on disk: the library and the report are memfds, the library's files on a
+//! `file:` or `shm` target are unnamed (`O_TMPFILE`; named and unlinked at once where the
+//! file system has none, with the scratch naming the next run sweeps) unless `--keep`,
+//! which names them `pmscope-<pid>-<n>-kept.bin`.
+
+use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
+use pmscope_core::units::{Bytes, GIB1, KIB4, MIB2, page_size_name};
+use pmscope_core::warning::Warning;
+use pmscope_mapping::{HeapBacking, HeapPlan, MapOptions, TargetError, TargetSpec};
+use pmscope_sys::{process, scratch, signal};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{Read, Seek};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The preload library, compiled by build.rs.
+const PRELOAD_LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libpmscope_preload.so"));
+
+/// Allocations of at least this many bytes go to the target by default: one huge page, so
+/// a huge-page target never spends more than twice what was asked.
+pub const DEFAULT_THRESHOLD: u64 = 2 << 20;
+
+/// What to run where.
+#[derive(Debug)]
+pub struct Launch<'a> {
+    /// The target of the large allocations.
+    pub target: &'a TargetSpec,
+    /// `keep` (name the files of `file:`/`shm` targets instead of leaving them unnamed)
+    /// and `destroy_data` are read; the rest is the preflight's.
+    pub opts: &'a MapOptions,
+    /// Allocations (malloc family, private anonymous mmap) of at least this many bytes are
+    /// placed on the target.
+    pub threshold: u64,
+    /// The program and its arguments.
+    pub command: &'a [OsString],
+}
+
+/// Why a program could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The target was refused before the program started.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The command cannot be started as given (usage).
+    #[error("{0}")]
+    Command(String),
+    /// The system refused (memfd, spawn, wait).
+    #[error("{0}")]
+    System(String),
+}
+
+impl LaunchError {
+    /// Whether the request itself was wrong (exit 2) rather than the system (exit 1).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            LaunchError::Target(t) => t.is_usage(),
+            LaunchError::Command(_) => true,
+            LaunchError::System(_) => false,
+        }
+    }
+}
+
+/// What one process under the program reported: its served allocations and what the
+/// kernel backed them with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessReport {
+    /// Its PID.
+    pub pid: u32,
+    /// Its executable.
+    pub exe: String,
+    /// Allocations placed on the target.
+    pub served_count: u64,
+    /// Bytes those allocations asked for.
+    pub served_bytes: u64,
+    /// Bytes mapped for them (rounded to the target's page granule).
+    pub mapped_bytes: u64,
+    /// Most bytes mapped on the target at once.
+    pub peak_bytes: u64,
+    /// Of `served_count`, the program's own anonymous mmaps (the rest: the malloc family).
+    pub mmap_served_count: u64,
+    /// Allocations the target refused (e.g. no free hugetlb page): left to ordinary memory.
+    pub failed_count: u64,
+    /// Bytes of those.
+    pub failed_bytes: u64,
+    /// Allocations below the threshold, left alone.
+    pub below_count: u64,
+    /// Bytes of those.
+    pub below_bytes: u64,
+    /// Served files the kernel mapped with MAP_SYNC (a DAX file system).
+    pub sync_count: u64,
+    /// Served regions a fork child copied off the shared target.
+    pub fork_copies: u64,
+    /// Served regions read back from smaps.
+    pub verified_count: u64,
+    /// Bytes of those.
+    pub verified_bytes: u64,
+    /// Served regions not read back (past the library's budget of 512 per process).
+    pub unverified_count: u64,
+    /// Resident bytes of the regions read back.
+    pub resident_bytes: u64,
+    /// Resident bytes on 4 KiB, 2 MiB and 1 GiB pages.
+    pub pages: PageMix,
+    /// Resident bytes per NUMA node (numa_maps).
+    pub node_bytes: BTreeMap<u32, u64>,
+}
+
+impl ProcessReport {
+    fn add(&mut self, o: &ProcessReport) {
+        self.served_count += o.served_count;
+        self.served_bytes += o.served_bytes;
+        self.mapped_bytes += o.mapped_bytes;
+        self.peak_bytes += o.peak_bytes;
+        self.mmap_served_count += o.mmap_served_count;
+        self.failed_count += o.failed_count;
+        self.failed_bytes += o.failed_bytes;
+        self.below_count += o.below_count;
+        self.below_bytes += o.below_bytes;
+        self.sync_count += o.sync_count;
+        self.fork_copies += o.fork_copies;
+        self.verified_count += o.verified_count;
+        self.verified_bytes += o.verified_bytes;
+        self.unverified_count += o.unverified_count;
+        self.resident_bytes += o.resident_bytes;
+        self.pages.bytes_4k += o.pages.bytes_4k;
+        self.pages.bytes_2m += o.pages.bytes_2m;
+        self.pages.bytes_1g += o.pages.bytes_1g;
+        for (n, b) in &o.node_bytes {
+            *self.node_bytes.entry(*n).or_default() += b;
+        }
+    }
+}
+
+/// Parses the report file: one block per process, `key value` lines, `end` closing each.
+/// A block without its `end` (a process killed while writing) is dropped.
+pub fn parse_reports(text: &str) -> Vec<ProcessReport> {
+    let mut out = Vec::new();
+    let mut cur: Option<ProcessReport> = None;
+    for line in text.lines() {
+        let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
+        if key == "process" {
+            cur = Some(ProcessReport {
+                pid: rest.parse().unwrap_or(0),
+                ..ProcessReport::default()
+            });
+            continue;
+        }
+        let Some(r) = cur.as_mut() else { continue };
+        let n = || rest.parse::<u64>().unwrap_or(0);
+        match key {
+            "end" => out.extend(cur.take()),
+            "exe" => r.exe = rest.to_string(),
+            "served_count" => r.served_count = n(),
+            "served_bytes" => r.served_bytes = n(),
+            "mapped_bytes" => r.mapped_bytes = n(),
+            "peak_bytes" => r.peak_bytes = n(),
+            "mmap_served_count" => r.mmap_served_count = n(),
+            "failed_count" => r.failed_count = n(),
+            "failed_bytes" => r.failed_bytes = n(),
+            "below_count" => r.below_count = n(),
+            "below_bytes" => r.below_bytes = n(),
+            "sync_count" => r.sync_count = n(),
+            "fork_copies" => r.fork_copies = n(),
+            "verified_count" => r.verified_count = n(),
+            "verified_bytes" => r.verified_bytes = n(),
+            "unverified_count" => r.unverified_count = n(),
+            "resident_bytes" => r.resident_bytes = n(),
+            "bytes_4k" => r.pages.bytes_4k = n(),
+            "bytes_2m" => r.pages.bytes_2m = n(),
+            "bytes_1g" => r.pages.bytes_1g = n(),
+            "node_bytes" => {
+                if let Some((node, bytes)) = rest.split_once(' ')
+                    && let (Ok(node), Ok(bytes)) = (node.parse(), bytes.parse())
+                {
+                    r.node_bytes.insert(node, bytes);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where a program's allocations went.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// The target's heap recipe.
+    pub plan: HeapPlan,
+    /// The threshold used.
+    pub threshold: u64,
+    /// Every process that reported, in the order they exited.
+    pub processes: Vec<ProcessReport>,
+    /// Their sum.
+    pub total: ProcessReport,
+    /// Files `--keep` left on the target.
+    pub kept_files: Vec<PathBuf>,
+    /// Findings: page size or node short of the request, refused allocations, ...
+    pub warnings: Vec<Warning>,
+}
+
+impl Placement {
+    /// The page size backing most resident served bytes, if any was resident.
+    pub fn verified_page_bytes(&self) -> Option<u64> {
+        self.total.pages.dominant()
+    }
+
+    /// The placement as an [`Achieved`], for the record's target.
+    pub fn achieved(&self) -> Achieved {
+        let persistence = match (&self.plan.backing, self.total.sync_count) {
+            (HeapBacking::Anonymous { .. }, _) => Persistence::Volatile,
+            (HeapBacking::Directory { .. }, n) if n > 0 => Persistence::Dax,
+            (HeapBacking::Directory { dir, .. }, _) if dir.starts_with("/dev/shm") => {
+                Persistence::Emulated
+            }
+            (HeapBacking::Directory { .. }, _) => Persistence::PageCache,
+        };
+        let mut pages = self.total.pages;
+        pages.smaps_sees_mapping = self.total.resident_bytes > 0;
+        let page_size = self.verified_page_bytes();
+        Achieved {
+            bytes: self.total.mapped_bytes,
+            pages,
+            faults: FaultEvidence::from_faults(0, 0),
+            page_size,
+            page_size_source: "smaps".into(),
+            nodes: self
+                .total
+                .node_bytes
+                .iter()
+                .map(|(n, b)| (*n, b / page_size.unwrap_or(KIB4)))
+                .collect(),
+            nodes_unknown: 0,
+            nodes_sampled: false,
+            persistence,
+            map_sync: match self.plan.backing {
+                HeapBacking::Anonymous { .. } => None,
+                HeapBacking::Directory { .. } => Some(self.total.sync_count > 0),
+            },
+            path: match &self.plan.backing {
+                HeapBacking::Anonymous { .. } => None,
+                HeapBacking::Directory { dir, .. } => Some(dir.display().to_string()),
+            },
+            filesystem: None,
+            alignment: None,
+            prefault_ns: 0,
+            pmem_region: None,
+        }
+    }
+}
+
+/// The program's end and where its memory went.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The exit status as a shell gives it: the code, or 128 + the signal that killed it.
+    pub exit_code: i32,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
+    /// Where its large allocations went.
+    pub placement: Placement,
+}
+
+/// Runs `launch.command` with its large allocations on `launch.target` and waits for it.
+/// The target is preflighted first: a bad one returns [`LaunchError::Target`] and the
+/// program never starts.
+pub fn run(launch: &Launch<'_>) -> Result<Outcome, LaunchError> {
+    let plan = launch.target.heap_plan(launch.opts)?;
+    let Some(program) = launch.command.first() else {
+        return Err(LaunchError::Command(
+            "no program to run: give one after --, e.g. pmscope run -t dram:2m -- python3 app.py"
+                .into(),
+        ));
+    };
+    let mut warnings = Vec::new();
+    let mut cmd = Command::new(program);
+    cmd.args(&launch.command[1..]);
+    match &plan.backing {
+        HeapBacking::Anonymous { pages } => {
+            cmd.env("PMSCOPE_RUN_BACKING", "anon")
+                .env("PMSCOPE_RUN_PAGES", pages);
+        }
+        HeapBacking::Directory { dir, pages } => {
+            let stale = scratch::remove_stale(dir);
+            if !stale.is_empty() {
+                warnings.push(Warning::new(
+                    "stale-files-removed",
+                    format!(
+                        "removed {} file(s) that killed runs left in {}",
+                        stale.len(),
+                        dir.display()
+                    ),
+                    "nothing to do: pmscope sweeps these files at the next run",
+                ));
+            }
+            cmd.env("PMSCOPE_RUN_BACKING", "dir")
+                .env("PMSCOPE_RUN_PAGES", pages)
+                .env("PMSCOPE_RUN_DIR", dir);
+        }
+    }
+    match plan.node {
+        Some(n) => cmd.env("PMSCOPE_RUN_NODE", n.to_string()),
+        None => cmd.env_remove("PMSCOPE_RUN_NODE"),
+    };
+    let system = |what: &str, e: std::io::Error| LaunchError::System(format!("{what}: {e}"));
+    let library = process::memfd_with("pmscope-preload.so", PRELOAD_LIBRARY)
+        .map_err(|e| system("cannot hold the preload library in memory", e))?;
+    let mut report = process::memfd_with("pmscope-run-report", b"")
+        .map_err(|e| system("cannot create the report file", e))?;
+    let mut preload = OsString::from(scratch::proc_path(&library));
+    if let Some(theirs) = std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
+        preload.push(":");
+        preload.push(theirs);
+    }
+    cmd.env("LD_PRELOAD", preload)
+        .env("PMSCOPE_RUN_REPORT", scratch::proc_path(&report))
+        .env("PMSCOPE_RUN_THRESHOLD", launch.threshold.to_string())
+        .env("PMSCOPE_RUN_KEEP", if launch.opts.keep { "1" } else { "0" });
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => LaunchError::Command(format!(
+            "cannot run '{}': no such program (give a path, or a name found in PATH)",
+            program.to_string_lossy()
+        )),
+        std::io::ErrorKind::PermissionDenied => LaunchError::Command(format!(
+            "cannot run '{}': permission denied (is it executable?)",
+            program.to_string_lossy()
+        )),
+        _ => system(&format!("cannot run '{}'", program.to_string_lossy()), e),
+    })?;
+    let mut forwarded = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(system("cannot wait for the program", e)),
+        }
+        if !forwarded && let Some(sig) = signal::received() {
+            forwarded = true;
+            if !signal::received_from_terminal() {
+                let _ = process::send_signal(child.id(), sig);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let (exit_code, killed_by) = match (status.code(), status.signal()) {
+        (Some(c), _) => (c, None),
+        (None, Some(s)) => (128 + s, Some(s)),
+        (None, None) => (1, None),
+    };
+    let mut text = String::new();
+    report
+        .rewind()
+        .and_then(|_| report.read_to_string(&mut text))
+        .map_err(|e| system("cannot read the placement report", e))?;
+    let processes = parse_reports(&text);
+    let mut total = ProcessReport::default();
+    for p in &processes {
+        total.add(p);
+    }
+    let kept_files = match (&plan.backing, launch.opts.keep) {
+        (HeapBacking::Directory { dir, .. }, true) => kept_in(dir, &processes),
+        _ => Vec::new(),
+    };
+    let mut placement = Placement {
+        plan,
+        threshold: launch.threshold,
+        processes,
+        total,
+        kept_files,
+        warnings,
+    };
+    placement.warnings.extend(findings(&placement, killed_by));
+    Ok(Outcome {
+        exit_code,
+        signal: killed_by,
+        placement,
+    })
+}
+
+/// The files `--keep` left in `dir` for the processes that reported.
+fn kept_in(dir: &std::path::Path, processes: &[ProcessReport]) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut kept: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            processes.iter().any(|p| {
+                name.starts_with(&format!("pmscope-{}-", p.pid)) && name.ends_with("-kept.bin")
+            })
+        })
+        .map(|e| e.path())
+        .collect();
+    kept.sort();
+    kept
+}
+
+/// What falls short of the request, each a warning with its remedy.
+pub fn findings(p: &Placement, killed_by: Option<i32>) -> Vec<Warning> {
+    let mut w = Vec::new();
+    let t = &p.total;
+    if p.processes.is_empty() {
+        w.push(Warning::new(
+            "no-placement-report",
+            match killed_by {
+                Some(s) => format!("the program was killed by signal {s} before any process reported its placement"),
+                None => "no process reported its placement: the program ended without running exit handlers (_exit, exec) or is statically linked".into(),
+            },
+            "run a dynamically linked program that exits normally; the library reports from its destructor",
+        ));
+    }
+    if t.failed_count > 0 {
+        w.push(Warning::new(
+            "placement-refused",
+            format!(
+                "{} allocation(s) ({}) could not be placed on the target and went to ordinary memory",
+                t.failed_count,
+                Bytes(t.failed_bytes).human()
+            ),
+            match p.plan.backing {
+                HeapBacking::Anonymous { pages: "2m" | "1g" } => {
+                    "reserve more huge pages (/sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages)"
+                }
+                _ => "check the target's free space and the node's free memory",
+            },
+        ));
+    }
+    let want = p.plan.expected_page_bytes;
+    let resident = t.pages.bytes_4k + t.pages.bytes_2m + t.pages.bytes_1g;
+    if t.sync_count > 0 && resident == 0 && t.verified_bytes > 0 {
+        w.push(Warning::new(
+            "page-size-unverified",
+            "the served files are on a DAX file system, whose pages smaps does not show: the page size is not verified",
+            "measure the same file system with `pmscope verify -t file:DIR`, which counts faults",
+        ));
+    } else if resident > 0 && want > KIB4 {
+        let short = resident
+            - match want {
+                GIB1 => t.pages.bytes_1g,
+                _ => t.pages.bytes_2m + t.pages.bytes_1g,
+            };
+        if short > 0 {
+            w.push(Warning::new(
+                "page-size-mismatch",
+                format!(
+                    "{} of {} resident served bytes are on pages smaller than the {} asked for",
+                    Bytes(short).human(),
+                    Bytes(resident).human(),
+                    page_size_name(want)
+                ),
+                if want == MIB2 && matches!(p.plan.backing, HeapBacking::Directory { .. }) {
+                    "tmpfs huge pages follow /sys/kernel/mm/transparent_hugepage/shmem_enabled (advise or always)"
+                } else {
+                    "check /sys/kernel/mm/transparent_hugepage/enabled and defrag, or use dram:2m for hugetlb pages"
+                },
+            ));
+        }
+    }
+    if let Some(node) = p.plan.node {
+        let elsewhere: u64 = t
+            .node_bytes
+            .iter()
+            .filter(|(n, _)| **n != node)
+            .map(|(_, b)| b)
+            .sum();
+        if elsewhere > 0 {
+            w.push(Warning::new(
+                "node-mismatch",
+                format!(
+                    "{} of the served bytes are not on node {node}",
+                    Bytes(elsewhere).human()
+                ),
+                "check the node's free memory (numactl -H)",
+            ));
+        }
+    }
+    if t.unverified_count > 0 {
+        w.push(Warning::new(
+            "placement-partly-verified",
+            format!(
+                "{} served region(s) were not read back from smaps (the library reads at most 512 per process)",
+                t.unverified_count
+            ),
+            "the verified figures describe the first regions only",
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_parse_and_an_unfinished_block_is_dropped() {
+        let text = "process 12\nexe /usr/bin/python3\nserved_count 2\nserved_bytes 100\n\
+                    bytes_2m 4194304\nnode_bytes 0 4194304\nend\nprocess 13\nserved_count 9\n";
+        let r = parse_reports(text);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].pid, 12);
+        assert_eq!(r[0].exe, "/usr/bin/python3");
+        assert_eq!((r[0].served_count, r[0].served_bytes), (2, 100));
+        assert_eq!(r[0].pages.bytes_2m, 4 << 20);
+        assert_eq!(r[0].node_bytes.get(&0), Some(&(4 << 20)));
+    }
+
+    #[test]
+    fn the_library_is_embedded_and_is_a_shared_object() {
+        assert_eq!(&PRELOAD_LIBRARY[..4], b"\x7fELF");
+        assert_eq!(PRELOAD_LIBRARY[16], 3, "ET_DYN");
+    }
+}
