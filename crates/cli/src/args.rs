@@ -401,6 +401,10 @@ pub struct AppArgs {
     /// Port on 127.0.0.1 [default: a free one].
     #[arg(long)]
     pub port: Option<u16>,
+    /// Allocations of at least SIZE go to the target (pmscope run --threshold; memcached's
+    /// slab pages are 1 MiB).
+    #[arg(long, default_value = "1MiB", value_name = "SIZE")]
+    pub threshold: Size,
 }
 
 /// Servers `pmscope app` drives.

@@ -84,10 +84,18 @@ impl PageMix {
 pub struct FaultEvidence {
     /// Minor faults counted (getrusage, this thread) during the pre-fault pass.
     pub minor_faults: u64,
-    /// Mapped bytes / minor faults.
+    /// Mapped bytes / minor faults (infinite when nothing faulted: JSON `null`, read back as
+    /// infinity, so a record with no faults still round-trips).
+    #[serde(deserialize_with = "null_is_infinite")]
     pub bytes_per_fault: f64,
     /// The page size that quotient is closest to (on a log scale), when it is clear.
     pub page_size: Option<u64>,
+}
+
+/// serde_json writes a non-finite f64 as `null`; read it back as infinity.
+fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 impl FaultEvidence {

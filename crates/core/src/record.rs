@@ -162,9 +162,12 @@ impl Record {
         self
     }
 
-    /// Sets one named figure.
+    /// Sets one named figure. A non-finite figure (no faults: infinite bytes per fault) is
+    /// left out: JSON has no infinity, and a record must read back as it was written.
     pub fn value(mut self, key: &str, v: f64) -> Record {
-        self.values.insert(key.to_string(), v);
+        if v.is_finite() {
+            self.values.insert(key.to_string(), v);
+        }
         self
     }
 }
@@ -182,5 +185,40 @@ mod tests {
         assert!(json.contains("\"schema_version\":2"));
         let back: Record = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
+    }
+
+    /// A target that took no fault (pages populated beforehand) has infinite bytes per
+    /// fault; its record, written as JSON, must read back (the store, `report` and
+    /// `pmscope app` read records written by other pmscope processes).
+    #[test]
+    fn a_record_without_faults_reads_back() {
+        let mut r = Record::new("run", vec![], SystemSummary::default())
+            .value("bytes_per_fault", f64::INFINITY)
+            .value("served_bytes", 4096.0);
+        assert!(!r.values.contains_key("bytes_per_fault"));
+        // As `pmscope run` wrote it (serde_json writes the infinite quotient as null).
+        let achieved: crate::achieved::Achieved = serde_json::from_str(
+            r#"{"bytes":10485760,"pages":{"bytes_4k":0,"bytes_2m":10485760,"bytes_1g":0,"bytes_unmapped":0,"smaps_sees_mapping":true},"faults":{"minor_faults":0,"bytes_per_fault":null,"page_size":null},"page_size":2097152,"page_size_source":"smaps","nodes":{"0":5},"nodes_unknown":0,"nodes_sampled":false,"persistence":"volatile","map_sync":null,"path":null,"filesystem":null,"alignment":null,"prefault_ns":0}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            achieved.faults,
+            crate::achieved::FaultEvidence::from_faults(10485760, 0)
+        );
+        r.target = Some(TargetRecord {
+            spec: "dram:thp".into(),
+            achieved,
+        });
+        let json = serde_json::to_string(&r).unwrap();
+        let back: Record = serde_json::from_str(&json).unwrap();
+        assert!(
+            back.target
+                .unwrap()
+                .achieved
+                .faults
+                .bytes_per_fault
+                .is_infinite()
+        );
+        assert_eq!(back.values, r.values);
     }
 }

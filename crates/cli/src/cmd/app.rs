@@ -19,6 +19,7 @@ use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
+use pmscope_core::warning::Warning;
 use pmscope_mapping::TargetSpec;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
@@ -47,6 +48,11 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &AppArgs) -> Result<()> {
         AppServer::Memcached => Server::Memcached,
         AppServer::Redis => Server::Redis,
     };
+    if a.targets.require_dax || a.targets.max_mem.is_some() {
+        return Err(usage(
+            "pmscope app places the heap through pmscope run, which takes neither --require-dax nor --max-mem: drop them (the placement report says whether the target was DAX)",
+        ));
+    }
     let (specs, _opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let aof_dir = aof_directory(server, a.aof_on.as_deref())?;
     let value_sizes: Vec<u64> = match &a.value_sizes {
@@ -131,18 +137,12 @@ fn aof_directory(server: Server, aof_on: Option<&str>) -> Result<Option<PathBuf>
 
 /// The target options `pmscope run` needs again.
 fn pass_through_flags(a: &AppArgs) -> Vec<String> {
-    let mut f = Vec::new();
+    let mut f = vec!["--threshold".to_string(), a.threshold.0.to_string()];
     if a.targets.keep {
         f.push("--keep".into());
     }
     if a.targets.destroy_data {
         f.push("--destroy-data".into());
-    }
-    if a.targets.require_dax {
-        f.push("--require-dax".into());
-    }
-    if let Some(m) = a.targets.max_mem {
-        f.extend(["--max-mem".into(), m.0.to_string()]);
     }
     f
 }
@@ -337,7 +337,7 @@ impl RunningServer {
 
     /// Asks the server to exit (SIGTERM to the server alone, so `pmscope run` sees it end
     /// and writes its placement report), waits, and returns that report.
-    fn stop(&mut self) -> Result<serde_json::Value> {
+    fn stop(&mut self) -> Result<Record> {
         let mut child = self.child.take().expect("stop is called once");
         let pgid = child.id();
         for pid in pmscope_sys::process::children(pgid) {
@@ -414,14 +414,14 @@ fn last_line(s: &str) -> Option<&str> {
     s.lines().map(str::trim).rfind(|l| !l.is_empty())
 }
 
-/// The record `pmscope run --json` printed about the placement (the last JSON object line
-/// with an `experiment` of `run`), among the server's own output.
-fn placement_from_run(stdout: &str) -> Option<serde_json::Value> {
+/// The record `pmscope run --json` printed about the placement (the last JSON line of
+/// experiment `run`), among the server's own output.
+fn placement_from_run(stdout: &str) -> Option<Record> {
     stdout
         .lines()
         .filter(|l| l.starts_with('{'))
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v.get("experiment").and_then(|e| e.as_str()) == Some("run"))
+        .filter_map(|l| serde_json::from_str::<Record>(l).ok())
+        .filter(|r| r.experiment == "run")
         .last()
 }
 
@@ -597,7 +597,7 @@ fn placement_record(
     h: &pmscope_runner::harness::Harness<'_>,
     plan: &Plan,
     spec: &TargetSpec,
-    run: serde_json::Value,
+    run: Record,
 ) -> Record {
     let mut r = h
         .record("app-placement")
@@ -605,24 +605,23 @@ fn placement_record(
         .param("target", spec.to_string())
         .param(
             "placement",
-            serde_json::json!({
-                "params": run.get("params").cloned().unwrap_or_default(),
-                "values": run.get("values").cloned().unwrap_or_default(),
-            }),
+            serde_json::json!({ "params": run.params, "values": run.values }),
         );
-    if let Some(ws) = run.get("warnings").and_then(|w| w.as_array()) {
-        for w in ws {
-            if let Ok(w) = serde_json::from_value(w.clone()) {
-                r.warnings.push(w);
-            }
+    for w in run.warnings {
+        if !r.warnings.iter().any(|x| x.code == w.code) {
+            r.warnings.push(w);
         }
     }
-    if let Some(t) = run
-        .get("target")
-        .cloned()
-        .and_then(|t| serde_json::from_value(t).ok())
-    {
-        r.target = Some(t);
+    r.target = run.target;
+    if run.values.get("served_allocations").copied().unwrap_or(0.0) == 0.0 {
+        r.warnings.push(Warning {
+            code: "app-heap-not-placed".into(),
+            message: format!(
+                "no allocation of {} reached the threshold: its heap stayed in ordinary memory, not on {spec}",
+                plan.server.program().name
+            ),
+            remedy: "lower --threshold (memcached's slab pages are 1 MiB)".into(),
+        });
     }
     r
 }
