@@ -20,6 +20,7 @@ pub mod hugepages;
 pub mod hw_prefetchers;
 pub mod memory;
 pub mod mman;
+pub mod mountinfo;
 pub mod numa;
 pub mod perf;
 pub mod pmem;

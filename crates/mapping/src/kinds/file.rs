@@ -54,6 +54,10 @@ impl Kind for FileKind {
         where_to_create(&self.path).map(|_| ())
     }
 
+    fn directory(&self) -> Option<&Path> {
+        (where_to_create(&self.path).ok()? == Place::InDirectory).then_some(self.path.as_path())
+    }
+
     fn prepare(
         &self,
         spec: &TargetSpec,
