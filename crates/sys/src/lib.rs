@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod child;
 pub mod coreclock;
 pub mod cpu;
 pub mod dax;

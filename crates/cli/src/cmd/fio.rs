@@ -119,6 +119,9 @@ fn fio_args(dir: &Path, rw: &str, jobs: u64, p: &Plan) -> Vec<String> {
         format!("--runtime={}ms", (p.runtime_s * 1e3).round() as u64),
         "--time_based=1".into(),
         "--group_reporting=1".into(),
+        // Jobs as threads of one fio process (the seed's "threads"): killing that process
+        // stops every job, and PR_SET_PDEATHSIG covers all of them.
+        "--thread=1".into(),
         // fio's default, said out loud: the page cache of each file is dropped first.
         "--invalidate=1".into(),
     ];
@@ -130,7 +133,10 @@ fn fio_args(dir: &Path, rw: &str, jobs: u64, p: &Plan) -> Vec<String> {
 
 /// Runs fio to completion, stopping it on Ctrl-C; returns its standard output.
 fn run_fio(fio: &str, args: &[String]) -> Result<String> {
-    let mut child = Command::new(fio)
+    let mut cmd = Command::new(fio);
+    // A SIGKILLed pmscope takes fio with it (Ctrl-C and SIGTERM are handled below).
+    pmscope_sys::child::dies_with_parent(&mut cmd);
+    let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

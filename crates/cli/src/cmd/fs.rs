@@ -239,6 +239,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &FsArgs) -> Result<()> {
         let work = WorkDir::create(&t.dir, "fs")?;
         let mut files = Files::prepare(work.path())
             .map_err(|e| anyhow::anyhow!("cannot write files in {}: {e}", work.path().display()))?;
+        // What the kernel did with the file's inode: DAX (no page cache) or not.
+        let inode_dax = pmscope_sys::dax::fs_facts(&files.data)
+            .ok()
+            .and_then(|f| f.statx_dax);
         for &op in &p.ops {
             for &fsync in &p.fsyncs {
                 run.check_interrupt()?;
@@ -253,7 +257,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &FsArgs) -> Result<()> {
                         .param("file_op", op.name())
                         .param("fsync", fsync)
                         .param("io_bytes", op.io_bytes())
-                        .param("samples", p.samples),
+                        .param("samples", p.samples)
+                        .param("inode_dax", inode_dax),
                 );
                 match outcome {
                     Ok(ns) => {
@@ -297,8 +302,13 @@ fn render(records: &[Record]) {
             .as_ref()
             .map(|t| t.achieved.describe())
             .unwrap_or_default();
+        let inode = match first.params.get("inode_dax").and_then(|v| v.as_bool()) {
+            Some(true) => "DAX (no page cache)",
+            Some(false) => "not DAX (page cache)",
+            None => "unknown to statx",
+        };
         println!(
-            "{spec}: {} on {} at {} ({}); a file mapped there: {achieved}",
+            "{spec}: {} on {} at {} ({})\n  the measured files' inodes: {inode}; a file mapped there: {achieved}",
             first.text("fs_type"),
             first.text("device"),
             first.text("mount_point"),
