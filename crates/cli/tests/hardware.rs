@@ -268,7 +268,7 @@ mod needs_fsdax {
     const TRACING: &str = "/sys/kernel/tracing";
 
     /// Calls of each kernel function made by `pmscope fs` (and only by it: the function
-    /// tracer follows this process and its children) on one target.
+    /// tracer follows this test's thread and the tasks it forks) on one target.
     fn kernel_calls(target: &str, functions: &[&str]) -> Vec<usize> {
         let w = |file: &str, v: &str| {
             std::fs::write(format!("{TRACING}/{file}"), v)
@@ -278,7 +278,11 @@ mod needs_fsdax {
         w("current_tracer", "nop");
         w("set_ftrace_filter", &functions.join(" "));
         w("options/function-fork", "1");
-        w("set_ftrace_pid", &std::process::id().to_string());
+        // ftrace filters tasks (threads): this test's thread forks pmscope, and
+        // function-fork follows pmscope's threads from there.
+        let me = std::fs::read_link("/proc/thread-self").unwrap();
+        let tid = me.file_name().unwrap().to_string_lossy().into_owned();
+        w("set_ftrace_pid", &tid);
         w("trace", "");
         w("current_tracer", "function");
         w("tracing_on", "1");

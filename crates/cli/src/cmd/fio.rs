@@ -211,7 +211,7 @@ fn plan(ctx: &Context, a: &FioArgs) -> Result<Plan> {
             workloads.push(w.to_string());
         }
     }
-    if !(a.runtime.0 >= 0.1) {
+    if a.runtime.0 < 0.1 {
         return Err(usage(format!(
             "--runtime {}: fio needs at least 0.1 seconds per run",
             a.runtime.0
