@@ -109,6 +109,13 @@ kill_leaves_nothing() {
 	[ "$during" -lt $((before - 16384)) ] && [ "$left" = 0 ] && [ "$after" -ge $((before - 1024)) ]
 }
 step "pmscope-sigkill[file:$LABVM_FSDAX_MNT]" kill_leaves_nothing "$LABVM_FSDAX_MNT"
+# File-operation latency on the DAX mount beside tmpfs (issue 16): its records for the
+# report (target/labvm/<layout>/fs.jsonl on the host). fio is not in the guest (its shared
+# libraries would add ~80 MB to the initramfs), so `pmscope fio` is not run here.
+# Default layout only: each guest has 240 s, and the kmem one has no time to spare.
+if [ "$layout" = default ]; then
+	step "pmscope-fs[file:$LABVM_FSDAX_MNT file:/tmp]" ./pmscope fs -t "file:$LABVM_FSDAX_MNT" -t file:/tmp --samples 100 --no-store -o /out/fs.jsonl
+fi
 # The NUMA matrix over the guest's CPU nodes and memory-only node(s).
 step "pmscope-numa" ./pmscope numa --size 16MiB --reps 1 --duration 0.02
 

@@ -204,6 +204,131 @@ mod needs_fsdax {
             "the file differs from what was persisted"
         );
     }
+
+    /// `pmscope fs` records on ext4 -o dax, beside tmpfs (/tmp, page cache).
+    fn fs_records(mnt: &str) -> Vec<Value> {
+        let o = pmscope(&[
+            "fs",
+            "--json",
+            "--no-store",
+            "-t",
+            &format!("file:{mnt}"),
+            "-t",
+            "file:/tmp",
+            "--samples",
+            "30",
+        ]);
+        success(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via .ci/labvm-stage"]
+    fn fs_records_the_dax_mount_the_dax_inode_and_map_sync() {
+        let mnt = lab("LABVM_FSDAX_MNT");
+        let rs = fs_records(&mnt);
+        let of = |spec: &str| -> Vec<&Value> {
+            rs.iter()
+                .filter(|r| r["experiment"] == "fs-op" && r["target"]["spec"] == spec)
+                .collect()
+        };
+        let dax = of(&format!("file:{mnt}"));
+        let tmp = of("file:/tmp");
+        assert_eq!((dax.len(), tmp.len()), (10, 10));
+        for r in &dax {
+            let p = &r["params"];
+            assert_eq!(p["fs_type"], "ext4", "{p}");
+            assert_eq!(p["dax"], "always", "{p}");
+            assert_eq!(p["mount_point"], mnt.as_str());
+            assert!(
+                p["device"].as_str().unwrap().starts_with("/dev/pmem"),
+                "{p}"
+            );
+            assert_eq!(p["inode_dax"], true, "statx: the files are DAX");
+            assert_eq!(r["target"]["achieved"]["persistence"], "dax");
+            assert_eq!(r["summary"]["n"], 30, "{r}");
+        }
+        for r in &tmp {
+            let p = &r["params"];
+            assert_eq!(p["fs_type"], "tmpfs", "{p}");
+            assert_eq!(p["dax"], Value::Null);
+            assert_ne!(p["inode_dax"], true);
+            assert_ne!(r["target"]["achieved"]["persistence"], "dax");
+        }
+        let left: Vec<_> = std::fs::read_dir(&mnt)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("pmscope-"))
+            .collect();
+        assert!(left.is_empty(), "left in {mnt}: {left:?}");
+    }
+
+    const TRACING: &str = "/sys/kernel/tracing";
+
+    /// Calls of each kernel function made by `pmscope fs` (and only by it: the function
+    /// tracer follows this test's thread and the tasks it forks) on one target.
+    fn kernel_calls(target: &str, functions: &[&str]) -> Vec<usize> {
+        let w = |file: &str, v: &str| {
+            std::fs::write(format!("{TRACING}/{file}"), v)
+                .unwrap_or_else(|e| panic!("{TRACING}/{file}: {e}"))
+        };
+        w("tracing_on", "0");
+        w("current_tracer", "nop");
+        w("set_ftrace_filter", &functions.join(" "));
+        w("options/function-fork", "1");
+        // ftrace filters tasks (threads): this test's thread forks pmscope, and
+        // function-fork follows pmscope's threads from there.
+        let me = std::fs::read_link("/proc/thread-self").unwrap();
+        let tid = me.file_name().unwrap().to_string_lossy().into_owned();
+        w("set_ftrace_pid", &tid);
+        w("trace", "");
+        w("current_tracer", "function");
+        w("tracing_on", "1");
+        let o = pmscope(&[
+            "fs",
+            "--no-store",
+            "-t",
+            target,
+            "--ops",
+            "overwrite-4k,read-4k",
+            "--fsync",
+            "off",
+            "--samples",
+            "20",
+        ]);
+        w("tracing_on", "0");
+        let trace = std::fs::read_to_string(format!("{TRACING}/trace")).unwrap();
+        w("current_tracer", "nop");
+        w("set_ftrace_pid", "");
+        w("set_ftrace_filter", "");
+        success(&o);
+        functions
+            .iter()
+            .map(|f| {
+                trace
+                    .lines()
+                    .filter(|l| l.contains(&format!(" {f} <-")))
+                    .count()
+            })
+            .collect()
+    }
+
+    /// The code paths, as the kernel's function tracer sees them: on ext4 -o dax the
+    /// writes and reads go through dax_iomap_rw and never through the page cache's
+    /// generic_perform_write; on tmpfs the other way round.
+    #[test]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and the function tracer: runs in the lab guest via .ci/labvm-stage"]
+    fn fs_on_dax_goes_through_dax_iomap_rw_and_not_the_page_cache() {
+        let mnt = lab("LABVM_FSDAX_MNT");
+        let functions = ["dax_iomap_rw", "generic_perform_write"];
+        // 20 timed + 10 untimed overwrites and reads each.
+        let dax = kernel_calls(&format!("file:{mnt}"), &functions);
+        assert!(dax[0] >= 60 && dax[1] == 0, "ext4 -o dax: {dax:?}");
+        let tmp = kernel_calls("file:/tmp", &functions);
+        assert!(tmp[0] == 0 && tmp[1] >= 30, "tmpfs: {tmp:?}");
+    }
 }
 
 mod needs_legacy_pmem {

@@ -29,6 +29,13 @@ impl TargetSpec {
         self.kind.preflight(opts)
     }
 
+    /// The existing directory a `file:DIR` target names (where `fs` and `fio` do their file
+    /// I/O, beside the file the target maps); `None` for other kinds and for `file:` paths
+    /// that name a new file.
+    pub fn directory(&self) -> Option<&std::path::Path> {
+        self.kind.directory()
+    }
+
     pub(crate) fn kind(&self) -> &dyn Kind {
         &*self.kind
     }
@@ -138,6 +145,22 @@ mod tests {
 
     fn parse(s: &str) -> Result<TargetSpec, String> {
         s.parse::<TargetSpec>().map_err(|e| e.0)
+    }
+
+    #[test]
+    fn only_a_file_target_naming_an_existing_directory_has_one() {
+        let dir = std::env::temp_dir();
+        let d = parse(&format!("file:{}", dir.display())).unwrap();
+        assert_eq!(d.directory(), Some(dir.as_path()));
+        let new_file = dir.join(format!("pmscope-never-made-{}", std::process::id()));
+        assert_eq!(
+            parse(&format!("file:{}", new_file.display()))
+                .unwrap()
+                .directory(),
+            None
+        );
+        assert_eq!(parse("dram:4k").unwrap().directory(), None);
+        assert_eq!(parse("shm").unwrap().directory(), None);
     }
 
     #[test]

@@ -275,6 +275,37 @@ impl Gen {
                         .param("distance_lines", d),
                 );
             }
+            for op in [
+                "create",
+                "append-4k",
+                "overwrite-4k",
+                "overwrite-512",
+                "read-4k",
+            ] {
+                for fsync in [false, true] {
+                    let ns = if fsync { 9000.0 } else { 3000.0 } * (1.0 + ti as f64);
+                    out.push(
+                        self.rec("fs-op", t, ns)
+                            .param("file_op", op)
+                            .param("fsync", fsync)
+                            .param("io_bytes", 4096)
+                            .param("samples", 1000)
+                            .param("fs_type", "tmpfs"),
+                    );
+                }
+            }
+            for rw in ["randread", "write"] {
+                for jobs in 1..=4u64 {
+                    out.push(
+                        self.rec("fio", t, 500.0 * jobs as f64 / (1.0 + ti as f64))
+                            .param("rw", rw)
+                            .param("jobs", jobs)
+                            .param("io_bytes", 4096)
+                            .param("fs_type", "tmpfs")
+                            .value("iops", 1e5),
+                    );
+                }
+            }
             for table in ["volatile", "persistent"] {
                 out.push(
                     self.rec("kmer", t, if table == "volatile" { 40.0 } else { 12.0 })

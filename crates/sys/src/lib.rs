@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod child;
 pub mod coreclock;
 pub mod cpu;
 pub mod dax;
@@ -20,6 +21,7 @@ pub mod hugepages;
 pub mod hw_prefetchers;
 pub mod memory;
 pub mod mman;
+pub mod mountinfo;
 pub mod numa;
 pub mod perf;
 pub mod pmem;

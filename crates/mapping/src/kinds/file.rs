@@ -68,6 +68,10 @@ impl Kind for FileKind {
         Ok((backing, 4096))
     }
 
+    fn directory(&self) -> Option<&Path> {
+        (where_to_create(&self.path).ok()? == Place::InDirectory).then_some(self.path.as_path())
+    }
+
     fn prepare(
         &self,
         spec: &TargetSpec,

@@ -41,6 +41,12 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
         )))
     }
 
+    /// The existing directory this target creates its files in, for commands that do file
+    /// I/O there rather than map memory (`fs`, `fio`); `None` for every kind but `file:`.
+    fn directory(&self) -> Option<&std::path::Path> {
+        None
+    }
+
     /// Runs the kind's preflight checks and creates its mapping (untouched).
     fn prepare(
         &self,

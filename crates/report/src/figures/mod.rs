@@ -2,6 +2,7 @@
 //! experiments and returns nothing when they are absent, so each appears only with its data.
 
 mod bandwidth;
+mod files;
 mod inst;
 mod kmer;
 mod latency;
@@ -78,6 +79,8 @@ pub static FIGURES: &[&dyn Figure] = &[
     &sync::SyncCost,
     &rap::ReadAfterPersist,
     &kmer::KmerThroughput,
+    &files::FileOpLatency,
+    &files::FioBandwidth,
 ];
 
 /// The flag drawn on a figure comparing targets whose verified page sizes differ (seed

@@ -1,0 +1,155 @@
+//! File systems (`fs`, `fio`; seed 004 Figures 23 and 24): the latency of each file
+//! operation per target, and fio's bandwidth against its job count.
+
+use super::{Ctx, Figure, Panel, group, index_of, page_size_flag};
+use crate::data;
+use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use pmscope_core::record::Record;
+
+/// A target's legend entry: its spec and the file system its records name.
+fn label(r: &Record) -> String {
+    match data::s(r, "fs_type") {
+        Some(fs) => format!("{} ({fs})", data::target(r)),
+        None => data::target(r).to_string(),
+    }
+}
+
+/// Median latency of each file operation, one bar per target; one chart without fsync and
+/// one with it (their scales differ by orders of magnitude on a disk).
+pub struct FileOpLatency;
+
+impl Figure for FileOpLatency {
+    fn id(&self) -> &'static str {
+        "fs-op"
+    }
+    fn title(&self) -> &'static str {
+        "File operation latency per file system (seed 004 Figure 23)"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["fs-op", "comparison"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs: Vec<&Record> = data::of(records, "fs-op")
+            .filter(|r| data::median(r).is_some())
+            .collect();
+        let targets = data::targets(recs.iter().copied());
+        let mut svgs = Vec::new();
+        for fsync in [false, true] {
+            let mut categories = Vec::new();
+            let mut bars = Vec::new();
+            for r in recs.iter().filter(|r| data::b(r, "fsync") == Some(fsync)) {
+                let (Some(op), Some(ns)) = (data::s(r, "file_op"), data::median(r)) else {
+                    continue;
+                };
+                let group = targets.iter().position(|t| t == data::target(r))?;
+                bars.push(Bar {
+                    category: index_of(&mut categories, op),
+                    group,
+                    value: ns / 1e3,
+                });
+            }
+            if bars.is_empty() {
+                continue;
+            }
+            let groups = targets
+                .iter()
+                .map(|t| {
+                    let r = recs.iter().find(|r| data::target(r) == t).expect("seen");
+                    (label(r), ctx.colour(t))
+                })
+                .collect();
+            svgs.push(plot::bar_chart(&BarChart {
+                y_label: format!(
+                    "µs per operation, median ({})",
+                    if fsync {
+                        "open, I/O, fsync, close"
+                    } else {
+                        "open, I/O, close"
+                    }
+                ),
+                categories,
+                groups,
+                bars,
+                hmarks: vec![],
+                flag: page_size_flag(recs.iter().copied()),
+            }));
+        }
+        (!svgs.is_empty()).then_some(Panel {
+            svgs,
+            table: None,
+            targets,
+        })
+    }
+}
+
+/// fio's bandwidth against its job count, one chart per workload, one curve per target.
+pub struct FioBandwidth;
+
+impl Figure for FioBandwidth {
+    fn id(&self) -> &'static str {
+        "fio"
+    }
+    fn title(&self) -> &'static str {
+        "fio 4 KiB bandwidth vs jobs (seed 004 Figure 24)"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["fio", "comparison"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs: Vec<&Record> = data::of(records, "fio")
+            .filter(|r| data::median(r).is_some())
+            .collect();
+        let mut workloads = Vec::new();
+        for r in &recs {
+            if let Some(rw) = data::s(r, "rw") {
+                index_of(&mut workloads, rw);
+            }
+        }
+        let mut svgs = Vec::new();
+        for rw in &workloads {
+            let of: Vec<&Record> = recs
+                .iter()
+                .copied()
+                .filter(|r| data::s(r, "rw") == Some(rw.as_str()))
+                .collect();
+            let curves = group(of.iter().filter_map(|r| {
+                Some((
+                    data::target(r).to_string(),
+                    data::u(r, "jobs")? as f64,
+                    data::median(r)?,
+                ))
+            }));
+            let sync = if rw.contains("write") {
+                ", fsync after each write"
+            } else {
+                ""
+            };
+            svgs.push(plot::line_chart(&LineChart {
+                x_label: format!("fio jobs ({rw}, 4 KiB sync calls{sync})"),
+                y_label: "MB/s".into(),
+                x: Axis::Linear,
+                y: Axis::Linear,
+                series: curves
+                    .into_iter()
+                    .map(|(t, points)| {
+                        let r = of.iter().find(|r| data::target(r) == t).expect("seen");
+                        Series {
+                            name: format!("{} {rw}", label(r)),
+                            colour: ctx.colour(&t),
+                            points,
+                        }
+                    })
+                    .collect(),
+                vmarks: vec![],
+                hmarks: vec![],
+                points: vec![],
+                flag: page_size_flag(of.iter().copied()),
+            }));
+        }
+        (!svgs.is_empty()).then(|| Panel {
+            svgs,
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
+    }
+}
