@@ -9,6 +9,7 @@ mod latency;
 mod list;
 mod loaded;
 mod numa;
+mod poly;
 mod probe;
 mod quick;
 mod rap;
@@ -90,6 +91,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
         Command::Numa(a) => numa::run(ctx, sink, a),
+        Command::Poly(a) => poly::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
         Command::Kmer(_)
         | Command::Completions { .. }
