@@ -6,6 +6,7 @@ mod inst;
 mod kmer;
 mod latency;
 mod loaded;
+mod poly;
 mod rap;
 mod sync;
 
@@ -78,6 +79,7 @@ pub static FIGURES: &[&dyn Figure] = &[
     &sync::SyncCost,
     &rap::ReadAfterPersist,
     &kmer::KmerThroughput,
+    &poly::PolyKernels,
 ];
 
 /// The flag drawn on a figure comparing targets whose verified page sizes differ (seed
