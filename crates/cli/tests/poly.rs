@@ -162,7 +162,7 @@ fn one_target_prints_a_row_per_kernel_and_variant() {
         .lines()
         .skip_while(|l| !l.starts_with("kernel"))
         .skip(1)
-        .take_while(|l| !l.starts_with("pages verified"))
+        .take_while(|l| !l.starts_with("spread of") && !l.starts_with("pages verified"))
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(rows.len(), 2, "{out}");
