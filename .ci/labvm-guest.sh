@@ -55,7 +55,8 @@ latency --sizes 4KiB,256KiB,16MiB --reps 2 --samples 2000
 inst --ops load,store+clwb,ntstore --sizes 64,256 --count 2000 --region 16MiB
 bandwidth --pattern seq --sizes 4KiB --threads 1 --region 16MiB --duration 0.05 --reps 1
 rap --distances 0,1,64 --samples 500 --region 16MiB
-loaded --delays 0,1000 --samples 1000 --probe-region 16MiB --traffic-region 8MiB --traffic-access 4KiB'
+loaded --delays 0,1000 --samples 1000 --probe-region 16MiB --traffic-region 8MiB --traffic-access 4KiB
+poly --preset small --kernels gemm,jacobi-2d,fdtd-2d --repetitions 1'
 
 # The commands that matter on persistent memory only: the DAX targets (fsdax, devdax).
 PER_DAX_TARGET='sync --region 16MiB --reps 1 --duration 0.02 --pattern seq

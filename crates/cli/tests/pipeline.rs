@@ -31,6 +31,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
         "probe",
         &["chase-write", "--sizes", "1KiB..64KiB", "--count", "200"],
     ),
+    ("poly", &["--preset", "mini", "--kernels", "gemm,jacobi-2d"]),
     ("suite", &["basic"]),
     ("suite", &["table5"]),
     ("latency", &["--sizes", "64KiB,1MiB", "--samples", "500"]),

@@ -317,6 +317,28 @@ impl Gen {
                 );
             }
         }
+        for t in ["dram:4k", "dram:thp"] {
+            for (k, secs) in [
+                ("gemm", 1.0),
+                ("jacobi-2d", 2.0),
+                ("fdtd-2d", 3.0),
+                ("lu", 0.5),
+            ] {
+                let slower = if t.ends_with("4k") { 1.5 } else { 1.0 };
+                for (variant, f) in [("ref", 3.0), ("opt", 1.0)] {
+                    out.push(
+                        self.rec("poly", t, secs * f * slower)
+                            .param("kernel", k)
+                            .param("variant", variant)
+                            .param("preset", "medium")
+                            .param("problem_size", 600)
+                            .param("data_bytes", 8_640_000)
+                            .param("perf_counters", "unavailable: no PMU")
+                            .value("checksum", 4.6e8),
+                    );
+                }
+            }
+        }
         let mut cmp = self.rec("comparison", "-", 0.0);
         cmp.summary = None;
         cmp.metric = None;
@@ -443,6 +465,15 @@ fn every_figure_is_drawn_with_data_captions_flags_and_warnings() {
             fig.id()
         );
     }
+    let poly = section(&html, "poly");
+    assert!(
+        poly.contains("<th>dram:4k ref (s)</th><th>dram:4k opt (s)</th><th>ratio</th>"),
+        "poly: Table 1 layout"
+    );
+    // jacobi-2d on dram:4k: ref 9 s, opt 3 s, ratio 3.
+    assert!(
+        poly.contains("<td>jacobi-2d</td><td>8.2</td><td>9.000</td><td>3.000</td><td>3.00</td>")
+    );
     assert!(section(&html, "latency-working-set").contains("mixed-page-sizes"));
     assert!(
         section(&html, "latency-working-set").contains("L2 512 KiB"),
@@ -491,6 +522,7 @@ fn figures_without_data_are_absent() {
         "kmer",
         "loaded-latency",
         "read-after-persist",
+        "poly",
     ] {
         assert!(
             !html.contains(&format!("id=\"{id}\"")),

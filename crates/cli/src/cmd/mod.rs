@@ -12,6 +12,7 @@ mod latency;
 mod list;
 mod loaded;
 mod numa;
+mod poly;
 mod probe;
 mod quick;
 mod rap;
@@ -101,6 +102,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Numa(a) => numa::run(ctx, sink, a),
         Command::Fs(a) => fs::run(ctx, sink, a),
         Command::Fio(a) => fio::run(ctx, sink, a),
+        Command::Poly(a) => poly::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
         Command::App(a) => app::run(ctx, sink, a),
         Command::Kmer(_)

@@ -7,6 +7,7 @@ mod inst;
 mod kmer;
 mod latency;
 mod loaded;
+mod poly;
 mod rap;
 mod sync;
 
@@ -81,6 +82,7 @@ pub static FIGURES: &[&dyn Figure] = &[
     &kmer::KmerThroughput,
     &files::FileOpLatency,
     &files::FioBandwidth,
+    &poly::PolyKernels,
 ];
 
 /// The flag drawn on a figure comparing targets whose verified page sizes differ (seed

@@ -44,7 +44,11 @@ pub enum Preset {
     Medium,
     /// Larger arrays (hundreds of MiB for the quadratic kernels).
     Large,
-    /// The data sizes of seed 000 Table 1 (up to ~1.7 GB).
+    /// The data sizes of seed 000 Table 1 (49.5 to 1717 MiB per kernel): each kernel's n is
+    /// the one whose arrays come closest to its Table 1 "Data Size MB" (which is MiB:
+    /// gemm's 3 x 2000^2 doubles are 91.6). durbin keeps the large preset's n: its 1526 MB
+    /// in the seed are PolyBench 3.2's n x n work arrays, which this durbin does not have
+    /// (matching them with its three vectors would mean n = 6.7e7, O(n^2) work).
     Seed,
 }
 
@@ -142,22 +146,21 @@ impl Class {
             (Class::Cubic, Small) => 40,
             (Class::Cubic, Medium) => 600,
             (Class::Cubic, Large) => 1200,
-            (Class::Cubic, Seed) => 2000,
             (Class::Quadratic, Mini) => 20,
             (Class::Quadratic, Small) => 120,
             (Class::Quadratic, Medium) => 3000,
             (Class::Quadratic, Large) => 6000,
-            (Class::Quadratic, Seed) => 8000,
             (Class::Stencil, Mini) => 16,
             (Class::Stencil, Small) => 90,
             (Class::Stencil, Medium) => 2000,
             (Class::Stencil, Large) => 4000,
-            (Class::Stencil, Seed) => 8000,
             (Class::Quartic, Mini) => 8,
             (Class::Quartic, Small) => 20,
             (Class::Quartic, Medium) => 128,
             (Class::Quartic, Large) => 200,
-            (Class::Quartic, Seed) => 256,
+            // Seed sizes come from Table 1 (`Kernel::layout`); a kernel without one keeps
+            // the large size.
+            (class, Seed) => class.n(Large),
         }
     }
 }
@@ -190,6 +193,8 @@ pub struct Kernel {
     /// PolyBench's name for it.
     pub name: &'static str,
     class: Class,
+    /// Its data size in seed 000 Table 1, MiB (what [`Preset::Seed`] matches).
+    seed_mib: Option<f64>,
     arrays: fn(usize) -> Vec<usize>,
     init: fn(usize, &mut [&mut [f64]]),
     run: fn(usize, Variant, &mut [&mut [f64]]),
@@ -200,10 +205,42 @@ pub struct Kernel {
 impl Kernel {
     /// The arrays this kernel needs at a preset.
     pub fn layout(&self, p: Preset) -> Layout {
-        let n = self.class.n(p);
+        let n = match (p, self.seed_mib) {
+            (Preset::Seed, Some(mib)) => self.n_for_bytes((mib * f64::from(1 << 20)) as usize),
+            _ => self.class.n(p),
+        };
         Layout {
             n,
             arrays: (self.arrays)(n),
+        }
+    }
+
+    /// Its data size in seed 000 Table 1, in bytes, where [`Preset::Seed`] matches it.
+    pub fn seed_bytes(&self) -> Option<u64> {
+        self.seed_mib.map(|m| (m * f64::from(1 << 20)) as u64)
+    }
+
+    /// The n whose arrays come closest to `bytes` (every layout grows with n).
+    fn n_for_bytes(&self, bytes: usize) -> usize {
+        let size = |n: usize| (self.arrays)(n).iter().sum::<usize>() * size_of::<f64>();
+        // The largest n at or below the target, by bisection, then it or the next one.
+        let (mut lo, mut hi) = (1usize, 1usize);
+        while size(hi) <= bytes {
+            lo = hi;
+            hi *= 2;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if size(mid) <= bytes {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        if bytes - size(lo).min(bytes) <= size(lo + 1) - bytes {
+            lo
+        } else {
+            lo + 1
         }
     }
 
@@ -279,6 +316,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "gemm",
         class: Class::Cubic,
+        seed_mib: Some(91.6),
         arrays: blas::three_sq,
         init: blas::init_all,
         run: blas::gemm,
@@ -287,6 +325,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "3mm",
         class: Class::Cubic,
+        seed_mib: Some(120.2),
         arrays: blas::seven_sq,
         init: blas::init_all,
         run: blas::three_mm,
@@ -295,6 +334,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "2mm",
         class: Class::Cubic,
+        seed_mib: Some(85.8),
         arrays: blas::five_sq,
         init: blas::init_all,
         run: blas::two_mm,
@@ -303,6 +343,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "correlation",
         class: Class::Cubic,
+        seed_mib: Some(137.4),
         arrays: stats::layout,
         init: stats::init,
         run: stats::correlation,
@@ -311,6 +352,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "covariance",
         class: Class::Cubic,
+        seed_mib: Some(49.5),
         arrays: stats::layout,
         init: stats::init,
         run: stats::covariance,
@@ -319,6 +361,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "mvt",
         class: Class::Quadratic,
+        seed_mib: Some(1717.1),
         arrays: blas::mvt_layout,
         init: blas::init_all,
         run: blas::mvt,
@@ -327,6 +370,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "gemver",
         class: Class::Quadratic,
+        seed_mib: Some(1717.4),
         arrays: blas::gemver_layout,
         init: blas::init_all,
         run: blas::gemver,
@@ -335,6 +379,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "jacobi-1d",
         class: Class::Quadratic,
+        seed_mib: Some(152.6),
         arrays: stencil::jacobi1d_layout,
         init: blas::init_all,
         run: stencil::jacobi_1d,
@@ -343,6 +388,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "doitgen",
         class: Class::Quartic,
+        seed_mib: Some(512.5),
         arrays: blas::doitgen_layout,
         init: blas::init_all,
         run: blas::doitgen,
@@ -351,6 +397,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "gramschmidt",
         class: Class::Cubic,
+        seed_mib: Some(91.6),
         arrays: solver::gramschmidt_layout,
         init: solver::gramschmidt_init,
         run: solver::gramschmidt,
@@ -359,6 +406,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "fdtd-2d",
         class: Class::Stencil,
+        seed_mib: Some(1464.8),
         arrays: stencil::fdtd_layout,
         init: blas::init_all,
         run: stencil::fdtd_2d,
@@ -367,6 +415,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "syrk",
         class: Class::Cubic,
+        seed_mib: Some(61.0),
         arrays: blas::two_sq,
         init: blas::init_all,
         run: blas::syrk,
@@ -375,6 +424,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "jacobi-2d",
         class: Class::Stencil,
+        seed_mib: Some(976.6),
         arrays: stencil::two_grids,
         init: blas::init_all,
         run: stencil::jacobi_2d,
@@ -383,6 +433,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "syr2k",
         class: Class::Cubic,
+        seed_mib: Some(91.6),
         arrays: blas::three_sq,
         init: blas::init_all,
         run: blas::syr2k,
@@ -391,6 +442,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "symm",
         class: Class::Cubic,
+        seed_mib: Some(91.6),
         arrays: blas::three_sq,
         init: blas::init_all,
         run: blas::symm,
@@ -399,6 +451,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "dynprog",
         class: Class::Cubic,
+        seed_mib: Some(245.4),
         arrays: medley::dynprog_layout,
         init: blas::init_all,
         run: medley::dynprog,
@@ -407,6 +460,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "durbin",
         class: Class::Quadratic,
+        seed_mib: None,
         arrays: solver::durbin_layout,
         init: solver::durbin_init,
         run: solver::durbin,
@@ -415,6 +469,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "seidel-2d",
         class: Class::Stencil,
+        seed_mib: Some(190.7),
         arrays: stencil::one_grid,
         init: blas::init_all,
         run: stencil::seidel_2d,
@@ -423,6 +478,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "trisolv",
         class: Class::Quadratic,
+        seed_mib: Some(1716.8),
         arrays: solver::trisolv_layout,
         init: solver::lower_init,
         run: solver::trisolv,
@@ -431,6 +487,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "cholesky",
         class: Class::Cubic,
+        seed_mib: Some(122.1),
         arrays: solver::one_sq,
         init: solver::spd_init,
         run: solver::cholesky,
@@ -439,6 +496,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "lu",
         class: Class::Cubic,
+        seed_mib: Some(122.1),
         arrays: solver::one_sq,
         init: solver::spd_init,
         run: solver::lu,
@@ -447,6 +505,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "reg_detect",
         class: Class::Stencil,
+        seed_mib: Some(381.6),
         arrays: medley::reg_layout,
         init: blas::init_all,
         run: medley::reg_detect,

@@ -86,3 +86,38 @@ fn presets_parse_and_reject() {
             .contains("unknown preset")
     );
 }
+
+#[test]
+fn the_seed_preset_matches_table_1s_data_sizes() {
+    for k in KERNELS {
+        let got = k.layout(Preset::Seed).bytes() as f64;
+        match k.seed_bytes() {
+            Some(want) => {
+                let rel = (got - want as f64).abs() / want as f64;
+                assert!(rel < 0.01, "{}: {got} bytes vs Table 1's {want}", k.name);
+            }
+            None => assert_eq!(
+                k.layout(Preset::Seed),
+                k.layout(Preset::Large),
+                "{}",
+                k.name
+            ),
+        }
+    }
+    // gemm: Table 1's 91.6 MB are 3 x 2000^2 doubles (to the rounding of 91.6).
+    let n = find("gemm").unwrap().layout(Preset::Seed).n;
+    assert!((1999..=2001).contains(&n), "{n}");
+    assert!(KERNELS.iter().filter(|k| k.seed_bytes().is_none()).count() == 1);
+}
+
+#[test]
+fn presets_grow() {
+    for k in KERNELS {
+        let sizes: Vec<usize> = Preset::ALL.iter().map(|&p| k.layout(p).bytes()).collect();
+        assert!(
+            sizes.windows(2).take(3).all(|w| w[0] < w[1]),
+            "{}: {sizes:?}",
+            k.name
+        );
+    }
+}
