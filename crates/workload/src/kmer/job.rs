@@ -257,6 +257,15 @@ impl Report {
         self.inserts as f64 / self.phases.insert.as_secs_f64().max(1e-9) / 1e6
     }
 
+    /// Flushes and fences a persistent table issued per insert (every flush and fence of
+    /// the run, header and genome bookkeeping included, over [`inserts`](Self::inserts));
+    /// `None` for a volatile table.
+    pub fn persist_per_insert(&self) -> Option<(f64, f64)> {
+        let (flushes, fences) = self.table.persist?;
+        let n = self.inserts.max(1) as f64;
+        Some((flushes as f64 / n, fences as f64 / n))
+    }
+
     /// Size of a named set.
     pub fn set(&self, name: &str) -> Option<u64> {
         self.sets.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)

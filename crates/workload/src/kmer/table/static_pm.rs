@@ -41,6 +41,7 @@
 
 use super::{
     Create, Entry, GenomeId, Inserted, KmerTable, TableError, TableFacts, TableKind, TableRequest,
+    Unpersisted,
 };
 use crate::kmer::encode::Kmer;
 use pmscope_core::record::TargetRecord;
@@ -78,7 +79,7 @@ const COUNT_MASK: u64 = u32::MAX as u64;
 /// The most genomes a table can count (the width of the tag field).
 pub const MAX_GENOMES: u64 = TAG_MASK;
 /// The load a new pool is sized for (quadratic probing stays short below it).
-pub const TARGET_LOAD: f64 = 0.5;
+pub const TARGET_LOAD: f64 = 0.7;
 /// The load `reserve` refuses to exceed: the table cannot grow.
 pub const MAX_LOAD: f64 = 0.9;
 
@@ -207,6 +208,8 @@ pub struct StaticPm<const W: usize, M: PersistentWords> {
     distinct: AtomicU64,
     recovery: Recovery,
     bug: Option<Bug>,
+    /// Words between the header and slot 0: 0, except in [`Bug::CommitOnOtherLine`].
+    offset: usize,
 }
 
 /// Deliberate ordering bugs, for proving that the crash-image checker catches them. Never
@@ -220,6 +223,21 @@ pub enum Bug {
     MissingFence,
     /// Updates the count with two stores (tag, then count) instead of one atomic store.
     TornCount,
+    /// Slots start half a line off, so the commit word (meta) lies on another cache line
+    /// than the key; both lines are flushed, but with no fence between the key's write-back
+    /// and the commit.
+    CommitOnOtherLine,
+}
+
+impl Bug {
+    /// Words between the header and slot 0 in the layout this bug writes.
+    fn offset(bug: Option<Bug>) -> usize {
+        if bug == Some(Bug::CommitOnOtherLine) {
+            SLOT_WORDS / 2
+        } else {
+            0
+        }
+    }
 }
 
 impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
@@ -247,6 +265,18 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     /// then recovers (clears cut-short inserts) and counts what it holds. Nothing is
     /// written unless the header matched.
     pub fn open(mem: M, what: &str, k: Option<usize>, inputs: Option<u64>) -> Result<Self, String> {
+        Self::open_with(mem, what, k, inputs, None)
+    }
+
+    /// `open`, for a pool a table with `bug` wrote (checker tests only).
+    #[doc(hidden)]
+    pub fn open_with(
+        mem: M,
+        what: &str,
+        k: Option<usize>,
+        inputs: Option<u64>,
+        bug: Option<Bug>,
+    ) -> Result<Self, String> {
         let header = read_header(&mem, what)?;
         if let Some(k) = k
             && k != header.k
@@ -263,14 +293,18 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                 "{what} is counting other genomes; resume it with the genomes it was created for, or name a new pool"
             ));
         }
-        let recovery = recover(&mem, &header);
+        let recovery = recover(&mem, &header, Bug::offset(bug));
         if recovery.corrupt > 0 {
             return Err(format!(
                 "{what} has {} slots that break the table's invariants; it was left as it is",
                 recovery.corrupt
             ));
         }
-        Ok(Self::with(mem, header, recovery))
+        let t = Self::with(mem, header, recovery);
+        Ok(match bug {
+            Some(b) => t.with_bug(b),
+            None => t,
+        })
     }
 
     fn with(mem: M, header: Header, recovery: Recovery) -> Self {
@@ -284,6 +318,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
             header,
             recovery,
             bug: None,
+            offset: 0,
         }
     }
 
@@ -291,14 +326,39 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     #[doc(hidden)]
     pub fn with_bug(mut self, bug: Bug) -> Self {
         self.bug = Some(bug);
+        self.offset = Bug::offset(Some(bug));
         self
     }
 
     fn durable(&self, at: usize) {
         self.mem.flush(at);
+        self.fence();
+    }
+
+    fn fence(&self) {
         if self.bug != Some(Bug::MissingFence) {
             self.mem.fence();
         }
+    }
+
+    /// Records the lines a write to the slot at `base` dirtied.
+    #[inline(always)]
+    fn dirtied(&self, base: usize, unpersisted: &mut Unpersisted) {
+        if self.offset != 0 {
+            // The bug's key line, flushed with the commit's but not fenced before it.
+            unpersisted.push(base);
+        }
+        unpersisted.push(base + META);
+    }
+
+    /// Writes back every line in `unpersisted`, then one fence: the group is durable.
+    pub fn persist_group(&self, unpersisted: &mut Unpersisted) {
+        if unpersisted.is_empty() {
+            return;
+        }
+        self.mem.flush_all(unpersisted.words());
+        self.fence();
+        unpersisted.clear();
     }
 
     /// The header.
@@ -335,8 +395,8 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     }
 
     #[inline(always)]
-    fn base(slot: usize) -> usize {
-        HEADER_WORDS + slot * SLOT_WORDS
+    fn base(&self, slot: usize) -> usize {
+        HEADER_WORDS + self.offset + slot * SLOT_WORDS
     }
 
     #[inline(always)]
@@ -365,7 +425,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
         let mask = self.header.capacity - 1;
         let mut i = self.start(hash);
         for step in 1..=self.header.capacity {
-            let base = Self::base(i);
+            let base = self.base(i);
             let mut m = self.mem.load(base + META);
             if m == 0 {
                 return Err(());
@@ -381,15 +441,33 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
         Err(())
     }
 
-    /// Adds `kmer` for `genome` (see the module comment for the persistence order).
+    /// Adds `kmer` for `genome` and makes it durable (one flush, one fence) before it
+    /// returns.
     pub fn insert_kmer(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted {
+        let mut one = Unpersisted::default();
+        let done = self.insert_later(kmer, hash, genome, &mut one);
+        self.persist_group(&mut one);
+        done
+    }
+
+    /// Adds `kmer` for `genome` and records in `unpersisted` the line to write back; it is
+    /// durable (acknowledged) once [`persist_group`](Self::persist_group) returns (see the
+    /// module comment for the persistence order).
+    #[inline]
+    pub fn insert_later(
+        &self,
+        kmer: &Kmer<W>,
+        hash: u64,
+        genome: GenomeId,
+        unpersisted: &mut Unpersisted,
+    ) -> Inserted {
         debug_assert!(genome as u64 <= TAG_MASK && genome > 0);
         let tag = (genome as u64) << TAG_SHIFT;
         let mask = self.header.capacity - 1;
         let mut i = self.start(hash);
         let mut step = 0;
         loop {
-            let base = Self::base(i);
+            let base = self.base(i);
             let at = base + META;
             let mut m = self.mem.load(at);
             if m == 0 {
@@ -407,7 +485,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                         if !publish_first {
                             self.mem.store(at, VALID | tag | 1);
                         }
-                        self.durable(at);
+                        self.dirtied(base, unpersisted);
                         return Inserted::New;
                     }
                     Err(current) => m = current,
@@ -426,12 +504,12 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                         // The tag and the count as two separate stores.
                         self.mem.store(at, counted);
                         self.mem.store(at, counted + 1);
-                        self.durable(at);
+                        self.dirtied(base, unpersisted);
                         return Inserted::Counted;
                     }
                     match self.mem.compare_exchange(at, m, counted + 1) {
                         Ok(_) => {
-                            self.durable(at);
+                            self.dirtied(base, unpersisted);
                             return Inserted::Counted;
                         }
                         Err(current) => m = current,
@@ -447,7 +525,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
 
     /// The published k-mer in `slot`, if any.
     pub fn slot_entry(&self, slot: usize) -> Option<(Kmer<W>, Entry)> {
-        let base = Self::base(slot);
+        let base = self.base(slot);
         let m = self.mem.load(base + META);
         if m & VALID == 0 {
             return None;
@@ -468,10 +546,10 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
 }
 
 /// Scans every slot: clears claimed-but-unpublished slots, counts and checks the rest.
-fn recover<M: PersistentWords>(mem: &M, h: &Header) -> Recovery {
+fn recover<M: PersistentWords>(mem: &M, h: &Header, offset: usize) -> Recovery {
     let mut r = Recovery::default();
     for slot in 0..h.capacity {
-        let base = HEADER_WORDS + slot * SLOT_WORDS;
+        let base = HEADER_WORDS + offset + slot * SLOT_WORDS;
         let m = mem.load(base + META);
         if m == 0 {
             continue;
@@ -504,11 +582,26 @@ fn recover<M: PersistentWords>(mem: &M, h: &Header) -> Recovery {
 impl<const W: usize, M: PersistentWords + PoolInfo> KmerTable<W> for StaticPm<W, M> {
     #[inline(always)]
     fn prefetch(&self, hash: u64) {
-        self.mem.prefetch(Self::base(self.start(hash)));
+        self.mem.prefetch(self.base(self.start(hash)));
     }
 
     fn insert(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted {
         self.insert_kmer(kmer, hash, genome)
+    }
+
+    #[inline(always)]
+    fn insert_deferred(
+        &self,
+        kmer: &Kmer<W>,
+        hash: u64,
+        genome: GenomeId,
+        unpersisted: &mut Unpersisted,
+    ) -> Inserted {
+        self.insert_later(kmer, hash, genome, unpersisted)
+    }
+
+    fn persist_deferred(&self, unpersisted: &mut Unpersisted) {
+        self.persist_group(unpersisted);
     }
 
     fn get(&self, kmer: &Kmer<W>, hash: u64) -> Option<Entry> {
@@ -640,6 +733,15 @@ impl PersistentWords for PoolWords {
         self.persister.flush_word(&self.words()[i]);
     }
     #[inline]
+    fn flush_all(&self, words: &[usize]) {
+        // Counted once for the group: a locked add between write-backs would wait for them.
+        self.counts.flushes(words.len() as u64);
+        let all = self.words();
+        for &i in words {
+            self.persister.flush_word(&all[i]);
+        }
+    }
+    #[inline]
     fn fence(&self) {
         self.counts.fence();
         self.persister.fence_words(self.words());
@@ -740,7 +842,7 @@ pub fn check_pool(
         counts: PersistCounts::default(),
     };
     let header = read_header(&probe, &what).map_err(TableError::Refused)?;
-    let recovery = recover(&probe, &header);
+    let recovery = recover(&probe, &header, 0);
     if recovery.corrupt > 0 {
         return Err(TableError::Refused(format!(
             "{what} has {} slots that break the table's invariants",
