@@ -53,8 +53,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "PMSCKMER" little-endian: the first word of every pool.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PMSCKMER");
-/// The slot and header layout this code reads and writes.
-pub const LAYOUT_VERSION: u64 = 1;
+/// The slot and header layout this code reads and writes (2: the genome fingerprint is
+/// [`Fnv1a`], stable across toolchains; version 1 used the standard library's unspecified
+/// hasher).
+pub const LAYOUT_VERSION: u64 = 2;
 /// Words of the header page.
 pub const HEADER_WORDS: usize = 512;
 /// Words per slot (one cache line).
@@ -83,16 +85,45 @@ pub const TARGET_LOAD: f64 = 0.7;
 /// The load `reserve` refuses to exceed: the table cannot grow.
 pub const MAX_LOAD: f64 = 0.9;
 
-/// The checksum of the immutable header words (FNV-1a over their bytes).
-pub fn header_checksum(words: &[u64]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100_0000_01b3);
-        }
+/// FNV-1a, 64 bits (Fowler, Noll, Vo; offset basis 0xcbf29ce484222325, prime
+/// 0x100000001b3): a specified hash, so that what a pool stores (the header checksum, the
+/// genome fingerprint) means the same to every build of pmscope.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
     }
-    h
+}
+
+impl Fnv1a {
+    /// Hashes `bytes` in.
+    pub fn bytes(mut self, bytes: &[u8]) -> Self {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x100_0000_01b3);
+        }
+        self
+    }
+
+    /// Hashes `x` in as 8 little-endian bytes.
+    pub fn word(self, x: u64) -> Self {
+        self.bytes(&x.to_le_bytes())
+    }
+
+    /// The hash.
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+/// The checksum of the immutable header words (FNV-1a over their little-endian bytes).
+pub fn header_checksum(words: &[u64]) -> u64 {
+    words
+        .iter()
+        .fold(Fnv1a::default(), |h, &w| h.word(w))
+        .finish()
 }
 
 fn strategy_code(s: PersistStrategy) -> u64 {
@@ -128,7 +159,7 @@ pub fn read_header<M: PersistentWords>(mem: &M, what: &str) -> Result<Header, St
     let version = mem.load(H_VERSION);
     if version != LAYOUT_VERSION {
         return Err(format!(
-            "{what} has pool layout version {version}, this pmscope reads version {LAYOUT_VERSION}"
+            "{what} has pool layout version {version}, but this pmscope reads only version {LAYOUT_VERSION}; count into a new pool"
         ));
     }
     let fixed: Vec<u64> = (0..H_CHECKSUM).map(|i| mem.load(i)).collect();
@@ -850,4 +881,38 @@ pub fn check_pool(
         )));
     }
     Ok((header, recovery))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fnv1a;
+    use crate::kmer::job::fingerprint;
+    use crate::kmer::read::{Genome, GenomeStats};
+
+    #[test]
+    fn fnv1a_matches_the_published_test_vectors() {
+        let h = |s: &[u8]| Fnv1a::default().bytes(s).finish();
+        assert_eq!(h(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(h(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(h(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn the_genome_fingerprint_is_the_specified_one() {
+        let genome = |name: &str, bases, kmers| Genome {
+            name: name.into(),
+            path: name.into(),
+            contigs: Vec::new(),
+            seq: Vec::new(),
+            stats: GenomeStats {
+                bases,
+                kmers,
+                ..GenomeStats::default()
+            },
+        };
+        // Computed independently (Python) from the encoding `fingerprint` documents: a pool
+        // written by any build of pmscope must keep matching its genomes.
+        let genomes = [genome("E_coli_K12", 4_641_652, 4_641_622), genome("b", 25, 19)];
+        assert_eq!(fingerprint(&genomes), 0xfd77_4660_1416_eb64);
+    }
 }
