@@ -16,17 +16,35 @@
 //! ```
 //!
 //! Insert of a new k-mer: CAS meta 0 → CLAIMED, store the key words, store meta = VALID |
-//! tag | 1, then **one flush of the slot's line and one fence**. Counting a k-mer for a new
-//! genome: one CAS of meta (tag and count together), **one flush, one fence**. A repeat
-//! (the genome already counted it): nothing. So a new or counted k-mer costs 1 flush and 1
-//! fence, a repeat 0, and a genome adds one flush and fence for the resume word.
+//! tag | 1. Counting a k-mer for a new genome: one CAS of meta (tag and count together). A
+//! repeat (the genome already counted it): nothing. Persistence is grouped per thread
+//! ([`Unpersisted`]): a write records its slot's line, and every
+//! [`Unpersisted::BATCH`] written lines (and at the end of the thread's share of a genome)
+//! the thread writes back every recorded line and issues **one fence**. So a new or
+//! counted k-mer costs **1 flush**, a repeat 0, a group of up to 256 written lines **1
+//! fence**, and a genome adds 1 flush and 1 fence for the resume word (the count output
+//! and record give the measured flushes and fences per insert).
 //!
-//! Why one flush suffices for a new slot: key and meta share one cache line, and stores to
-//! one line reach memory in program order (x86-TSO keeps them in order in the store buffer
-//! and the line is written back whole), so whatever part of the line persists early is a
-//! *prefix* of [claim, keys..., publish]: a persisted VALID meta implies persisted keys.
-//! Recovery treats CLAIMED-without-VALID as empty and clears it. The fence after the flush
-//! is what makes the insert *acknowledged*: once `insert` returns, the k-mer survives.
+//! Why one flush per slot and no fence inside the group: key and meta share one cache
+//! line, and stores to one line reach memory in program order (x86-TSO keeps them in order
+//! in the store buffer and the line is written back whole), so whatever part of the line
+//! persists early is a *prefix* of [claim, keys..., publish]: a persisted VALID meta
+//! implies persisted keys, whatever other lines do. No invariant relates two slots, so
+//! slots need no order among themselves. Recovery treats CLAIMED-without-VALID as empty
+//! and clears it. Why the write-backs wait for the end of the group: a locked instruction
+//! (the next insert's CAS) orders earlier `clwb`s like a fence, so flushing as we go would
+//! cost a drain per insert; grouped, the CASes of a group come first, then its write-backs,
+//! which the one fence drains together.
+//!
+//! *Acknowledged*: an insert is acknowledged when the `persist_deferred` (fence) of the
+//! group holding it has returned ([`insert_kmer`](StaticPm::insert_kmer) is a group of
+//! one); a genome is acknowledged when [`complete`](StaticPm::complete) has returned,
+//! which the job calls only after every worker persisted its last group. After a crash,
+//! every acknowledged insert is in the pool; an unacknowledged one may or may not be, and
+//! counts never exceed the truth because each genome sets its tag with the count in one
+//! store. The job resumes after the last acknowledged genome, re-inserting the one in
+//! progress: its already persisted counts carry its tag and are repeats.
+//!
 //! The count update is a single 8-byte store, never torn. The header is written with its
 //! magic last (flush, fence, then magic, flush, fence), so a torn creation never looks like
 //! a pool.
@@ -81,7 +99,7 @@ const COUNT_MASK: u64 = u32::MAX as u64;
 /// The most genomes a table can count (the width of the tag field).
 pub const MAX_GENOMES: u64 = TAG_MASK;
 /// The load a new pool is sized for (quadratic probing stays short below it).
-pub const TARGET_LOAD: f64 = 0.7;
+pub const TARGET_LOAD: f64 = 0.5;
 /// The load `reserve` refuses to exceed: the table cannot grow.
 pub const MAX_LOAD: f64 = 0.9;
 
@@ -912,7 +930,10 @@ mod tests {
         };
         // Computed independently (Python) from the encoding `fingerprint` documents: a pool
         // written by any build of pmscope must keep matching its genomes.
-        let genomes = [genome("E_coli_K12", 4_641_652, 4_641_622), genome("b", 25, 19)];
+        let genomes = [
+            genome("E_coli_K12", 4_641_652, 4_641_622),
+            genome("b", 25, 19),
+        ];
         assert_eq!(fingerprint(&genomes), 0xfd77_4660_1416_eb64);
     }
 }
