@@ -29,6 +29,13 @@ pub trait PersistentWords: Sync {
     fn compare_exchange(&self, i: usize, old: u64, new: u64) -> Result<u64, u64>;
     /// Writes back the cache line holding word `i` (no ordering by itself).
     fn flush(&self, i: usize);
+    /// Writes back the lines holding each of `words` (no ordering by itself): one call for a
+    /// group, so an implementation can count them at once.
+    fn flush_all(&self, words: &[usize]) {
+        for &w in words {
+            self.flush(w);
+        }
+    }
     /// Orders every earlier flush before every later store: flushed lines are durable.
     fn fence(&self);
     /// Starts loading word `i` into the cache (a hint; no effect on durability).
@@ -47,6 +54,11 @@ impl PersistCounts {
     #[inline]
     pub fn flush(&self) {
         self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts `n` flushes.
+    #[inline]
+    pub fn flushes(&self, n: u64) {
+        self.flushes.fetch_add(n, Ordering::Relaxed);
     }
     /// Counts one fence.
     #[inline]

@@ -358,6 +358,15 @@ fn to_record(ctx: &Context, r: &Report) -> Record {
     for (name, n) in &r.sets {
         rec = rec.value(&format!("{name}_kmers"), *n as f64);
     }
+    if let (Some((flushes, fences)), Some((per_flush, per_fence))) =
+        (r.table.persist, r.persist_per_insert())
+    {
+        rec = rec
+            .value("persist_flushes", flushes as f64)
+            .value("persist_fences", fences as f64)
+            .value("flushes_per_insert", per_flush)
+            .value("fences_per_insert", per_fence);
+    }
     if !r.histogram.is_empty() {
         rec = rec.param("genome_count_histogram", r.histogram.clone());
     }
@@ -527,6 +536,9 @@ fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
             .map(|b| Bytes(b).human())
             .unwrap_or_else(|| "unknown".into())
     );
+    if let Some((flushes, fences)) = r.persist_per_insert() {
+        s += &format!("\n{flushes:.3} flushes and {fences:.5} fences per insert");
+    }
     if let Some(o) = output.filter(|o| *o != Path::new("-")) {
         s += &format!(
             "\n{} k-mers written to {}",

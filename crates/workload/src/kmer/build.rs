@@ -14,7 +14,7 @@
 use super::encode::{Kmer, for_each_kmer};
 use super::filter::HashFilter;
 use super::read::Genome;
-use super::table::{Entry, GenomeId, Inserted, KmerTable};
+use super::table::{Entry, GenomeId, Inserted, KmerTable, Unpersisted};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_runner::pin::{PinError, run_pinned};
 use std::sync::Mutex;
@@ -229,8 +229,11 @@ impl<const W: usize> Buckets<W> {
     /// many were new (insert) or found (mark).
     fn flush<T: KmerTable<W>>(&mut self, table: &T, action: Action) -> u64 {
         let mut count = 0u64;
+        let mut unpersisted = Unpersisted::default();
         let mut apply = |kmer: &Kmer<W>, hash: u64| match action {
-            Action::Insert(id) => count += u64::from(table.insert(kmer, hash, id) == Inserted::New),
+            Action::Insert(id) => {
+                count += u64::from(insert_grouped(table, kmer, hash, id, &mut unpersisted))
+            }
             Action::Mark => count += u64::from(table.mark(kmer, hash).is_some()),
         };
         let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
@@ -244,6 +247,7 @@ impl<const W: usize> Buckets<W> {
             bucket.clear();
         }
         ring.drain(|(k, h)| apply(&k, h));
+        table.persist_deferred(&mut unpersisted);
         self.held = 0;
         count
     }
@@ -312,16 +316,18 @@ impl<const W: usize> Driver<W> {
     ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
         let (counts, placements) = self.workers.run(|w| {
             let mut count = 0u64;
+            let mut unpersisted = Unpersisted::default();
             for &(a, b) in &parts[w] {
                 walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
                     count += match action {
                         Action::Insert(id) => {
-                            u64::from(table.insert(kmer, hash, id) == Inserted::New)
+                            u64::from(insert_grouped(table, kmer, hash, id, &mut unpersisted))
                         }
                         Action::Mark => u64::from(table.mark(kmer, hash).is_some()),
                     };
                 });
             }
+            table.persist_deferred(&mut unpersisted);
             if let Action::Insert(_) = action {
                 table.add_distinct(count);
             }
@@ -386,6 +392,23 @@ impl<const W: usize> Driver<W> {
     }
 }
 
+/// Inserts `kmer` with group persistence: every [`Unpersisted::BATCH`] written lines, the
+/// thread's group is made durable with one fence. Whether the k-mer was new.
+#[inline(always)]
+fn insert_grouped<const W: usize, T: KmerTable<W>>(
+    table: &T,
+    kmer: &Kmer<W>,
+    hash: u64,
+    genome: GenomeId,
+    unpersisted: &mut Unpersisted,
+) -> bool {
+    let new = table.insert_deferred(kmer, hash, genome, unpersisted) == Inserted::New;
+    if unpersisted.full() {
+        table.persist_deferred(unpersisted);
+    }
+    new
+}
+
 /// Inserts lists of k-mers (one list per worker) as genome 1, with prefetches in flight.
 pub fn insert_kmers<const W: usize, T: KmerTable<W>>(
     table: &T,
@@ -394,9 +417,10 @@ pub fn insert_kmers<const W: usize, T: KmerTable<W>>(
 ) -> Result<u64, PinError> {
     let (news, _) = workers.run(|w| {
         let mut new = 0u64;
+        let mut unpersisted = Unpersisted::default();
         let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
         let mut apply = |x: &Kmer<W>, h: u64| {
-            new += u64::from(table.insert(x, h, 1) == Inserted::New);
+            new += u64::from(insert_grouped(table, x, h, 1, &mut unpersisted));
         };
         for list in parts.iter().skip(w).step_by(workers.len()) {
             for x in list {
@@ -408,6 +432,7 @@ pub fn insert_kmers<const W: usize, T: KmerTable<W>>(
             }
         }
         ring.drain(|(y, hy)| apply(&y, hy));
+        table.persist_deferred(&mut unpersisted);
         table.add_distinct(new);
         new
     })?;

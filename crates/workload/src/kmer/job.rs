@@ -257,6 +257,15 @@ impl Report {
         self.inserts as f64 / self.phases.insert.as_secs_f64().max(1e-9) / 1e6
     }
 
+    /// Flushes and fences a persistent table issued per insert (every flush and fence of
+    /// the run, header and genome bookkeeping included, over [`inserts`](Self::inserts));
+    /// `None` for a volatile table.
+    pub fn persist_per_insert(&self) -> Option<(f64, f64)> {
+        let (flushes, fences) = self.table.persist?;
+        let n = self.inserts.max(1) as f64;
+        Some((flushes as f64 / n, fences as f64 / n))
+    }
+
     /// Size of a named set.
     pub fn set(&self, name: &str) -> Option<u64> {
         self.sets.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
@@ -306,14 +315,20 @@ fn read_all(files: &[PathBuf], split: Split, k: usize) -> Result<Vec<Genome>, Re
 }
 
 /// Identifies the inserted genomes (names, sizes, k-mer counts), so a pool reopened for
-/// another job is refused.
-fn fingerprint(left: &[Genome]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    for g in left {
-        (&g.name, g.stats.bases, g.stats.kmers, g.stats.skipped_kmers).hash(&mut h);
-    }
-    h.finish()
+/// another job is refused. A specified encoding and hash, stable across builds: FNV-1a 64
+/// over, per genome, the name's length and bytes, then bases, k-mers and skipped k-mers,
+/// each an 8-byte little-endian word.
+pub fn fingerprint(left: &[Genome]) -> u64 {
+    use super::table::static_pm::Fnv1a;
+    left.iter()
+        .fold(Fnv1a::default(), |h, g| {
+            h.word(g.name.len() as u64)
+                .bytes(g.name.as_bytes())
+                .word(g.stats.bases)
+                .word(g.stats.kmers)
+                .word(g.stats.skipped_kmers)
+        })
+        .finish()
 }
 
 /// What the phases share: the job, its thread pool and its pinned workers.

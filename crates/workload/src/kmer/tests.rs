@@ -305,6 +305,17 @@ fn static_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     assert!(m.contains("corrupt header (checksum mismatch)"), "{m}");
     assert_eq!(file_digest(&pool), digest);
 
+    // A pool of the previous layout (version 1): refused in one sentence, unchanged.
+    let mut old = before.1.clone();
+    old[8..16].copy_from_slice(&1u64.to_le_bytes());
+    std::fs::write(&pool, &old).unwrap();
+    let m = refusal(&j);
+    assert!(
+        m.ends_with("has pool layout version 1, but this pmscope reads only version 2; count into a new pool"),
+        "{m}"
+    );
+    assert_eq!(std::fs::read(&pool).unwrap(), old);
+
     // Truncated: the header promises more slots than the file holds.
     std::fs::write(&pool, &before.1[..2 * 4096]).unwrap();
     let digest = file_digest(&pool);

@@ -1,16 +1,19 @@
 //! The crash-image checker of the static-pm table: every store, flush and fence of long
-//! insert streams (the table's real code, through the `PersistentWords` seam) is replayed
-//! through `pmscope_persist::shadow::CrashModel`; at every operation boundary every crash
-//! image is enumerated, recovered and checked:
+//! insert streams (the table's real code, through the `PersistentWords` seam, with group
+//! persistence as the job drives it: inserts in groups, one `persist_group` per group) is
+//! replayed through `pmscope_persist::shadow::CrashModel`; at every operation boundary
+//! (every store, flush and fence) every crash image is enumerated, recovered and checked:
 //!
 //! * the pool opens: every slot is empty or a complete, valid entry (recovery clears
 //!   inserts cut short and refuses broken invariants);
 //! * every published key is one that was inserted, with a count no higher than the number
 //!   of genomes that had started inserting it;
-//! * no acknowledged insert is lost (count at least the acknowledged genomes);
+//! * no acknowledged insert is lost (count at least the acknowledged genomes): an insert
+//!   is acknowledged when the `persist_group` of its group has returned;
 //! * resuming after the last completed genome, as `pmscope kmer` does, ends with exactly
 //!   the counts of an uninterrupted run.
 
+use super::Unpersisted;
 use super::static_pm::{Bug, HEADER_WORDS, SLOT_WORDS, StaticPm};
 use crate::kmer::encode::Kmer;
 use pmscope_persist::PersistStrategy;
@@ -37,6 +40,10 @@ fn stream(seed: u64, genomes: usize, per_genome: usize, distinct: u64) -> Vec<Ve
         })
         .collect()
 }
+
+/// Words of the model memory: the pool, plus a line for the misaligned slots of
+/// [`Bug::CommitOnOtherLine`].
+const WORDS: usize = HEADER_WORDS + CAPACITY * SLOT_WORDS + SLOT_WORDS;
 
 fn table(mem: ShadowWords, bug: Option<Bug>) -> StaticPm<1, ShadowWords> {
     let t = StaticPm::format(mem, K, CAPACITY, PersistStrategy::Clwb, 0);
@@ -74,10 +81,15 @@ struct Checked {
     images: u64,
 }
 
-fn show(image: &[u64]) -> String {
+fn show(image: &[u64], bug: Option<Bug>) -> String {
+    let offset = if bug == Some(Bug::CommitOnOtherLine) {
+        SLOT_WORDS / 2
+    } else {
+        0
+    };
     let mut s = String::new();
     for slot in 0..CAPACITY {
-        let b = HEADER_WORDS + slot * SLOT_WORDS;
+        let b = HEADER_WORDS + offset + slot * SLOT_WORDS;
         if image[b..b + SLOT_WORDS].iter().any(|&w| w != 0) {
             s += &format!("\n  slot {slot}: {:x?}", &image[b..b + SLOT_WORDS]);
         }
@@ -86,21 +98,28 @@ fn show(image: &[u64]) -> String {
     s
 }
 
-/// Runs `genomes` through a table with `bug`, then checks every crash image at every
-/// operation boundary. Err: the first failing crash image, shown.
-fn check(genomes: &[Vec<Kmer<1>>], bug: Option<Bug>) -> Result<Checked, String> {
-    let words = HEADER_WORDS + CAPACITY * SLOT_WORDS;
-    let t = table(ShadowWords::zeroed(words), bug);
+/// Runs `genomes` through a table with `bug`, persisting in groups of `group` inserts
+/// (and at the end of each genome, as the job's workers do), then checks every crash image
+/// at every operation boundary. Err: the first failing crash image, shown.
+fn check(genomes: &[Vec<Kmer<1>>], bug: Option<Bug>, group: usize) -> Result<Checked, String> {
+    let t = table(ShadowWords::zeroed(WORDS), bug);
     let formatted = t.memory().snapshot();
     t.memory().take_log();
-    // Mark(2i): insert i starts; Mark(2i + 1): it returned (acknowledged).
+    // Mark(2i): insert i starts; Mark(2i + 1): its group was persisted (acknowledged).
     let mut inserts = Vec::new();
     for (g, kmers) in genomes.iter().enumerate() {
-        for x in kmers {
-            t.memory().mark(2 * inserts.len() as u64);
-            t.insert_kmer(x, x.hash(), (g + 1) as u32);
-            t.memory().mark(2 * inserts.len() as u64 + 1);
-            inserts.push((*x, (g + 1) as u32));
+        for chunk in kmers.chunks(group) {
+            let mut unpersisted = Unpersisted::default();
+            let first = inserts.len();
+            for x in chunk {
+                t.memory().mark(2 * inserts.len() as u64);
+                t.insert_later(x, x.hash(), (g + 1) as u32, &mut unpersisted);
+                inserts.push((*x, (g + 1) as u32));
+            }
+            t.persist_group(&mut unpersisted);
+            for i in first..inserts.len() {
+                t.memory().mark(2 * i as u64 + 1);
+            }
         }
         t.complete((g + 1) as u32);
     }
@@ -124,14 +143,15 @@ fn check(genomes: &[Vec<Kmer<1>>], bug: Option<Bug>) -> Result<Checked, String> 
             let fail = |why: String| {
                 format!(
                     "crash after operation {n} ({op:?}): {why}; the crash image:{}",
-                    show(image)
+                    show(image, bug)
                 )
             };
-            let t = StaticPm::<1, _>::open(
+            let t = StaticPm::<1, _>::open_with(
                 ShadowWords::from_image(image.to_vec()),
                 "the crash image",
                 Some(K),
                 None,
+                bug,
             )
             .map_err(fail)?;
             let held: HashMap<Kmer<1>, u32> = t.contents().into_iter().collect();
@@ -177,29 +197,36 @@ fn check(genomes: &[Vec<Kmer<1>>], bug: Option<Bug>) -> Result<Checked, String> 
 #[test]
 fn every_crash_image_of_long_insert_streams_recovers() {
     let mut total = Checked::default();
-    for seed in 1..=5 {
+    for seed in 1..=6 {
+        // Groups of 1 (every insert persisted alone), 2 and 3 inserts.
+        let group = 1 + seed as usize % 3;
         let genomes = stream(seed, 4, 150, 180);
-        let c = check(&genomes, None).unwrap_or_else(|e| panic!("{e}"));
+        let c = check(&genomes, None, group).unwrap_or_else(|e| panic!("{e}"));
         total.crash_points += c.crash_points;
         total.images += c.images;
     }
     eprintln!(
-        "static-pm crash check: {} crash points, {} crash images recovered and checked",
+        "static-pm crash check: {} crash points, {} crash images recovered, checked and resumed",
         total.crash_points, total.images
     );
     assert!(total.crash_points >= 2000, "{total:?}");
     assert!(total.images >= total.crash_points);
 }
 
+/// The bug is caught both when every insert is persisted alone and in groups of 3.
 fn caught(bug: Bug) -> String {
     let genomes = stream(7, 3, 60, 80);
-    match check(&genomes, Some(bug)) {
-        Ok(c) => panic!("{bug:?} was not caught ({c:?})"),
-        Err(e) => {
-            eprintln!("{bug:?} caught: {e}");
-            e
+    let mut first = None;
+    for group in [1, 3] {
+        match check(&genomes, Some(bug), group) {
+            Ok(c) => panic!("{bug:?} was not caught with groups of {group} ({c:?})"),
+            Err(e) => {
+                eprintln!("{bug:?} caught (groups of {group}): {e}");
+                first.get_or_insert(e);
+            }
         }
     }
+    first.expect("checked")
 }
 
 #[test]
@@ -218,4 +245,11 @@ fn a_missing_fence_is_caught() {
 fn a_torn_count_is_caught() {
     let e = caught(Bug::TornCount);
     assert!(e.contains("the crash image:"), "{e}");
+}
+
+#[test]
+fn a_commit_word_on_another_line_than_its_key_is_caught() {
+    let e = caught(Bug::CommitOnOtherLine);
+    // The image that shows it: a published slot whose key line never persisted.
+    assert!(e.contains("the crash image:\n  slot"), "{e}");
 }

@@ -182,6 +182,53 @@ pub struct TableFacts {
     pub persist: Option<(u64, u64)>,
 }
 
+/// Writes an inserting thread has made but not yet persisted (group persistence): filled by
+/// [`KmerTable::insert_deferred`], made durable by [`KmerTable::persist_deferred`]. One per
+/// thread; the words are the table's own indexes (for `static-pm`, the words whose cache
+/// lines must be written back).
+#[derive(Debug, Default)]
+pub struct Unpersisted {
+    words: Vec<usize>,
+}
+
+impl Unpersisted {
+    /// Inserts a driver should group before it calls [`KmerTable::persist_deferred`]: enough
+    /// to amortise one fence, few enough that the written lines are still in the cache.
+    pub const BATCH: usize = 256;
+
+    /// Records that word `word` must be written back.
+    #[inline(always)]
+    pub fn push(&mut self, word: usize) {
+        self.words.push(word);
+    }
+
+    /// Words waiting.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Whether a driver should persist now.
+    #[inline(always)]
+    pub fn full(&self) -> bool {
+        self.words.len() >= Self::BATCH
+    }
+
+    /// The waiting words.
+    pub fn words(&self) -> &[usize] {
+        &self.words
+    }
+
+    /// Forgets the waiting words (once they are persisted).
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+}
+
 /// A concurrent set of canonical k-mers with a genome count per k-mer.
 ///
 /// Placement contract: a k-mer's place in the table follows the high bits of its hash
@@ -195,6 +242,24 @@ pub trait KmerTable<const W: usize>: Sync {
     /// Adds `kmer` (canonical, `hash` = `kmer.hash()`) for `genome`, counting the genome at
     /// most once.
     fn insert(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted;
+
+    /// `insert`, but a persistent table may leave making it durable to the next
+    /// [`persist_deferred`](Self::persist_deferred) with the same `unpersisted` (group
+    /// persistence: one fence for many inserts). Until then the insert is not acknowledged.
+    #[inline(always)]
+    fn insert_deferred(
+        &self,
+        kmer: &Kmer<W>,
+        hash: u64,
+        genome: GenomeId,
+        _unpersisted: &mut Unpersisted,
+    ) -> Inserted {
+        self.insert(kmer, hash, genome)
+    }
+
+    /// Makes every insert recorded in `unpersisted` durable and empties it: when it
+    /// returns, those inserts are acknowledged.
+    fn persist_deferred(&self, _unpersisted: &mut Unpersisted) {}
 
     /// The entry of `kmer`, if present.
     fn get(&self, kmer: &Kmer<W>, hash: u64) -> Option<Entry>;

@@ -16,17 +16,35 @@
 //! ```
 //!
 //! Insert of a new k-mer: CAS meta 0 → CLAIMED, store the key words, store meta = VALID |
-//! tag | 1, then **one flush of the slot's line and one fence**. Counting a k-mer for a new
-//! genome: one CAS of meta (tag and count together), **one flush, one fence**. A repeat
-//! (the genome already counted it): nothing. So a new or counted k-mer costs 1 flush and 1
-//! fence, a repeat 0, and a genome adds one flush and fence for the resume word.
+//! tag | 1. Counting a k-mer for a new genome: one CAS of meta (tag and count together). A
+//! repeat (the genome already counted it): nothing. Persistence is grouped per thread
+//! ([`Unpersisted`]): a write records its slot's line, and every
+//! [`Unpersisted::BATCH`] written lines (and at the end of the thread's share of a genome)
+//! the thread writes back every recorded line and issues **one fence**. So a new or
+//! counted k-mer costs **1 flush**, a repeat 0, a group of up to 256 written lines **1
+//! fence**, and a genome adds 1 flush and 1 fence for the resume word (the count output
+//! and record give the measured flushes and fences per insert).
 //!
-//! Why one flush suffices for a new slot: key and meta share one cache line, and stores to
-//! one line reach memory in program order (x86-TSO keeps them in order in the store buffer
-//! and the line is written back whole), so whatever part of the line persists early is a
-//! *prefix* of [claim, keys..., publish]: a persisted VALID meta implies persisted keys.
-//! Recovery treats CLAIMED-without-VALID as empty and clears it. The fence after the flush
-//! is what makes the insert *acknowledged*: once `insert` returns, the k-mer survives.
+//! Why one flush per slot and no fence inside the group: key and meta share one cache
+//! line, and stores to one line reach memory in program order (x86-TSO keeps them in order
+//! in the store buffer and the line is written back whole), so whatever part of the line
+//! persists early is a *prefix* of [claim, keys..., publish]: a persisted VALID meta
+//! implies persisted keys, whatever other lines do. No invariant relates two slots, so
+//! slots need no order among themselves. Recovery treats CLAIMED-without-VALID as empty
+//! and clears it. Why the write-backs wait for the end of the group: a locked instruction
+//! (the next insert's CAS) orders earlier `clwb`s like a fence, so flushing as we go would
+//! cost a drain per insert; grouped, the CASes of a group come first, then its write-backs,
+//! which the one fence drains together.
+//!
+//! *Acknowledged*: an insert is acknowledged when the `persist_deferred` (fence) of the
+//! group holding it has returned ([`insert_kmer`](StaticPm::insert_kmer) is a group of
+//! one); a genome is acknowledged when [`complete`](StaticPm::complete) has returned,
+//! which the job calls only after every worker persisted its last group. After a crash,
+//! every acknowledged insert is in the pool; an unacknowledged one may or may not be, and
+//! counts never exceed the truth because each genome sets its tag with the count in one
+//! store. The job resumes after the last acknowledged genome, re-inserting the one in
+//! progress: its already persisted counts carry its tag and are repeats.
+//!
 //! The count update is a single 8-byte store, never torn. The header is written with its
 //! magic last (flush, fence, then magic, flush, fence), so a torn creation never looks like
 //! a pool.
@@ -41,6 +59,7 @@
 
 use super::{
     Create, Entry, GenomeId, Inserted, KmerTable, TableError, TableFacts, TableKind, TableRequest,
+    Unpersisted,
 };
 use crate::kmer::encode::Kmer;
 use pmscope_core::record::TargetRecord;
@@ -52,8 +71,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "PMSCKMER" little-endian: the first word of every pool.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PMSCKMER");
-/// The slot and header layout this code reads and writes.
-pub const LAYOUT_VERSION: u64 = 1;
+/// The slot and header layout this code reads and writes (2: the genome fingerprint is
+/// [`Fnv1a`], stable across toolchains; version 1 used the standard library's unspecified
+/// hasher).
+pub const LAYOUT_VERSION: u64 = 2;
 /// Words of the header page.
 pub const HEADER_WORDS: usize = 512;
 /// Words per slot (one cache line).
@@ -82,16 +103,45 @@ pub const TARGET_LOAD: f64 = 0.5;
 /// The load `reserve` refuses to exceed: the table cannot grow.
 pub const MAX_LOAD: f64 = 0.9;
 
-/// The checksum of the immutable header words (FNV-1a over their bytes).
-pub fn header_checksum(words: &[u64]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100_0000_01b3);
-        }
+/// FNV-1a, 64 bits (Fowler, Noll, Vo; offset basis 0xcbf29ce484222325, prime
+/// 0x100000001b3): a specified hash, so that what a pool stores (the header checksum, the
+/// genome fingerprint) means the same to every build of pmscope.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
     }
-    h
+}
+
+impl Fnv1a {
+    /// Hashes `bytes` in.
+    pub fn bytes(mut self, bytes: &[u8]) -> Self {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x100_0000_01b3);
+        }
+        self
+    }
+
+    /// Hashes `x` in as 8 little-endian bytes.
+    pub fn word(self, x: u64) -> Self {
+        self.bytes(&x.to_le_bytes())
+    }
+
+    /// The hash.
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+/// The checksum of the immutable header words (FNV-1a over their little-endian bytes).
+pub fn header_checksum(words: &[u64]) -> u64 {
+    words
+        .iter()
+        .fold(Fnv1a::default(), |h, &w| h.word(w))
+        .finish()
 }
 
 fn strategy_code(s: PersistStrategy) -> u64 {
@@ -127,7 +177,7 @@ pub fn read_header<M: PersistentWords>(mem: &M, what: &str) -> Result<Header, St
     let version = mem.load(H_VERSION);
     if version != LAYOUT_VERSION {
         return Err(format!(
-            "{what} has pool layout version {version}, this pmscope reads version {LAYOUT_VERSION}"
+            "{what} has pool layout version {version}, but this pmscope reads only version {LAYOUT_VERSION}; count into a new pool"
         ));
     }
     let fixed: Vec<u64> = (0..H_CHECKSUM).map(|i| mem.load(i)).collect();
@@ -207,6 +257,8 @@ pub struct StaticPm<const W: usize, M: PersistentWords> {
     distinct: AtomicU64,
     recovery: Recovery,
     bug: Option<Bug>,
+    /// Words between the header and slot 0: 0, except in [`Bug::CommitOnOtherLine`].
+    offset: usize,
 }
 
 /// Deliberate ordering bugs, for proving that the crash-image checker catches them. Never
@@ -220,6 +272,21 @@ pub enum Bug {
     MissingFence,
     /// Updates the count with two stores (tag, then count) instead of one atomic store.
     TornCount,
+    /// Slots start half a line off, so the commit word (meta) lies on another cache line
+    /// than the key; both lines are flushed, but with no fence between the key's write-back
+    /// and the commit.
+    CommitOnOtherLine,
+}
+
+impl Bug {
+    /// Words between the header and slot 0 in the layout this bug writes.
+    fn offset(bug: Option<Bug>) -> usize {
+        if bug == Some(Bug::CommitOnOtherLine) {
+            SLOT_WORDS / 2
+        } else {
+            0
+        }
+    }
 }
 
 impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
@@ -247,6 +314,18 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     /// then recovers (clears cut-short inserts) and counts what it holds. Nothing is
     /// written unless the header matched.
     pub fn open(mem: M, what: &str, k: Option<usize>, inputs: Option<u64>) -> Result<Self, String> {
+        Self::open_with(mem, what, k, inputs, None)
+    }
+
+    /// `open`, for a pool a table with `bug` wrote (checker tests only).
+    #[doc(hidden)]
+    pub fn open_with(
+        mem: M,
+        what: &str,
+        k: Option<usize>,
+        inputs: Option<u64>,
+        bug: Option<Bug>,
+    ) -> Result<Self, String> {
         let header = read_header(&mem, what)?;
         if let Some(k) = k
             && k != header.k
@@ -263,14 +342,18 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                 "{what} is counting other genomes; resume it with the genomes it was created for, or name a new pool"
             ));
         }
-        let recovery = recover(&mem, &header);
+        let recovery = recover(&mem, &header, Bug::offset(bug));
         if recovery.corrupt > 0 {
             return Err(format!(
                 "{what} has {} slots that break the table's invariants; it was left as it is",
                 recovery.corrupt
             ));
         }
-        Ok(Self::with(mem, header, recovery))
+        let t = Self::with(mem, header, recovery);
+        Ok(match bug {
+            Some(b) => t.with_bug(b),
+            None => t,
+        })
     }
 
     fn with(mem: M, header: Header, recovery: Recovery) -> Self {
@@ -284,6 +367,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
             header,
             recovery,
             bug: None,
+            offset: 0,
         }
     }
 
@@ -291,14 +375,39 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     #[doc(hidden)]
     pub fn with_bug(mut self, bug: Bug) -> Self {
         self.bug = Some(bug);
+        self.offset = Bug::offset(Some(bug));
         self
     }
 
     fn durable(&self, at: usize) {
         self.mem.flush(at);
+        self.fence();
+    }
+
+    fn fence(&self) {
         if self.bug != Some(Bug::MissingFence) {
             self.mem.fence();
         }
+    }
+
+    /// Records the lines a write to the slot at `base` dirtied.
+    #[inline(always)]
+    fn dirtied(&self, base: usize, unpersisted: &mut Unpersisted) {
+        if self.offset != 0 {
+            // The bug's key line, flushed with the commit's but not fenced before it.
+            unpersisted.push(base);
+        }
+        unpersisted.push(base + META);
+    }
+
+    /// Writes back every line in `unpersisted`, then one fence: the group is durable.
+    pub fn persist_group(&self, unpersisted: &mut Unpersisted) {
+        if unpersisted.is_empty() {
+            return;
+        }
+        self.mem.flush_all(unpersisted.words());
+        self.fence();
+        unpersisted.clear();
     }
 
     /// The header.
@@ -335,8 +444,8 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     }
 
     #[inline(always)]
-    fn base(slot: usize) -> usize {
-        HEADER_WORDS + slot * SLOT_WORDS
+    fn base(&self, slot: usize) -> usize {
+        HEADER_WORDS + self.offset + slot * SLOT_WORDS
     }
 
     #[inline(always)]
@@ -365,7 +474,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
         let mask = self.header.capacity - 1;
         let mut i = self.start(hash);
         for step in 1..=self.header.capacity {
-            let base = Self::base(i);
+            let base = self.base(i);
             let mut m = self.mem.load(base + META);
             if m == 0 {
                 return Err(());
@@ -381,15 +490,33 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
         Err(())
     }
 
-    /// Adds `kmer` for `genome` (see the module comment for the persistence order).
+    /// Adds `kmer` for `genome` and makes it durable (one flush, one fence) before it
+    /// returns.
     pub fn insert_kmer(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted {
+        let mut one = Unpersisted::default();
+        let done = self.insert_later(kmer, hash, genome, &mut one);
+        self.persist_group(&mut one);
+        done
+    }
+
+    /// Adds `kmer` for `genome` and records in `unpersisted` the line to write back; it is
+    /// durable (acknowledged) once [`persist_group`](Self::persist_group) returns (see the
+    /// module comment for the persistence order).
+    #[inline]
+    pub fn insert_later(
+        &self,
+        kmer: &Kmer<W>,
+        hash: u64,
+        genome: GenomeId,
+        unpersisted: &mut Unpersisted,
+    ) -> Inserted {
         debug_assert!(genome as u64 <= TAG_MASK && genome > 0);
         let tag = (genome as u64) << TAG_SHIFT;
         let mask = self.header.capacity - 1;
         let mut i = self.start(hash);
         let mut step = 0;
         loop {
-            let base = Self::base(i);
+            let base = self.base(i);
             let at = base + META;
             let mut m = self.mem.load(at);
             if m == 0 {
@@ -407,7 +534,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                         if !publish_first {
                             self.mem.store(at, VALID | tag | 1);
                         }
-                        self.durable(at);
+                        self.dirtied(base, unpersisted);
                         return Inserted::New;
                     }
                     Err(current) => m = current,
@@ -426,12 +553,12 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                         // The tag and the count as two separate stores.
                         self.mem.store(at, counted);
                         self.mem.store(at, counted + 1);
-                        self.durable(at);
+                        self.dirtied(base, unpersisted);
                         return Inserted::Counted;
                     }
                     match self.mem.compare_exchange(at, m, counted + 1) {
                         Ok(_) => {
-                            self.durable(at);
+                            self.dirtied(base, unpersisted);
                             return Inserted::Counted;
                         }
                         Err(current) => m = current,
@@ -447,7 +574,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
 
     /// The published k-mer in `slot`, if any.
     pub fn slot_entry(&self, slot: usize) -> Option<(Kmer<W>, Entry)> {
-        let base = Self::base(slot);
+        let base = self.base(slot);
         let m = self.mem.load(base + META);
         if m & VALID == 0 {
             return None;
@@ -468,10 +595,10 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
 }
 
 /// Scans every slot: clears claimed-but-unpublished slots, counts and checks the rest.
-fn recover<M: PersistentWords>(mem: &M, h: &Header) -> Recovery {
+fn recover<M: PersistentWords>(mem: &M, h: &Header, offset: usize) -> Recovery {
     let mut r = Recovery::default();
     for slot in 0..h.capacity {
-        let base = HEADER_WORDS + slot * SLOT_WORDS;
+        let base = HEADER_WORDS + offset + slot * SLOT_WORDS;
         let m = mem.load(base + META);
         if m == 0 {
             continue;
@@ -504,11 +631,26 @@ fn recover<M: PersistentWords>(mem: &M, h: &Header) -> Recovery {
 impl<const W: usize, M: PersistentWords + PoolInfo> KmerTable<W> for StaticPm<W, M> {
     #[inline(always)]
     fn prefetch(&self, hash: u64) {
-        self.mem.prefetch(Self::base(self.start(hash)));
+        self.mem.prefetch(self.base(self.start(hash)));
     }
 
     fn insert(&self, kmer: &Kmer<W>, hash: u64, genome: GenomeId) -> Inserted {
         self.insert_kmer(kmer, hash, genome)
+    }
+
+    #[inline(always)]
+    fn insert_deferred(
+        &self,
+        kmer: &Kmer<W>,
+        hash: u64,
+        genome: GenomeId,
+        unpersisted: &mut Unpersisted,
+    ) -> Inserted {
+        self.insert_later(kmer, hash, genome, unpersisted)
+    }
+
+    fn persist_deferred(&self, unpersisted: &mut Unpersisted) {
+        self.persist_group(unpersisted);
     }
 
     fn get(&self, kmer: &Kmer<W>, hash: u64) -> Option<Entry> {
@@ -640,6 +782,15 @@ impl PersistentWords for PoolWords {
         self.persister.flush_word(&self.words()[i]);
     }
     #[inline]
+    fn flush_all(&self, words: &[usize]) {
+        // Counted once for the group: a locked add between write-backs would wait for them.
+        self.counts.flushes(words.len() as u64);
+        let all = self.words();
+        for &i in words {
+            self.persister.flush_word(&all[i]);
+        }
+    }
+    #[inline]
     fn fence(&self) {
         self.counts.fence();
         self.persister.fence_words(self.words());
@@ -740,7 +891,7 @@ pub fn check_pool(
         counts: PersistCounts::default(),
     };
     let header = read_header(&probe, &what).map_err(TableError::Refused)?;
-    let recovery = recover(&probe, &header);
+    let recovery = recover(&probe, &header, 0);
     if recovery.corrupt > 0 {
         return Err(TableError::Refused(format!(
             "{what} has {} slots that break the table's invariants",
@@ -748,4 +899,41 @@ pub fn check_pool(
         )));
     }
     Ok((header, recovery))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fnv1a;
+    use crate::kmer::job::fingerprint;
+    use crate::kmer::read::{Genome, GenomeStats};
+
+    #[test]
+    fn fnv1a_matches_the_published_test_vectors() {
+        let h = |s: &[u8]| Fnv1a::default().bytes(s).finish();
+        assert_eq!(h(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(h(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(h(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn the_genome_fingerprint_is_the_specified_one() {
+        let genome = |name: &str, bases, kmers| Genome {
+            name: name.into(),
+            path: name.into(),
+            contigs: Vec::new(),
+            seq: Vec::new(),
+            stats: GenomeStats {
+                bases,
+                kmers,
+                ..GenomeStats::default()
+            },
+        };
+        // Computed independently (Python) from the encoding `fingerprint` documents: a pool
+        // written by any build of pmscope must keep matching its genomes.
+        let genomes = [
+            genome("E_coli_K12", 4_641_652, 4_641_622),
+            genome("b", 25, 19),
+        ];
+        assert_eq!(fingerprint(&genomes), 0xfd77_4660_1416_eb64);
+    }
 }

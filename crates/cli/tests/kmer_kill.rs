@@ -1,0 +1,247 @@
+//! SIGKILL in the middle of `pmscope kmer count --table static-pm --pool`: at random
+//! moments the process is killed, `kmer recover` must accept the pool (its invariants
+//! hold), and the same command run again must finish the job with exactly the counts of an
+//! uninterrupted run. On shm here; on a real fsdax file in the lab guest (`needs_fsdax`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> PathBuf {
+    std::env::var_os("PMSCOPE_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_pmscope").into())
+        .into()
+}
+
+/// A results store of this test process's own, so no test writes into the user's store.
+fn test_store() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "pmscope-test-{}/results.sqlite",
+        std::process::id()
+    ))
+}
+
+fn pmscope(args: &[String]) -> Output {
+    Command::new(bin())
+        .env("PMSCOPE_RESULTS", test_store())
+        .args(args)
+        .output()
+        .expect("run pmscope")
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "pmscope failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A reference and `strains` strains of `length` bases each in `dir`: several genomes, so
+/// kills land inside different genomes and resumes skip the completed ones.
+fn genomes(dir: &Path, length: &str, strains: usize) -> Vec<String> {
+    let o = pmscope(
+        &[
+            "kmer",
+            "synth",
+            "--length",
+            length,
+            "--strains",
+            &strains.to_string(),
+            "--no-store",
+        ]
+        .map(String::from)
+        .into_iter()
+        .chain([dir.display().to_string()])
+        .collect::<Vec<_>>(),
+    );
+    ok(&o);
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".fasta"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The k-mers with their genome counts, sorted (tables iterate in different orders).
+fn counts(path: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort_unstable();
+    lines
+}
+
+fn count_args(files: &[String], extra: &[&str], out: &Path) -> Vec<String> {
+    let mut a: Vec<String> = ["kmer", "count", "-k", "31", "--threads", "2", "--no-store"]
+        .map(String::from)
+        .to_vec();
+    a.extend(files.iter().cloned());
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend([
+        "--kmers".into(),
+        out.display().to_string(),
+        "--force".into(),
+    ]);
+    a
+}
+
+/// A xorshift generator of the moments the kills are sent at (deterministic per seed).
+fn moments(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
+/// Whether `pool` begins with the pool magic ("PMSCKMER").
+fn has_magic(pool: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(pool)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| &magic == b"PMSCKMER")
+}
+
+/// What the kill rounds did.
+#[derive(Debug, Default)]
+struct Rounds {
+    /// Killed mid-run, recovered and resumed.
+    resumed: usize,
+    /// Killed while the pool was being created, before its header was complete: the file
+    /// is refused as a foreign one (never overwritten) and the run starts over.
+    killed_while_creating: usize,
+    /// Finished before the kill.
+    finished: usize,
+}
+
+/// `rounds` times: start a static-pm count into a new pool in `pool_dir`, SIGKILL it at a
+/// random moment of its run, check the pool with `kmer recover`, run the same command
+/// again and compare its counts with the volatile table's uninterrupted run.
+fn kill_and_resume(pool_dir: &Path, files: &[String], persist: &str, rounds: usize) -> Rounds {
+    let work = tempfile::tempdir().unwrap();
+    let truth_file = work.path().join("truth.tsv");
+    ok(&pmscope(&count_args(files, &[], &truth_file)));
+    let truth = counts(&truth_file);
+    assert!(truth.len() > 1000, "the genomes give too few k-mers");
+
+    // The length of an uninterrupted static-pm run sets the range of the kill moments.
+    let probe = pool_dir.join(format!("pmscope-test-{}-probe.pool", std::process::id()));
+    let out = work.path().join("probe.tsv");
+    let pool_args = |pool: &Path| {
+        [
+            "--table",
+            "static-pm",
+            "--persist",
+            persist,
+            "--pool",
+            pool.to_str().unwrap(),
+        ]
+        .map(String::from)
+    };
+    let extra = pool_args(&probe);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    ok(&pmscope(&count_args(files, &extra, &out)));
+    let full = started.elapsed().as_millis() as u64;
+    std::fs::remove_file(&probe).unwrap();
+    assert_eq!(counts(&out), truth, "an uninterrupted static-pm run");
+
+    let mut next = moments(0x5851_F42D_4C95_7F2D);
+    let mut done = Rounds::default();
+    for round in 0..rounds {
+        let pool = pool_dir.join(format!("pmscope-test-{}-{round}.pool", std::process::id()));
+        let extra = pool_args(&pool);
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let out = work.path().join(format!("{round}.tsv"));
+        let args = count_args(files, &extra, &out);
+        let mut child = Command::new(bin())
+            .env("PMSCOPE_RESULTS", test_store())
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Once the pool's header is durable (its magic is written last), anywhere from
+        // there to a little past the end of a run; a few rounds earlier, during creation.
+        let start = Instant::now();
+        if round % 8 != 7 {
+            while !has_magic(&pool) && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        let left = full.saturating_sub(start.elapsed().as_millis() as u64);
+        std::thread::sleep(Duration::from_millis(next() % (left + left / 8 + 1)));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.success() {
+            done.finished += 1;
+        } else {
+            let recover = pmscope(&[
+                "kmer".into(),
+                "recover".into(),
+                "--pool".into(),
+                pool.display().to_string(),
+            ]);
+            let said = String::from_utf8_lossy(&recover.stderr).into_owned();
+            if pool.exists() && said.contains("is not a pmscope") {
+                // Killed before the pool was sized or its header's magic (written last)
+                // was durable: refused as foreign, never overwritten.
+                done.killed_while_creating += 1;
+                std::fs::remove_file(&pool).unwrap();
+            } else if pool.exists() {
+                assert!(
+                    recover.status.success(),
+                    "round {round}: kmer recover refused the pool of a killed run: {said}"
+                );
+                done.resumed += 1;
+            }
+            // (No pool file: killed before it was created.)
+            ok(&pmscope(&args));
+        }
+        assert_eq!(
+            counts(&out),
+            truth,
+            "round {round}: the counts after the kill and the resumed run"
+        );
+        let _ = std::fs::remove_file(&pool);
+    }
+    eprintln!("static-pm kill rounds ({persist}): {done:?}");
+    done
+}
+
+#[test]
+fn static_pm_killed_at_random_moments_resumes_to_exact_counts_on_shm() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = genomes(dir.path(), "500k", 4);
+    let done = kill_and_resume(Path::new("/dev/shm"), &files, "clwb", 24);
+    assert!(
+        done.resumed >= 20,
+        "only {} of 24 runs were killed mid-way and resumed: {done:?}",
+        done.resumed
+    );
+}
+
+mod needs_fsdax {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs fsdax: runs in the lab guest via .ci/labvm-stage"]
+    fn static_pm_killed_at_random_moments_resumes_to_exact_counts_on_fsdax() {
+        let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
+            panic!(
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+            )
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let files = genomes(dir.path(), "200k", 3);
+        let done = kill_and_resume(Path::new(&mnt), &files, "clwb", 6);
+        assert!(done.resumed >= 3, "{done:?}");
+    }
+}
