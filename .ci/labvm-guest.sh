@@ -7,6 +7,7 @@ layout=$1
 cd /payload/pmscope-lab || exit 1
 export PMSCOPE_BIN="$PWD/pmscope" # the CLI tests' binary (not at Cargo's host path here)
 export PMSCOPE_RESULTS="$PWD/results.sqlite" # the guest's own store, never a user's
+[ -x "$PWD/pmempool" ] && export PMSCOPE_PMEMPOOL="$PWD/pmempool" # the tx-pm kill test's checker
 fails=0
 
 step() { # name command... : run, show the output, record PASS/FAIL

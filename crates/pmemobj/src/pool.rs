@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A libpmemobj failure: PMDK's own message, and the errno it set.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,7 +55,8 @@ fn c_string(what: &str, s: &[u8]) -> Result<CString, PmemError> {
 pub struct ObjPool {
     pop: NonNull<ffi::PmemObjPool>,
     len: usize,
-    uuid_lo: u64,
+    // The pool id every oid carries: known from the first root() on.
+    uuid_lo: AtomicU64,
     path: PathBuf,
 }
 
@@ -97,22 +98,18 @@ impl ObjPool {
     }
 
     fn with(pop: NonNull<ffi::PmemObjPool>, path: &Path, len: usize) -> Result<ObjPool, PmemError> {
-        let mut pool = ObjPool {
+        let pool = ObjPool {
             pop,
             len,
-            uuid_lo: 0,
+            uuid_lo: AtomicU64::new(0),
             path: path.to_path_buf(),
         };
-        // The root object exists from the first pmemobj_root call on; its oid carries the
-        // pool id every other oid needs. A root of size 0 is not allowed: ask for the
-        // current size (at least one word).
-        let size = pool.root_size().max(8);
-        // SAFETY: the pool is open; size is non-zero.
-        let root = unsafe { ffi::pmemobj_root(pool.pop.as_ptr(), size) };
-        if root.off == 0 {
-            return Err(PmemError::last("pmemobj_root"));
+        // An existing root gives the pool id without changing anything (a pool without
+        // one gets it from the first root() call).
+        let size = pool.root_size();
+        if size > 0 {
+            pool.root(size)?;
         }
-        pool.uuid_lo = root.pool_uuid_lo;
         Ok(pool)
     }
 
@@ -157,6 +154,7 @@ impl ObjPool {
         if oid.off == 0 {
             return Err(PmemError::last("pmemobj_root"));
         }
+        self.uuid_lo.store(oid.pool_uuid_lo, Ordering::Relaxed);
         Ok(oid.off)
     }
 
@@ -298,7 +296,7 @@ impl Tx<'_> {
     pub fn free(&self, off: u64) -> Result<(), PmemError> {
         self.range(off, 1)?;
         let oid = ffi::PmemOid {
-            pool_uuid_lo: self.pool.uuid_lo,
+            pool_uuid_lo: self.pool.uuid_lo.load(Ordering::Relaxed),
             off,
         };
         // SAFETY: in a transaction of this thread; NO_ABORT makes a failure return.
@@ -313,13 +311,12 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
 
     const LAYOUT: &str = "pmscope-test";
 
     #[test]
     fn committed_changes_stay_aborted_ones_roll_back() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
         let path = dir.path().join("pool");
         let pool = ObjPool::create(&path, LAYOUT, 16 << 20).unwrap();
         let root = pool.root(64).unwrap();
@@ -364,7 +361,7 @@ mod tests {
 
     #[test]
     fn creation_is_exclusive_and_the_layout_is_checked() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
         let path = dir.path().join("pool");
         drop(ObjPool::create(&path, LAYOUT, 8 << 20).unwrap());
         assert!(ObjPool::create(&path, LAYOUT, 8 << 20).is_err());
