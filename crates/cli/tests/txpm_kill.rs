@@ -155,7 +155,12 @@ fn killed_tx_pm_counts_are_exact(pool_dir: &Path, length: &str, strains: &str, r
             String::from_utf8_lossy(&check.stdout),
             String::from_utf8_lossy(&check.stderr)
         );
-        let text = ok(&pmscope(&["kmer", "recover", "--pool", pool.to_str().unwrap()]));
+        let text = ok(&pmscope(&[
+            "kmer",
+            "recover",
+            "--pool",
+            pool.to_str().unwrap(),
+        ]));
         assert!(text.contains("tx-pm pool"), "{text}");
     }
     assert!(
@@ -168,7 +173,10 @@ fn killed_tx_pm_counts_are_exact(pool_dir: &Path, length: &str, strains: &str, r
         &work.path().join("resumed.tsv"),
     );
     std::fs::remove_file(&pool).unwrap();
-    assert_eq!(got, want, "the resumed pool's counts differ from an uninterrupted run's");
+    assert_eq!(
+        got, want,
+        "the resumed pool's counts differ from an uninterrupted run's"
+    );
 }
 
 #[test]
@@ -184,7 +192,9 @@ mod needs_fsdax {
     #[ignore = "needs fsdax: runs in the lab guest via .ci/labvm-stage"]
     fn tx_pm_killed_on_fsdax_passes_pmempool_check_and_resumes_exactly() {
         let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
-            panic!("LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)")
+            panic!(
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+            )
         });
         let dir = tempfile::tempdir_in(PathBuf::from(mnt)).unwrap();
         // The guest runs under TCG: a small genome and fewer rounds keep it inside the

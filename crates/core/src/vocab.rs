@@ -437,7 +437,14 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
         name: "kmer-bench",
         doc: "one table of pmscope kmer bench (seed 003 Table 9): its insert rate beside the volatile table's on the same target and genomes, and its flushes and fences per insert",
         metric: Some("insert_mips"),
-        params: &["k", "threads", "table", "persist", "flush_count", "genome_files"],
+        params: &[
+            "k",
+            "threads",
+            "table",
+            "persist",
+            "flush_count",
+            "genome_files",
+        ],
         values: &[
             "inserts",
             "insert_ms",

@@ -43,7 +43,10 @@ impl PmemError {
     }
 
     fn usage(message: String) -> PmemError {
-        PmemError { message, errno: libc::EINVAL }
+        PmemError {
+            message,
+            errno: libc::EINVAL,
+        }
     }
 }
 
@@ -75,7 +78,8 @@ impl ObjPool {
         let clayout = c_string("the layout name", layout.as_bytes())?;
         let bytes = bytes.max(ffi::PMEMOBJ_MIN_POOL);
         // SAFETY: both strings are NUL-terminated and outlive the call.
-        let pop = unsafe { ffi::pmemobj_create(cpath.as_ptr(), clayout.as_ptr(), bytes as usize, 0o644) };
+        let pop =
+            unsafe { ffi::pmemobj_create(cpath.as_ptr(), clayout.as_ptr(), bytes as usize, 0o644) };
         let pop = NonNull::new(pop).ok_or_else(|| PmemError::last("pmemobj_create"))?;
         Self::with(pop, path, bytes as usize)
     }
@@ -165,9 +169,7 @@ impl ObjPool {
         // size), live until pmemobj_close in Drop; AtomicU64 has the layout of u64 and any
         // bit pattern is valid. libpmemobj's own (non-atomic) accesses touch its metadata
         // and, inside our transactions, the ranges we snapshot, which callers lock.
-        unsafe {
-            std::slice::from_raw_parts(self.pop.as_ptr().cast::<AtomicU64>(), self.len / 8)
-        }
+        unsafe { std::slice::from_raw_parts(self.pop.as_ptr().cast::<AtomicU64>(), self.len / 8) }
     }
 
     /// Runs `f` in a transaction: committed if it returns `Ok`, aborted (every change
@@ -180,11 +182,7 @@ impl ObjPool {
         // SAFETY: the pool is open; a NULL jmp_buf means aborts return instead of jumping;
         // the parameter list is terminated by TX_PARAM_NONE.
         let rc = unsafe {
-            ffi::pmemobj_tx_begin(
-                self.pop.as_ptr(),
-                std::ptr::null_mut(),
-                ffi::TX_PARAM_NONE,
-            )
+            ffi::pmemobj_tx_begin(self.pop.as_ptr(), std::ptr::null_mut(), ffi::TX_PARAM_NONE)
         };
         // From here on the thread has a transaction (stage WORK, or ONABORT if begin
         // failed) that pmemobj_tx_end must close: the guard does it on every path.
@@ -261,7 +259,13 @@ impl Tx<'_> {
                 "the range {off}+{bytes} is outside the pool"
             )));
         }
-        Ok(self.pool.words().as_ptr().cast::<u8>().wrapping_add(off as usize).cast())
+        Ok(self
+            .pool
+            .words()
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(off as usize)
+            .cast())
     }
 
     /// Saves `bytes` bytes at offset `off` in the undo log, so the transaction may modify
@@ -270,9 +274,7 @@ impl Tx<'_> {
         let p = self.range(off, bytes)?;
         // SAFETY: in a transaction of this thread (Tx exists only inside one); [p, p+bytes)
         // lies inside the pool; NO_ABORT makes a failure return instead of aborting.
-        let rc = unsafe {
-            ffi::pmemobj_tx_xadd_range_direct(p, bytes, ffi::POBJ_FLAG_TX_NO_ABORT)
-        };
+        let rc = unsafe { ffi::pmemobj_tx_xadd_range_direct(p, bytes, ffi::POBJ_FLAG_TX_NO_ABORT) };
         if rc != 0 {
             return Err(PmemError::last("pmemobj_tx_add_range_direct"));
         }

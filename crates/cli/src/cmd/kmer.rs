@@ -11,8 +11,8 @@
 //! environment findings every measuring command records and where the workers ran.
 
 use crate::args::{
-    KmerArgs, KmerBenchArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRecoverArgs, KmerRunArgs,
-    KmerSynthArgs, KmerTableKind, OutputArgs,
+    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRecoverArgs, KmerRunArgs, KmerSynthArgs,
+    KmerTableKind, OutputArgs,
 };
 use crate::context::Context;
 use crate::error::usage;

@@ -342,7 +342,11 @@ fn tx_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     let want = written(&j);
     j.table = TableKind::TxPm;
     j.pool = Some(pool.clone());
-    assert_eq!(written(&j), want, "a new pool counts like the volatile table");
+    assert_eq!(
+        written(&j),
+        want,
+        "a new pool counts like the volatile table"
+    );
     assert_eq!(written(&j), want, "a reopened pool holds the same counts");
     let (header, contents) = super::table::tx_pm::check_pool(&pool).unwrap();
     assert_eq!((header.k, header.done), (7, 2));
@@ -358,7 +362,11 @@ fn tx_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     other_genomes.operation = Operation::Count { genomes: vec![a] };
     let m = refusal(&other_genomes);
     assert!(m.contains("is counting other genomes"), "{m}");
-    assert_eq!(file_digest(&pool), before, "refused pools are left unchanged");
+    assert_eq!(
+        file_digest(&pool),
+        before,
+        "refused pools are left unchanged"
+    );
 
     // Corrupt: one byte of PMDK's pool header flipped (its checksum no longer matches),
     // and one of the layout name.
@@ -367,7 +375,10 @@ fn tx_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     std::fs::write(&pool, &bad).unwrap();
     let digest = file_digest(&pool);
     let m = refusal(&j);
-    assert!(m.contains("is not a pmscope tx-pm pool PMDK can open"), "{m}");
+    assert!(
+        m.contains("is not a pmscope tx-pm pool PMDK can open"),
+        "{m}"
+    );
     assert_eq!(m.lines().count(), 1, "{m}");
     assert_eq!(file_digest(&pool), digest);
     let mut bad = before.1.clone();
@@ -382,7 +393,10 @@ fn tx_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     let foreign: Vec<u8> = (0..(8 << 20)).map(|i| (i * 7 + 3) as u8).collect();
     std::fs::write(&pool, &foreign).unwrap();
     let m = refusal(&j);
-    assert!(m.contains("is not a pmscope tx-pm pool (no libpmemobj header)"), "{m}");
+    assert!(
+        m.contains("is not a pmscope tx-pm pool (no libpmemobj header)"),
+        "{m}"
+    );
     assert_eq!(std::fs::read(&pool).unwrap(), foreign);
     let spm = dir.path().join("static.pool");
     let mut s = job(count, 7, 2);
@@ -393,6 +407,9 @@ fn tx_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     let mut t = j.clone();
     t.pool = Some(spm.clone());
     let m = refusal(&t);
-    assert!(m.contains("is not a pmscope tx-pm pool (no libpmemobj header)"), "{m}");
+    assert!(
+        m.contains("is not a pmscope tx-pm pool (no libpmemobj header)"),
+        "{m}"
+    );
     assert_eq!(file_digest(&spm), digest);
 }

@@ -159,7 +159,11 @@ fn flush_count(table: TableKind, r: &Report) -> &'static str {
 
 /// Table 9's layout: configuration, mode, data structure, MIPS; then the ratio and the
 /// persistence cost per insert.
-fn render(rows: &[(TableKind, Report)], target: &str, persist: pmscope_persist::PersistStrategy) -> String {
+fn render(
+    rows: &[(TableKind, Report)],
+    target: &str,
+    persist: pmscope_persist::PersistStrategy,
+) -> String {
     let r0 = &rows[0].1;
     let bases: u64 = r0.genomes.iter().map(|g| g.bases).sum();
     let mut s = format!(

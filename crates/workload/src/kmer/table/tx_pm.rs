@@ -232,7 +232,13 @@ impl<const W: usize> TxPmTable<W> {
     }
 
     /// Formats the root of a pool whose root is still zero: one transaction.
-    fn format(pool: &ObjPool, root: u64, k: usize, inputs: u64, buckets: u64) -> Result<(), PmemError> {
+    fn format(
+        pool: &ObjPool,
+        root: u64,
+        k: usize,
+        inputs: u64,
+        buckets: u64,
+    ) -> Result<(), PmemError> {
         let w = |i: usize| &pool.words()[root as usize / 8 + i];
         pool.transaction(|tx| {
             tx.snapshot(root, ROOT_BYTES)?;
@@ -348,10 +354,12 @@ impl<const W: usize> TxPmTable<W> {
             warnings: Vec::new(),
             pool,
         };
-        table.contents = table.walk().map_err(|m| {
-            TableError::Refused(format!("{what} {m}; it was left as it is"))
-        })?;
-        table.distinct.store(table.contents.entries, Ordering::Relaxed);
+        table.contents = table
+            .walk()
+            .map_err(|m| TableError::Refused(format!("{what} {m}; it was left as it is")))?;
+        table
+            .distinct
+            .store(table.contents.entries, Ordering::Relaxed);
         Ok(table)
     }
 
@@ -429,8 +437,11 @@ impl<const W: usize> TxPmTable<W> {
     }
 
     fn marks(&self) -> &[AtomicU64] {
-        self.marks
-            .get_or_init(|| (0..self.pool.len().div_ceil(8 * 64)).map(|_| AtomicU64::new(0)).collect())
+        self.marks.get_or_init(|| {
+            (0..self.pool.len().div_ceil(8 * 64))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        })
     }
 
     fn entry_of(&self, e: u64) -> Entry {
@@ -721,7 +732,11 @@ fn scratch_path(r: &TableRequest<'_>) -> Result<PathBuf, TableError> {
 
 /// The pool file as pmscope maps it (read-only pre-fault, page sizes, DAX): probed through
 /// a second mapping, since libpmemobj maps the pool itself.
-fn probe(path: &Path, r: &TableRequest<'_>, spec: Option<String>) -> Result<(TargetRecord, Vec<Warning>), TableError> {
+fn probe(
+    path: &Path,
+    r: &TableRequest<'_>,
+    spec: Option<String>,
+) -> Result<(TargetRecord, Vec<Warning>), TableError> {
     let p = pmscope_mapping::pool::Pool::open(path, r.map_options)?;
     let mut record = p.record();
     if let Some(spec) = spec {
@@ -740,7 +755,8 @@ impl<const W: usize> Create<W> for TxPmTable<W> {
             .div_ceil(MAX_LOAD)
             .max(64)
             .next_power_of_two();
-        let bytes = (POOL_BASE_BYTES + r.expected_distinct * BYTES_PER_KMER).next_multiple_of(2 << 20);
+        let bytes =
+            (POOL_BASE_BYTES + r.expected_distinct * BYTES_PER_KMER).next_multiple_of(2 << 20);
         let (path, scratch) = match r.pool {
             Some(p) => (p.to_path_buf(), false),
             None => (scratch_path(r)?, true),
