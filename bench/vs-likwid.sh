@@ -6,9 +6,13 @@
 # stream at this size) and thread count (1 and 2), runs pmscope and likwid-bench alternately
 # RUNS times on the same working set (1 GiB per thread) and page policy, and prints one line per case: the median GB/s of each
 # (10^9 B/s; likwid's MByte/s / 1000) and the ratio pmscope / likwid-bench. A ratio below 1
-# means pmscope under-measures, which is a bug to investigate in its inner loop.
+# means pmscope under-measures, which is a bug to investigate in its inner loop. `paired` is
+# the median of the ratios of runs made back to back: on a shared machine whose load drifts
+# during the script it is the steadier of the two.
 #
 #   bench/vs-likwid.sh [RUNS]        (default 3; installs Debian's likwid if missing)
+#
+# PMSCOPE_CASES="read:load copy:copy" and PMSCOPE_THREADS=1 narrow the run.
 #
 # Page policy: likwid-bench allocates with posix_memalign; with THP in `madvise` mode those
 # buffers get 4 KiB pages, so pmscope measures `dram:4k`. With THP `always`, use
@@ -18,6 +22,8 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-3}
 TARGET=${PMSCOPE_TARGET:-dram:4k}
 DURATION=${PMSCOPE_DURATION:-1}
+CASES=${PMSCOPE_CASES:-read:load write:store ntstore:store_mem copy:copy ntcopy:copy_mem} # pmscope-op:likwid-kernel
+THREADS=${PMSCOPE_THREADS:-1 2}
 
 if ! command -v likwid-bench >/dev/null 2>&1; then
 	echo "installing likwid (Debian package)" >&2
@@ -29,7 +35,7 @@ if grep -q avx512f /proc/cpuinfo; then SUFFIX=avx512; WIDTH=64; else SUFFIX=avx;
 
 thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), THP $thp, pmscope target $TARGET, ${WIDTH}-byte vectors, 1 GiB per thread, median of $RUNS alternating runs"
-printf '%-8s %-8s %12s %12s %8s\n' case threads pmscope_GB/s likwid_GB/s ratio
+printf '%-8s %-8s %12s %12s %8s %8s\n' case threads pmscope_GB/s likwid_GB/s ratio paired
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
@@ -44,8 +50,8 @@ likwid_gbs() { # kernel threads
 		awk '/^MByte\/s:/ {print $2 / 1000}'
 }
 
-for threads in 1 2; do
-	for pair in read:load write:store ntstore:store_mem copy:copy ntcopy:copy_mem; do
+for threads in $THREADS; do
+	for pair in $CASES; do
 		op=${pair%%:*}
 		kernel=${pair#*:}_$SUFFIX
 		p=() l=()
@@ -56,6 +62,7 @@ for threads in 1 2; do
 		pm=$(printf '%s\n' "${p[@]}" | median)
 		lk=$(printf '%s\n' "${l[@]}" | median)
 		ratio=$(awk -v a="$pm" -v b="$lk" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-		printf '%-8s %-8s %12.2f %12.2f %8s   (pmscope: %s; likwid: %s)\n' "$op" "$threads" "$pm" "$lk" "$ratio" "${p[*]}" "${l[*]}"
+		paired=$(for i in "${!p[@]}"; do awk -v a="${p[$i]}" -v b="${l[$i]}" 'BEGIN { if (b > 0) print a / b }'; done | median)
+		printf '%-8s %-8s %12.2f %12.2f %8s %8.2f   (pmscope: %s; likwid: %s)\n' "$op" "$threads" "$pm" "$lk" "$ratio" "$paired" "${p[*]}" "${l[*]}"
 	done
 done

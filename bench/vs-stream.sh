@@ -6,9 +6,14 @@
 # STREAM_C=/path/to/stream.c, or it is downloaded from the author's site into the cache
 # directory. It is compiled with gcc -O3 -march=native -fopenmp, STREAM_ARRAY_SIZE
 # elements per array (default 200 000 000: 1.6 GB each, far beyond any cache), and run with
-# OMP_NUM_THREADS=1 and 2 (OMP_PROC_BIND=close), alternating with pmscope; each line gives
-# the medians of RUNS runs and the ratio pmscope / STREAM. Both count a copy's bytes the
-# same way: read plus written (STREAM's 16 bytes per element).
+# OMP_NUM_THREADS=1 and 2 (OMP_PROC_BIND=close), alternating with pmscope. Both count a copy's
+# bytes the same way: read plus written (STREAM's 16 bytes per element).
+#
+# Like is compared with like. STREAM's headline figure is its *best* rate over 19 timed
+# iterations, so pmscope runs 19 repetitions of the same length as one STREAM iteration
+# (--duration 0.15) and its best (`max`) is set against STREAM's best; the *typical* figures
+# are pmscope's median repetition against STREAM's rate at its average time. Each line gives
+# the medians over RUNS alternating runs and the two ratios pmscope / STREAM.
 #
 #   bench/vs-stream.sh [RUNS]        (default 3)
 set -euo pipefail
@@ -34,30 +39,33 @@ PMSCOPE=./target/release/pmscope
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
-stream_copy_gbs() { # threads
-	OMP_NUM_THREADS=$1 OMP_PROC_BIND=close "$bin" | awk '/^Copy:/ {print $2 / 1000}'
+stream_copy_gbs() { # threads -> "best typical" GB/s (typical: 16 bytes x N at the average time)
+	OMP_NUM_THREADS=$1 OMP_PROC_BIND=close "$bin" |
+		awk -v n="$N" '/^Copy:/ {printf "%s %s\n", $2 / 1000, 16 * n / $3 / 1e9}'
 }
 
-pmscope_gbs() { # op threads
+pmscope_gbs() { # op threads -> "best typical" GB/s
 	"$PMSCOPE" bandwidth -t "$TARGET" --ops "$1" --pattern seq --sizes 64KiB --threads "$2" \
-		--region 1GiB --duration 1 --reps 3 --json --no-store 2>/dev/null |
-		python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print(r[-1]["summary"]["p50"])'
+		--region 1GiB --duration 0.15 --reps 19 --json --no-store 2>/dev/null |
+		python3 -c 'import json,sys; s=[json.loads(l) for l in sys.stdin][-1]["summary"]; print(s["max"], s["p50"])'
 }
 
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), STREAM $N elements per array (gcc -O3 -march=native -fopenmp), pmscope $TARGET 1 GiB per thread, median of $RUNS alternating runs"
-printf '%-8s %12s %12s %12s %10s %10s\n' threads copy_GB/s ntcopy_GB/s STREAM_GB/s copy/STREAM ntcopy/STREAM
+echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), STREAM $N elements per array (gcc -O3 -march=native -fopenmp, best of 19), pmscope $TARGET 1 GiB per thread (19 x 0.15 s), medians of $RUNS alternating runs"
+printf '%-8s %-8s %10s %10s %10s %12s %14s\n' threads figure copy ntcopy STREAM copy/STREAM ntcopy/STREAM
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 for threads in 1 2; do
-	c=() n=() s=()
+	cb=() ct=() nb=() nt=() sb=() st=()
 	for _ in $(seq "$RUNS"); do
-		s+=("$(stream_copy_gbs "$threads")")
-		c+=("$(pmscope_gbs copy "$threads")")
-		n+=("$(pmscope_gbs ntcopy "$threads")")
+		read -r b t <<<"$(stream_copy_gbs "$threads")"; sb+=("$b"); st+=("$t")
+		read -r b t <<<"$(pmscope_gbs copy "$threads")"; cb+=("$b"); ct+=("$t")
+		read -r b t <<<"$(pmscope_gbs ntcopy "$threads")"; nb+=("$b"); nt+=("$t")
 	done
-	cm=$(printf '%s\n' "${c[@]}" | median)
-	nm=$(printf '%s\n' "${n[@]}" | median)
-	sm=$(printf '%s\n' "${s[@]}" | median)
-	printf '%-8s %12.2f %12.2f %12.2f %10s %10s   (copy: %s; ntcopy: %s; STREAM: %s)\n' "$threads" "$cm" "$nm" "$sm" \
-		"$(awk -v a="$cm" -v b="$sm" 'BEGIN { printf "%.2f", a / b }')" \
-		"$(awk -v a="$nm" -v b="$sm" 'BEGIN { printf "%.2f", a / b }')" \
-		"${c[*]}" "${n[*]}" "${s[*]}"
+	for figure in best typical; do
+		if [ $figure = best ]; then c=("${cb[@]}") n=("${nb[@]}") s=("${sb[@]}"); else c=("${ct[@]}") n=("${nt[@]}") s=("${st[@]}"); fi
+		cm=$(printf '%s\n' "${c[@]}" | median)
+		nm=$(printf '%s\n' "${n[@]}" | median)
+		sm=$(printf '%s\n' "${s[@]}" | median)
+		printf '%-8s %-8s %10.2f %10.2f %10.2f %12s %14s   (ntcopy: %s; STREAM: %s)\n' "$threads" "$figure" \
+			"$cm" "$nm" "$sm" "$(ratio "$cm" "$sm")" "$(ratio "$nm" "$sm")" "${n[*]}" "${s[*]}"
+	done
 done

@@ -504,7 +504,7 @@ mod tests {
         let f = CpuFeatures::detect();
         for w in widths(&f) {
             for op in STREAM_OPS {
-                for access in [64usize, 256, 4096] {
+                for access in [64usize, 192, 256, 4096] {
                     let s = Streamer::new(op, w, access, &f).unwrap();
                     let mut b = Box::new(Buf([0; 1 << 16]));
                     for (i, x) in b.0.iter_mut().enumerate() {

@@ -2,7 +2,7 @@
 //! lines per iteration, one vector instruction per access, a pointer compare to end. Each
 //! function handles `bytes` (a multiple of 64) from `p`; a tail shorter than 256 bytes is
 //! done a line at a time. `copy` reads `src` and writes `dst`. Loop heads are aligned to
-//! 32 bytes (`.p2align 5`), as likwid-bench's generated kernels align theirs.
+//! 64 bytes (`.p2align 6`), where Debian's likwid-bench build has its kernels' loops.
 #![allow(unsafe_code)]
 
 use core::arch::asm;
@@ -22,7 +22,7 @@ macro_rules! stream64 {
                     "vpbroadcastq zmm0, {v}",
                     "cmp {p}, {end4}",
                     "jae 3f",
-                    ".p2align 5",
+                    ".p2align 6",
                     "2:",
                     $body4,
                     "add {p}, 256",
@@ -65,7 +65,7 @@ macro_rules! stream32 {
                     "vpbroadcastq ymm0, xmm0",
                     "cmp {p}, {end4}",
                     "jae 3f",
-                    ".p2align 5",
+                    ".p2align 6",
                     "2:",
                     $body4,
                     "add {p}, 256",
@@ -150,7 +150,7 @@ macro_rules! copy64 {
                 asm!(
                     "cmp {s}, {end4}",
                     "jae 3f",
-                    ".p2align 5",
+                    ".p2align 6",
                     "2:",
                     "vmovdqa64 zmm1, [{s}]",
                     "vmovdqa64 zmm2, [{s} + 64]",
@@ -197,26 +197,40 @@ macro_rules! copy32 {
         #[target_feature(enable = "avx2")]
         pub unsafe fn $name(src: *const u8, dst: *mut u8, bytes: usize) {
             let end = src as usize + bytes;
+            let end2 = src as usize + bytes / 128 * 128;
             // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers
             // together.
             unsafe {
                 asm!(
-                    "cmp {s}, {end}",
+                    "cmp {s}, {end2}",
                     "jae 3f",
+                    ".p2align 6",
                     "2:",
+                    "vmovdqa ymm1, [{s}]",
+                    "vmovdqa ymm2, [{s} + 32]",
+                    "vmovdqa ymm3, [{s} + 64]",
+                    "vmovdqa ymm4, [{s} + 96]",
+                    concat!($store, " [{d}], ymm1"),
+                    concat!($store, " [{d} + 32], ymm2"),
+                    concat!($store, " [{d} + 64], ymm3"),
+                    concat!($store, " [{d} + 96], ymm4"),
+                    "add {s}, 128",
+                    "add {d}, 128",
+                    "cmp {s}, {end2}",
+                    "jb 2b",
+                    "3:",
+                    "cmp {s}, {end}",
+                    "jae 5f",
                     "vmovdqa ymm1, [{s}]",
                     "vmovdqa ymm2, [{s} + 32]",
                     concat!($store, " [{d}], ymm1"),
                     concat!($store, " [{d} + 32], ymm2"),
-                    "add {s}, 64",
-                    "add {d}, 64",
-                    "cmp {s}, {end}",
-                    "jb 2b",
-                    "3:",
+                    "5:",
                     s = inout(reg) src => _,
                     d = inout(reg) dst => _,
                     end = in(reg) end,
-                    out("ymm1") _, out("ymm2") _,
+                    end2 = in(reg) end2,
+                    out("ymm1") _, out("ymm2") _, out("ymm3") _, out("ymm4") _,
                     options(nostack),
                 );
             }
@@ -237,7 +251,8 @@ copy64!(
     "vmovntdq"
 );
 copy32!(
-    /// As [`copy64`] with 32-byte AVX2 loads and stores, one line per iteration.
+    /// As [`copy64`] with 32-byte AVX2 loads and stores, two lines per iteration (likwid's
+    /// `copy_avx`: four loads, then four stores).
     copy32,
     "vmovdqa"
 );
