@@ -8,6 +8,7 @@ cd /payload/pmscope-lab || exit 1
 export PMSCOPE_BIN="$PWD/pmscope" # the CLI tests' binary (not at Cargo's host path here)
 export PMSCOPE_RESULTS="$PWD/results.sqlite" # the guest's own store, never a user's
 export PMSCOPE_RUN_PROBE="$PWD/placement-probe" # pmscope run's test program, built on the host
+[ -x "$PWD/pmempool" ] && export PMSCOPE_PMEMPOOL="$PWD/pmempool" # the tx-pm kill test's checker
 fails=0
 
 step() { # name command... : run, show the output, record PASS/FAIL

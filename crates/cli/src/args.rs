@@ -930,8 +930,37 @@ pub enum KmerCommand {
     Demo(KmerDemoArgs),
     /// Write a synthetic reference and strains derived from it (SNPs, indels) as FASTA.
     Synth(KmerSynthArgs),
-    /// Check a static-pm pool after a crash: header, cut-short inserts cleared, contents.
+    /// Check a static-pm or tx-pm pool after a crash: header, cut-short inserts cleared
+    /// (rolled back, for tx-pm), contents.
     Recover(KmerRecoverArgs),
+    /// Seed 003's Table 9 on one target: volatile, static-pm and tx-pm side by side
+    /// (million inserts per second, ratio to volatile, flushes and fences per insert).
+    #[command(
+        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2\n  pmscope kmer bench -t file:/mnt/pmem -k 100"
+    )]
+    Bench(KmerBenchArgs),
+}
+
+/// Options of `pmscope kmer bench`.
+#[derive(Debug, Args, Clone)]
+pub struct KmerBenchArgs {
+    /// FASTA or gzipped FASTA files, one genome each (default: the S. aureus references
+    /// of ragout-examples).
+    #[arg(value_name = "FILES")]
+    pub genomes: Vec<PathBuf>,
+    /// K-mer length, 1 to 128.
+    #[arg(short = 'k', value_name = "K", default_value_t = 31)]
+    pub k: usize,
+    /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<Count>,
+    /// How static-pm makes stores durable: clflush, clflushopt, clwb, ntstore, none or
+    /// msync (tx-pm persists inside libpmemobj).
+    #[arg(long, default_value = "clwb", value_name = "STRATEGY")]
+    pub persist: String,
+    /// The one memory target every table is placed on and its mapping options.
+    #[command(flatten)]
+    pub targets: KmerTargetArgs,
 }
 
 /// Options of `pmscope kmer recover`.
@@ -1024,6 +1053,9 @@ pub enum KmerTableKind {
     Volatile,
     /// The seed's Static-HT: log-free, crash-consistent, in a persistent pool.
     StaticPm,
+    /// The seed's PMDK-HT: chained buckets in a libpmemobj pool, every insert a
+    /// transaction (needs a file target: shm, file:DIR, or --pool).
+    TxPm,
 }
 
 /// Formats of k-mer lists.

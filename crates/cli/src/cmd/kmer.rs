@@ -31,6 +31,8 @@ use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
 use pmscope_workload::kmer::table::TableKind;
 use std::path::{Path, PathBuf};
 
+mod bench;
+
 /// Runs a `pmscope kmer` command.
 pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerArgs) -> Result<()> {
     match &a.command {
@@ -69,6 +71,7 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerArgs) -> Result<()> {
         KmerCommand::Demo(d) => demo(ctx, out, d),
         KmerCommand::Synth(s) => synth(ctx, out, s),
         KmerCommand::Recover(r) => recover(ctx, out, r),
+        KmerCommand::Bench(b) => bench::run(ctx, out, b),
     }
 }
 
@@ -79,12 +82,16 @@ fn recover(ctx: &Context, out: &OutputArgs, r: &KmerRecoverArgs) -> Result<()> {
         no_store: true,
         ..out.clone()
     })?;
+    if pmscope_workload::kmer::table::tx_pm::stored_layout(&r.pool).is_some() {
+        return recover_tx(ctx, &mut sink, r);
+    }
     let opts = pmscope_mapping::MapOptions::host();
     let (h, rec) = pmscope_workload::kmer::table::static_pm::check_pool(&r.pool, &opts)
         .map_err(job_error_table)?;
     let record = ctx
         .record("kmer-recover")
         .param("pool", r.pool.display().to_string())
+        .param("table", "static-pm")
         .param("k", h.k)
         .param("persist", h.strategy.to_string())
         .value("table_slots", h.capacity as f64)
@@ -106,6 +113,37 @@ fn recover(ctx: &Context, out: &OutputArgs, r: &KmerRecoverArgs) -> Result<()> {
             rec.valid,
             rec.counted,
             rec.cleared
+        );
+    }
+    Ok(())
+}
+
+/// `pmscope kmer recover` of a tx-pm pool: PMDK's check, then the table's own walk (PMDK
+/// rolls back a transaction a crash cut short when the pool is opened).
+fn recover_tx(ctx: &Context, sink: &mut Sink, r: &KmerRecoverArgs) -> Result<()> {
+    let (h, c) =
+        pmscope_workload::kmer::table::tx_pm::check_pool(&r.pool).map_err(job_error_table)?;
+    let record = ctx
+        .record("kmer-recover")
+        .param("pool", r.pool.display().to_string())
+        .param("table", "tx-pm")
+        .param("k", h.k)
+        .value("table_buckets", h.buckets as f64)
+        .value("genomes_completed", h.done as f64)
+        .value("valid_kmers", c.entries as f64)
+        .value("genome_counts", c.counted as f64);
+    sink.emit(&record)?;
+    sink.commit()?;
+    if sink.human() {
+        println!(
+            "{}: tx-pm pool (libpmemobj, consistent by pmemobj_check), K = {}, {} buckets\n  \
+             {} genomes completed; {} k-mers ({} genome counts)",
+            r.pool.display(),
+            h.k,
+            h.buckets,
+            h.done,
+            c.entries,
+            c.counted
         );
     }
     Ok(())
@@ -210,6 +248,7 @@ fn run_job(
     let table = match r.table {
         KmerTableKind::Volatile => TableKind::Volatile,
         KmerTableKind::StaticPm => TableKind::StaticPm,
+        KmerTableKind::TxPm => TableKind::TxPm,
     };
     let persist: pmscope_persist::PersistStrategy = r
         .persist
@@ -217,7 +256,7 @@ fn run_job(
         .map_err(|e| usage(format!("--persist: {e}")))?;
     if r.pool.is_some() && table == TableKind::Volatile {
         return Err(usage(
-            "--pool holds a persistent table; add --table static-pm",
+            "--pool holds a persistent table; add --table static-pm or --table tx-pm",
         ));
     }
     let (specs, map_options) = ctx.targets(&r.targets.as_target_args(), &["dram:thp"])?;
@@ -286,7 +325,7 @@ fn run_job(
 
 /// Maps job errors to exit codes: malformed input and impossible requests are usage
 /// errors (2); the system failing us is a runtime error (1).
-fn job_error(e: JobError) -> anyhow::Error {
+pub(crate) fn job_error(e: JobError) -> anyhow::Error {
     match e {
         JobError::Read(r) if r.is_usage => usage(r.to_string()),
         JobError::Usage(m) => usage(m),
@@ -381,7 +420,7 @@ fn to_record(ctx: &Context, r: &Report) -> Record {
 }
 
 /// `30860126` → `30 860 126` (a space groups digits, as SI does; tables right-align it).
-fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

@@ -448,8 +448,15 @@ pub fn scan_slots<const W: usize, T: KmerTable<W>, R: Send>(
 ) -> Result<Vec<R>, PinError> {
     let n = workers.len();
     let slots = table.slots();
+    // Chunks of slots, collected one at a time: a chained table has no per-slot iterator.
+    const CHUNK: usize = 4096;
     let (out, _) = workers.run(|w| {
-        let mut it = (slots * w / n..slots * (w + 1) / n).filter_map(|s| table.entry_at(s));
+        let (lo, hi) = (slots * w / n, slots * (w + 1) / n);
+        let mut it = (lo..hi).step_by(CHUNK).flat_map(|s| {
+            let mut chunk = Vec::new();
+            table.for_each_in(s..(s + CHUNK).min(hi), &mut |x, e| chunk.push((x, e)));
+            chunk
+        });
         f(&mut it)
     })?;
     Ok(out)

@@ -534,7 +534,9 @@ impl<const W: usize> Run<'_, W> {
                 .driver
                 .insert_genome(table, g, (i + 1) as u32, self.job.k)?;
             placements = p;
+            table.health()?;
             table.completed((i + 1) as u32);
+            table.health()?;
             interrupt::check()?;
         }
         Ok(placements)
@@ -629,6 +631,7 @@ impl<const W: usize> Run<'_, W> {
         // A low load: most out-group lookups miss, and a miss probes to an empty slot.
         let core = T::create(&self.request(2 * intersection + 1024))?;
         insert_kmers(&core, &parts, workers)?;
+        core.health()?;
         let mut filter = HashFilter::with_capacity(intersection);
         for x in parts.iter().flatten() {
             filter.insert(x.hash());

@@ -99,7 +99,13 @@ proptest! {
         table in prop::sample::select(TableKind::ALL.to_vec()),
     ) {
         // Every table kind runs the same operations against the same model.
-        let job = |operation, k, threads| Job { table, ..job(operation, k, threads) };
+        // tx-pm keeps its pool in a file (libpmemobj): shm instead of dram.
+        let target = if table == TableKind::TxPm { "shm:4k" } else { "dram:4k" };
+        let job = |operation, k, threads| Job {
+            table,
+            target: target.parse().unwrap(),
+            ..job(operation, k, threads)
+        };
         let dir = tempfile::tempdir().unwrap();
         // Keep only genomes that have a k-mer (shorter ones are an error, tested elsewhere).
         let genomes: Vec<_> = genomes.into_iter().filter(|g| !kmer_set(g, k).is_empty()).collect();
@@ -200,6 +206,9 @@ fn preview_rows_are_the_first_written_rows() {
         ] {
             let mut j = job(op, 5, 2);
             j.table = kind;
+            if kind == TableKind::TxPm {
+                j.target = "shm:4k".parse().unwrap();
+            }
             j.preview = 3;
             let mut out = Vec::new();
             let report = run(&j, Some(&mut out)).unwrap();
@@ -329,4 +338,89 @@ fn static_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     let m = refusal(&j);
     assert!(m.contains("is not a pmscope k-mer pool"), "{m}");
     assert_eq!(std::fs::read(&pool).unwrap(), foreign);
+}
+
+#[test]
+fn tx_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let a = write(dir.path(), "a", &[b"ACGTTGCAAGGCTTACAGGATTACA".to_vec()]);
+    let b = write(dir.path(), "b", &[b"ACGTTGCAACCCTTACAGGATTTTT".to_vec()]);
+    let pool = dir.path().join("tx.pool");
+    let count = Operation::Count {
+        genomes: vec![a.clone(), b.clone()],
+    };
+    let mut j = job(count.clone(), 7, 2);
+    let want = written(&j);
+    j.table = TableKind::TxPm;
+    j.pool = Some(pool.clone());
+    assert_eq!(
+        written(&j),
+        want,
+        "a new pool counts like the volatile table"
+    );
+    assert_eq!(written(&j), want, "a reopened pool holds the same counts");
+    let (header, contents) = super::table::tx_pm::check_pool(&pool).unwrap();
+    assert_eq!((header.k, header.done), (7, 2));
+    assert_eq!(contents.entries, want.len() as u64);
+
+    // Requests that do not match the pool: refused, the pool unchanged.
+    let before = file_digest(&pool);
+    let mut other_k = j.clone();
+    other_k.k = 9;
+    let m = refusal(&other_k);
+    assert!(m.contains("holds k-mers of K = 7, not 9"), "{m}");
+    let mut other_genomes = j.clone();
+    other_genomes.operation = Operation::Count { genomes: vec![a] };
+    let m = refusal(&other_genomes);
+    assert!(m.contains("is counting other genomes"), "{m}");
+    assert_eq!(
+        file_digest(&pool),
+        before,
+        "refused pools are left unchanged"
+    );
+
+    // Corrupt: one byte of PMDK's pool header flipped (its checksum no longer matches),
+    // and one of the layout name.
+    let mut bad = before.1.clone();
+    bad[40] ^= 1;
+    std::fs::write(&pool, &bad).unwrap();
+    let digest = file_digest(&pool);
+    let m = refusal(&j);
+    assert!(
+        m.contains("is not a pmscope tx-pm pool PMDK can open"),
+        "{m}"
+    );
+    assert_eq!(m.lines().count(), 1, "{m}");
+    assert_eq!(file_digest(&pool), digest);
+    let mut bad = before.1.clone();
+    bad[4096 + 2] ^= 1;
+    std::fs::write(&pool, &bad).unwrap();
+    let digest = file_digest(&pool);
+    let m = refusal(&j);
+    assert!(m.contains("is a libpmemobj pool of layout"), "{m}");
+    assert_eq!(file_digest(&pool), digest);
+
+    // Foreign: a file of pool size that is not a pool, and a static-pm pool.
+    let foreign: Vec<u8> = (0..(8 << 20)).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(&pool, &foreign).unwrap();
+    let m = refusal(&j);
+    assert!(
+        m.contains("is not a pmscope tx-pm pool (no libpmemobj header)"),
+        "{m}"
+    );
+    assert_eq!(std::fs::read(&pool).unwrap(), foreign);
+    let spm = dir.path().join("static.pool");
+    let mut s = job(count, 7, 2);
+    s.table = TableKind::StaticPm;
+    s.pool = Some(spm.clone());
+    written(&s);
+    let digest = file_digest(&spm);
+    let mut t = j.clone();
+    t.pool = Some(spm.clone());
+    let m = refusal(&t);
+    assert!(
+        m.contains("is not a pmscope tx-pm pool (no libpmemobj header)"),
+        "{m}"
+    );
+    assert_eq!(file_digest(&spm), digest);
 }

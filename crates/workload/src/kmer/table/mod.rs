@@ -18,6 +18,7 @@
 #[cfg(test)]
 mod crash_check;
 pub mod static_pm;
+pub mod tx_pm;
 pub mod volatile;
 
 use super::encode::Kmer;
@@ -74,17 +75,21 @@ pub enum TableKind {
     /// [`static_pm::StaticPmTable`]: the seed's Static-HT, log-free and crash-consistent
     /// in a persistent pool.
     StaticPm,
+    /// [`tx_pm::TxPmTable`]: the seed's PMDK-HT, chained buckets in a libpmemobj pool,
+    /// every insert a transaction.
+    TxPm,
 }
 
 impl TableKind {
     /// Every kind, in the order help and benchmarks list them.
-    pub const ALL: [TableKind; 2] = [TableKind::Volatile, TableKind::StaticPm];
+    pub const ALL: [TableKind; 3] = [TableKind::Volatile, TableKind::StaticPm, TableKind::TxPm];
 
     /// The kind's name, as the CLI spells it and records carry it.
     pub fn name(self) -> &'static str {
         match self {
             TableKind::Volatile => "volatile",
             TableKind::StaticPm => "static-pm",
+            TableKind::TxPm => "tx-pm",
         }
     }
 }
@@ -123,6 +128,7 @@ impl TableKind {
         match self {
             TableKind::Volatile => f.run::<volatile::VolatileTable<W>>(),
             TableKind::StaticPm => f.run::<static_pm::StaticPmTable<W>>(),
+            TableKind::TxPm => f.run::<tx_pm::TxPmTable<W>>(),
         }
     }
 }
@@ -284,6 +290,17 @@ pub trait KmerTable<const W: usize>: Sync {
     /// The k-mer and entry in slot `slot`, if occupied.
     fn entry_at(&self, slot: usize) -> Option<(Kmer<W>, Entry)>;
 
+    /// Calls `f` with every k-mer held in the slots `slots` (a chained table keeps several
+    /// entries behind one slot); the ranges of a partition of `0..slots()` visit every
+    /// k-mer once.
+    fn for_each_in(&self, slots: std::ops::Range<usize>, f: &mut dyn FnMut(Kmer<W>, Entry)) {
+        for s in slots {
+            if let Some((x, e)) = self.entry_at(s) {
+                f(x, e);
+            }
+        }
+    }
+
     /// Bytes of memory the table occupies.
     fn footprint_bytes(&self) -> u64;
 
@@ -297,5 +314,12 @@ pub trait KmerTable<const W: usize>: Sync {
     /// The last genome a reopened table had completed (0 for a new table).
     fn resume_after(&self) -> GenomeId {
         0
+    }
+
+    /// Whether every insert so far succeeded: a table whose inserts can fail (a full
+    /// libpmemobj pool) remembers the first failure and reports it here; the job asks
+    /// after each genome.
+    fn health(&self) -> Result<(), TableError> {
+        Ok(())
     }
 }

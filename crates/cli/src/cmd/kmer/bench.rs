@@ -1,0 +1,212 @@
+//! `pmscope kmer bench`: seed 003's Table 9 on this machine — the volatile table, the
+//! log-free static-pm table and the PMDK transactional tx-pm table counting the same
+//! genomes on the same target, side by side: million inserts per second, the ratio to the
+//! volatile table, and flushes and fences per insert.
+//!
+//! Flushes and fences are counted where pmscope issues them (static-pm's `Persister`).
+//! tx-pm's happen inside libpmemobj, which does not count them: the table says "not
+//! counted (inside libpmemobj)" and the record leaves the values out, never a guess.
+
+use super::{demo_genomes, job_error, thousands};
+use crate::args::{KmerBenchArgs, OutputArgs};
+use crate::context::Context;
+use crate::error::usage;
+use crate::output::Sink;
+use crate::output::table::Table;
+use crate::values::check_threads;
+use anyhow::{Result, anyhow};
+use pmscope_workload::kmer::encode::MAX_K;
+use pmscope_workload::kmer::job::{self, Job, Operation, Report};
+use pmscope_workload::kmer::output::Format;
+use pmscope_workload::kmer::read::Split;
+use pmscope_workload::kmer::table::TableKind;
+use std::path::Path;
+
+/// What tx-pm's flush and fence columns say.
+const NOT_COUNTED: &str = "not counted (inside libpmemobj)";
+
+/// Runs the bench and prints the table; one `kmer-bench` record per table.
+pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()> {
+    if a.k == 0 || a.k > MAX_K {
+        return Err(usage(format!(
+            "-k {} is out of range: k must be between 1 and {MAX_K}",
+            a.k
+        )));
+    }
+    let genomes = if a.genomes.is_empty() {
+        demo_genomes(
+            Path::new("/usr/share/doc/ragout/examples"),
+            Path::new("/usr/share/doc/kaptive/examples"),
+        )?
+        .0
+    } else {
+        a.genomes.clone()
+    };
+    let allowed = pmscope_sys::affinity::allowed_cpus()
+        .map_err(|e| anyhow!("reading the CPUs pmscope may use: {e}"))?;
+    let threads = a.threads.map(|n| n.0).unwrap_or(allowed.len().max(1));
+    check_threads(threads, &allowed).map_err(usage)?;
+    let persist: pmscope_persist::PersistStrategy = a
+        .persist
+        .parse()
+        .map_err(|e| usage(format!("--persist: {e}")))?;
+    let (specs, map_options) = ctx.targets(&a.targets.as_target_args(), &["shm:4k"])?;
+    if specs.len() != 1 {
+        return Err(usage(
+            "pmscope kmer bench places every table on one --target; give it once",
+        ));
+    }
+    let mut sink = Sink::open(out)?;
+    let environment = {
+        let h = ctx.start(&mut sink, &allowed[..threads], None, false)?;
+        h.environment_warnings().to_vec()
+    };
+    let mut rows: Vec<(TableKind, Report)> = Vec::new();
+    for table in TableKind::ALL {
+        if sink.human() {
+            eprintln!("pmscope kmer bench: counting with the {table} table ...");
+        }
+        let job = Job {
+            operation: Operation::Count {
+                genomes: genomes.clone(),
+            },
+            k: a.k,
+            threads,
+            split: Split::PerFile,
+            target: specs[0].clone(),
+            map_options: map_options.clone(),
+            format: Format::Tsv,
+            sorted: false,
+            preview: 0,
+            table,
+            pool: None,
+            persist,
+        };
+        let report = job::run(&job, None).map_err(job_error)?;
+        rows.push((table, report));
+    }
+    // Every table counted the same k-mers: anything else is a bug worth stopping for.
+    let distinct: Vec<Option<u64>> = rows.iter().map(|(_, r)| r.set("union")).collect();
+    if distinct.iter().any(|d| *d != distinct[0]) {
+        return Err(anyhow!(
+            "the tables disagree on the distinct k-mers ({distinct:?}): a table is wrong"
+        ));
+    }
+    let volatile_mips = rows[0].1.mips();
+    for (table, r) in &rows {
+        let mut rec = ctx
+            .record("kmer-bench")
+            .param("k", r.k)
+            .param("threads", r.threads)
+            .param("table", table.name())
+            .param("persist", persist.to_string())
+            .param("flush_count", flush_count(*table, r))
+            .param(
+                "genome_files",
+                r.genomes
+                    .iter()
+                    .map(|g| g.path.display().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .value("inserts", r.inserts as f64)
+            .value("insert_ms", r.phases.insert.as_secs_f64() * 1e3)
+            .value("insert_mips", r.mips())
+            .value("mips_vs_volatile", r.mips() / volatile_mips)
+            .value("union_kmers", r.set("union").unwrap_or(0) as f64)
+            .value("table_bytes", r.table.footprint_bytes as f64);
+        if let Some((flushes, fences)) = per_insert(*table, r) {
+            rec = rec
+                .value("flushes_per_insert", flushes)
+                .value("fences_per_insert", fences);
+        }
+        rec.metric = Some("insert_mips".into());
+        rec.target = Some(r.table.target.clone());
+        rec.threads = r.placements.clone();
+        rec.warnings.extend(r.table.warnings.iter().cloned());
+        for w in &environment {
+            if !rec.warnings.contains(w) {
+                rec.warnings.push(w.clone());
+            }
+        }
+        sink.emit(&rec)?;
+    }
+    sink.commit()?;
+    if sink.human() {
+        println!("{}", render(&rows, &specs[0].to_string(), persist));
+    }
+    Ok(())
+}
+
+/// (flushes, fences) per insert, where they were counted.
+fn per_insert(table: TableKind, r: &Report) -> Option<(f64, f64)> {
+    match (table, r.table.persist) {
+        (TableKind::Volatile, _) => Some((0.0, 0.0)),
+        (_, Some((flushes, fences))) => {
+            let n = r.inserts.max(1) as f64;
+            Some((flushes as f64 / n, fences as f64 / n))
+        }
+        (_, None) => None,
+    }
+}
+
+fn flush_count(table: TableKind, r: &Report) -> &'static str {
+    match (table, r.table.persist) {
+        (TableKind::Volatile, _) => "none issued",
+        (_, Some(_)) => "persister",
+        (_, None) => NOT_COUNTED,
+    }
+}
+
+/// Table 9's layout: configuration, mode, data structure, MIPS; then the ratio and the
+/// persistence cost per insert.
+fn render(
+    rows: &[(TableKind, Report)],
+    target: &str,
+    persist: pmscope_persist::PersistStrategy,
+) -> String {
+    let r0 = &rows[0].1;
+    let bases: u64 = r0.genomes.iter().map(|g| g.bases).sum();
+    let mut s = format!(
+        "pmscope kmer bench: {} genomes, {:.1} Mbp, {} k-mers inserted, {} distinct, k = {}, {} threads, on {target}\n\n",
+        r0.genomes.len(),
+        bases as f64 / 1e6,
+        thousands(r0.inserts),
+        thousands(r0.set("union").unwrap_or(0)),
+        r0.k,
+        r0.threads
+    );
+    let mut t = Table::new(&[
+        "target (persistence)",
+        "mode",
+        "data structure",
+        "MIPS",
+        "vs volatile",
+        "flushes/insert",
+        "fences/insert",
+    ]);
+    let volatile = r0.mips();
+    for (table, r) in rows {
+        let a = &r.table.target.achieved;
+        let (mode, structure) = match table {
+            TableKind::Volatile => ("volatile", "volatile (open addressing)".to_string()),
+            TableKind::StaticPm => ("AD", format!("static-pm (Static-HT, {persist})")),
+            TableKind::TxPm => ("AD", "tx-pm (PMDK-HT, libpmemobj)".to_string()),
+        };
+        let (flushes, fences) = match per_insert(*table, r) {
+            Some((f, n)) => (format!("{f:.3}"), format!("{n:.3}")),
+            None => (NOT_COUNTED.to_string(), NOT_COUNTED.to_string()),
+        };
+        t.row(vec![
+            format!("{} ({})", r.table.target.spec, a.persistence.describe()),
+            mode.into(),
+            structure,
+            format!("{:.2}", r.mips()),
+            format!("{:.2}", r.mips() / volatile),
+            flushes,
+            fences,
+        ]);
+    }
+    s += &t.render();
+    s += "\n\nMIPS: million inserts per second in the insert phase (every k-mer of every genome, repeats included); one run per table.";
+    s
+}
