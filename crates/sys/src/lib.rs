@@ -12,7 +12,6 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
-pub mod child;
 pub mod coreclock;
 pub mod cpu;
 pub mod dax;

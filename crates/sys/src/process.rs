@@ -41,24 +41,39 @@ pub fn send_signal(pid: u32, signal: i32) -> io::Result<()> {
     }
 }
 
-/// Spawns `cmd` as the leader of a new process group that receives SIGTERM when the calling
-/// thread's process ends.
-pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
-    cmd.process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and only calls prctl and
-    // getppid, both async-signal-safe; it allocates nothing.
+/// SIGTERM, for callers without libc.
+pub const SIGTERM: i32 = libc::SIGTERM;
+/// SIGKILL, for callers without libc.
+pub const SIGKILL: i32 = libc::SIGKILL;
+
+/// Makes the child started by `cmd` receive `signal` when the thread that starts it exits
+/// (pmscope dying included, even by SIGKILL, when no `Drop` runs). Start it from a thread
+/// that outlives it (the main thread).
+pub fn dies_with_parent(cmd: &mut Command, signal: i32) -> &mut Command {
+    // SAFETY: getpid is async-signal-safe and is read before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
+    // functions (prctl, getppid, _exit); it allocates nothing.
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            // The parent may have died between fork and prctl: then nobody would signal us.
-            if libc::getppid() == 1 {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            // The parent may have died before the prctl: then nobody would signal us.
+            if libc::getppid() != parent {
+                libc::_exit(128 + signal);
             }
             Ok(())
-        });
+        })
     }
+}
+
+/// Spawns `cmd` as the leader of a new process group (one signal reaches it and everything
+/// it starts; a terminal's Ctrl-C does not) that receives SIGTERM when pmscope dies: a
+/// `pmscope run` under it forwards that to its program and still reports.
+pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
+    cmd.process_group(0);
+    dies_with_parent(cmd, libc::SIGTERM);
     cmd.spawn()
 }
 
@@ -128,6 +143,15 @@ mod tests {
     #[test]
     fn signal_zero_reaches_this_process() {
         send_signal(std::process::id(), 0).unwrap();
+    }
+
+    #[test]
+    fn a_child_set_up_to_die_with_its_parent_still_runs() {
+        let o = dies_with_parent(Command::new("sh").args(["-c", "echo ok"]), libc::SIGKILL)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        assert_eq!(o.stdout, b"ok\n");
     }
 
     #[test]

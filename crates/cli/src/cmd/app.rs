@@ -23,7 +23,7 @@ use pmscope_core::warning::Warning;
 use pmscope_mapping::TargetSpec;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
-use pmscope_sys::process::{group_alive, signal_group, spawn_group};
+use pmscope_sys::process::{SIGKILL, SIGTERM, group_alive, signal_group, spawn_group};
 use pmscope_workload::kvstore::{self, ClientResult, Program, Server, Workload};
 use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -398,9 +398,6 @@ impl Drop for RunningServer {
     }
 }
 
-const SIGTERM: i32 = 15;
-const SIGKILL: i32 = 9;
-
 fn describe_status(s: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (s.code(), s.signal()) {
@@ -419,10 +416,10 @@ fn last_line(s: &str) -> Option<&str> {
 fn placement_from_run(stdout: &str) -> Option<Record> {
     stdout
         .lines()
+        .rev()
         .filter(|l| l.starts_with('{'))
         .filter_map(|l| serde_json::from_str::<Record>(l).ok())
-        .filter(|r| r.experiment == "run")
-        .last()
+        .find(|r| r.experiment == "run")
 }
 
 /// memaslap's configuration, in a file created exclusively in the temporary directory and

@@ -135,7 +135,7 @@ fn fio_args(dir: &Path, rw: &str, jobs: u64, p: &Plan) -> Vec<String> {
 fn run_fio(fio: &str, args: &[String]) -> Result<String> {
     let mut cmd = Command::new(fio);
     // A SIGKILLed pmscope takes fio with it (Ctrl-C and SIGTERM are handled below).
-    pmscope_sys::child::dies_with_parent(&mut cmd);
+    pmscope_sys::process::dies_with_parent(&mut cmd, pmscope_sys::process::SIGKILL);
     let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
