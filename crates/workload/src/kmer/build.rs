@@ -7,6 +7,10 @@
 //! instead keeps one "last genome" tag per slot correct (concurrent inserts are all for the
 //! same genome) and keeps the threads equally busy whatever the genome sizes.
 //!
+//! A partitioned table (`--partition nodes`, [`super::table::partition`]) is driven through
+//! an exchange instead: each worker reads its share of the genome and hands every k-mer to
+//! a worker of the node whose sub-table owns it, which inserts (or marks) it locally.
+//!
 //! Why the ring: a table far larger than the caches costs a DRAM miss per k-mer. Hashing
 //! k-mer i+16 and prefetching its slot while k-mer i is inserted keeps ~16 misses in
 //! flight per thread instead of one (memory-level parallelism).
@@ -14,10 +18,11 @@
 use super::encode::{Kmer, for_each_kmer};
 use super::filter::HashFilter;
 use super::read::Genome;
+use super::table::partition::part_of;
 use super::table::{Entry, GenomeId, Inserted, KmerTable, Unpersisted};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_runner::pin::{PinError, run_pinned};
-use std::sync::Mutex;
+use std::sync::{Barrier, Mutex};
 
 /// Lookups kept in flight per thread.
 const DEPTH: usize = 16;
@@ -38,6 +43,14 @@ impl Workers {
         Ok(Workers {
             cpus: (0..threads).map(|i| allowed[i % allowed.len()]).collect(),
         })
+    }
+
+    /// One worker on each of `cpus` (a partitioned job's node by node).
+    pub fn on(cpus: Vec<usize>) -> Result<Workers, PinError> {
+        if cpus.is_empty() {
+            return Err(PinError("no CPU to run on".into()));
+        }
+        Ok(Workers { cpus })
     }
 
     /// Number of workers.
@@ -253,19 +266,137 @@ impl<const W: usize> Buckets<W> {
     }
 }
 
+/// k-mers a worker reads before the exchange hands them over (a round): the buffers of a
+/// round stay a few tens of MB per worker whatever the genome.
+const EXCHANGE_BLOCK: usize = 1 << 20;
+
 /// The workers with their bucket buffers, kept across genomes.
 pub struct Driver<const W: usize> {
     workers: Workers,
     buckets: Vec<Mutex<Buckets<W>>>,
+    /// The part (sub-table) each worker is local to: all 0 unless partitioned.
+    homes: Vec<usize>,
+    exchange_block: usize,
 }
 
 impl<const W: usize> Driver<W> {
     /// A driver for `workers`.
     pub fn new(workers: Workers) -> Driver<W> {
+        let homes = vec![0; workers.len()];
+        Self::partitioned(workers, homes)
+    }
+
+    /// A driver for `workers` of a partitioned table, worker i local to part `homes[i]`.
+    pub fn partitioned(workers: Workers, homes: Vec<usize>) -> Driver<W> {
+        assert_eq!(homes.len(), workers.len());
         let buckets = (0..workers.len())
             .map(|_| Mutex::new(Buckets::new()))
             .collect();
-        Driver { workers, buckets }
+        Driver {
+            workers,
+            buckets,
+            homes,
+            exchange_block: EXCHANGE_BLOCK,
+        }
+    }
+
+    /// Hands every k-mer `produce(worker, round, emit)` emits to a worker local to the
+    /// part that owns it, which applies `action` to it in its own part: `rounds` rounds of
+    /// read, barrier, apply, barrier. Returns the new (insert) or found (mark) k-mers and
+    /// where the workers ran.
+    fn exchange<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        rounds: usize,
+        produce: impl Fn(usize, usize, &mut dyn FnMut(&Kmer<W>, u64)) + Sync,
+        action: Action,
+    ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
+        let n = self.workers.len();
+        let parts = table.parts();
+        let members: Vec<Vec<usize>> = (0..parts)
+            .map(|p| (0..n).filter(|&w| self.homes[w] == p).collect())
+            .collect();
+        if let Some(p) = members.iter().position(|m| m.is_empty()) {
+            return Err(PinError(format!(
+                "no worker runs on the node of sub-table {p}"
+            )));
+        }
+        // boxes[producer * n + consumer]: a producer fills its row, then (after the
+        // barrier) each consumer empties its column.
+        let boxes: Vec<Mutex<Vec<(Kmer<W>, u64)>>> =
+            (0..n * n).map(|_| Mutex::new(Vec::new())).collect();
+        let barrier = Barrier::new(n);
+        let lock = |i: usize| boxes[i].lock().unwrap_or_else(|p| p.into_inner());
+        let (counts, placements) = self.workers.run(|w| {
+            let (mut count, mut applied) = (0u64, 0u64);
+            let mut unpersisted = Unpersisted::default();
+            for round in 0..rounds {
+                {
+                    let mut row: Vec<_> = (0..n).map(|c| lock(w * n + c)).collect();
+                    produce(w, round, &mut |kmer: &Kmer<W>, hash: u64| {
+                        let m = &members[part_of(hash, parts)];
+                        // Bits 32..48 pick the consumer: independent of the part's bits.
+                        let c = m[(((hash >> 32) & 0xffff) as usize * m.len()) >> 16];
+                        row[c].push((*kmer, hash));
+                    });
+                }
+                barrier.wait();
+                let mut apply = |kmer: &Kmer<W>, hash: u64| {
+                    applied += 1;
+                    count += match action {
+                        Action::Insert(id) => {
+                            u64::from(insert_grouped(table, kmer, hash, id, &mut unpersisted))
+                        }
+                        Action::Mark => u64::from(table.mark(kmer, hash).is_some()),
+                    };
+                };
+                let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
+                for p in 0..n {
+                    let mut inbox = lock(p * n + w);
+                    for &(kmer, hash) in inbox.iter() {
+                        table.prefetch(hash);
+                        if let Some((x, h)) = ring.push((kmer, hash)) {
+                            apply(&x, h);
+                        }
+                    }
+                    inbox.clear();
+                }
+                ring.drain(|(x, h)| apply(&x, h));
+                // The boxes are refilled only when every consumer has emptied its column.
+                barrier.wait();
+            }
+            table.persist_deferred(&mut unpersisted);
+            if let Action::Insert(_) = action {
+                table.add_part_counts(self.homes[w], applied, count);
+            }
+            count
+        })?;
+        Ok((counts.iter().sum(), placements))
+    }
+
+    /// `apply` for a partitioned table: the genome's windows in `rounds × workers` runs,
+    /// worker w reading run `round × workers + w`.
+    fn apply_exchanged<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        genome: &Genome,
+        k: usize,
+        action: Action,
+    ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
+        let n = self.workers.len();
+        let windows = genome.stats.kmers as usize + genome.stats.skipped_kmers as usize;
+        let rounds = windows.div_ceil(n * self.exchange_block).max(1);
+        let runs = split(genome, k, n * rounds);
+        self.exchange(
+            table,
+            rounds,
+            |w: usize, round: usize, emit: &mut dyn FnMut(&Kmer<W>, u64)| {
+                for &(a, b) in &runs[round * n + w] {
+                    for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| emit(kmer, kmer.hash()));
+                }
+            },
+            action,
+        )
     }
 
     /// The workers.
@@ -281,6 +412,9 @@ impl<const W: usize> Driver<W> {
         k: usize,
         action: Action,
     ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
+        if table.parts() > 1 {
+            return self.apply_exchanged(table, genome, k, action);
+        }
         let parts = split(genome, k, self.workers.len());
         if table.footprint_bytes() <= DIRECT_BYTES {
             return self.apply_direct(table, genome, &parts, k, action);
@@ -409,6 +543,32 @@ fn insert_grouped<const W: usize, T: KmerTable<W>>(
     new
 }
 
+impl<const W: usize> Driver<W> {
+    /// Inserts lists of k-mers as genome 1 ([`insert_kmers`]); a partitioned table gets
+    /// them through the exchange, each into its node's part.
+    pub fn insert_lists<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        lists: &[Vec<Kmer<W>>],
+    ) -> Result<u64, PinError> {
+        if table.parts() == 1 {
+            return insert_kmers(table, lists, &self.workers);
+        }
+        let n = self.workers.len();
+        let (new, _) = self.exchange(
+            table,
+            1,
+            |w: usize, _: usize, emit: &mut dyn FnMut(&Kmer<W>, u64)| {
+                for x in lists.iter().skip(w).step_by(n).flatten() {
+                    emit(x, x.hash());
+                }
+            },
+            Action::Insert(1),
+        )?;
+        Ok(new)
+    }
+}
+
 /// Inserts lists of k-mers (one list per worker) as genome 1, with prefetches in flight.
 pub fn insert_kmers<const W: usize, T: KmerTable<W>>(
     table: &T,
@@ -511,6 +671,100 @@ mod tests {
         }
         // Marking finds every k-mer of the genome once more.
         assert_eq!(driver.mark_genome(&table, g, 11).unwrap(), g.stats.kmers);
+    }
+
+    /// Every k-mer of the input ends up in exactly one sub-table, the one `part_of` names,
+    /// with its full count; the parts' inserts and distinct k-mers add up; for each table
+    /// kind, over several exchange rounds.
+    #[test]
+    fn a_partitioned_table_holds_every_kmer_in_exactly_its_own_part() {
+        use crate::kmer::table::partition::{PartitionedTable, part_of};
+        use crate::kmer::table::{Create, TableKind, TableRequest, WithTable};
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let seq: Vec<u8> = (0..40_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b"ACGT"[(x >> 62) as usize]
+            })
+            .collect();
+        let g = Genome::from_records("g", &[("a", &seq), ("b", &seq[7_000..19_000])], 21);
+        let h = Genome::from_records("h", &[("a", &seq[10_000..30_000])], 21);
+
+        struct Check<'a>(&'a Genome, &'a Genome);
+        impl WithTable<1> for Check<'_> {
+            type Output = ();
+            fn run<T: Create<1>>(self) {
+                let (g, h) = (self.0, self.1);
+                let target: pmscope_mapping::TargetSpec = "dram:4k".parse().unwrap();
+                let opts = pmscope_mapping::MapOptions::host();
+                let parts = 3;
+                let tables = (0..parts)
+                    .map(|_| {
+                        let r = TableRequest {
+                            k: 21,
+                            target: &target,
+                            map_options: &opts,
+                            expected_distinct: 40_000,
+                            parallel: 1,
+                            pool: None,
+                            persist: pmscope_persist::PersistStrategy::Clflush,
+                            inputs: 1,
+                            partition: None,
+                        };
+                        (0, vec![], T::create(&r).unwrap())
+                    })
+                    .collect();
+                let table = PartitionedTable::<1, T>::of_tables(tables);
+                let cpu = pmscope_sys::affinity::allowed_cpus().unwrap()[0];
+                let mut driver =
+                    Driver::<1>::partitioned(Workers::on(vec![cpu; 4]).unwrap(), vec![0, 1, 2, 0]);
+                // Rounds of 5 000 k-mers per worker: the genome takes several.
+                driver.exchange_block = 5_000;
+                let (new_g, _) = driver.insert_genome(&table, g, 1, 21).unwrap();
+                let (new_h, _) = driver.insert_genome(&table, h, 2, 21).unwrap();
+                let mut want = std::collections::HashMap::new();
+                for genome in [g, h] {
+                    let mut seen = std::collections::HashSet::new();
+                    for c in &genome.contigs {
+                        for_each_kmer::<1>(genome.contig_seq(c), 21, |_, x, _| {
+                            if seen.insert(*x) {
+                                *want.entry(*x).or_insert(0u32) += 1;
+                            }
+                        });
+                    }
+                }
+                assert_eq!(new_g + new_h, want.len() as u64, "{}", T::KIND);
+                assert_eq!(table.distinct(), want.len() as u64);
+                let subs: Vec<&T> = table.sub_tables().collect();
+                for (x, n) in &want {
+                    let owner = part_of(x.hash(), parts);
+                    for (p, sub) in subs.iter().enumerate() {
+                        let got = sub.get(x, x.hash()).map(|e| e.genomes);
+                        assert_eq!(got, (p == owner).then_some(*n), "{} part {p}", T::KIND);
+                    }
+                }
+                let facts = table.facts();
+                assert_eq!(facts.parts.len(), parts);
+                assert_eq!(
+                    facts.parts.iter().map(|p| p.inserts).sum::<u64>(),
+                    g.stats.kmers + h.stats.kmers
+                );
+                assert_eq!(
+                    facts.parts.iter().map(|p| p.distinct).sum::<u64>(),
+                    want.len() as u64
+                );
+                // Marking (subtract) goes through the exchange too and finds every k-mer.
+                assert_eq!(driver.mark_genome(&table, h, 21).unwrap(), h.stats.kmers);
+                let mut scanned = 0;
+                table.for_each_in(0..table.slots(), &mut |_, _| scanned += 1);
+                assert_eq!(scanned, want.len());
+            }
+        }
+        for kind in [TableKind::Volatile, TableKind::StaticPm] {
+            kind.with::<1, _>(Check(&g, &h));
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! intersection is usually a small part of the in-group union, so most out-group k-mers
 //! are answered from the cache.
 
-use super::build::{Driver, Workers, insert_kmers, scan_slots, walk_prefetched};
+use super::build::{Driver, Workers, scan_slots, walk_prefetched};
 use super::encode::Kmer;
 use super::encode::words_for;
 use super::estimate::DistinctSketch;
@@ -26,6 +26,7 @@ use super::filter::HashFilter;
 use super::output::{self, Candidate, Format, Region};
 use super::read::{Genome, ReadError, Split, read_genomes};
 pub use super::table::TableFacts;
+use super::table::partition::{NodePlan, PartitionedTable};
 use super::table::{Create, Entry, KmerTable, TableError, TableKind, TableRequest, WithTable};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_mapping::{MapOptions, TargetSpec};
@@ -125,6 +126,9 @@ pub struct Job {
     pub pool: Option<PathBuf>,
     /// How a persistent table makes its stores durable.
     pub persist: PersistStrategy,
+    /// `--partition nodes`: one sub-table per node of the plan, its workers pinned there
+    /// (`threads` must be the plan's); `None`: one table.
+    pub partition: Option<NodePlan>,
 }
 
 /// Why a job failed.
@@ -297,7 +301,11 @@ struct Words<'a, 'o> {
 impl<const W: usize> WithTable<W> for Words<'_, '_> {
     type Output = Result<Report, JobError>;
     fn run<T: Create<W>>(self) -> Self::Output {
-        run_words::<W, T>(self.job, self.out)
+        if self.job.partition.is_some() {
+            run_words::<W, PartitionedTable<W, T>>(self.job, self.out)
+        } else {
+            run_words::<W, T>(self.job, self.out)
+        }
     }
 }
 
@@ -374,7 +382,20 @@ fn run_words<const W: usize, T: Create<W>>(
             .num_threads(job.threads)
             .build()
             .map_err(|e| JobError::Workers(PinError(e.to_string())))?,
-        driver: Driver::<W>::new(Workers::new(job.threads)?),
+        driver: match &job.partition {
+            Some(plan) => {
+                let (cpus, homes) = plan.workers();
+                if cpus.len() != job.threads {
+                    return Err(JobError::Usage(format!(
+                        "the node plan has {} workers, the job {} threads",
+                        cpus.len(),
+                        job.threads
+                    )));
+                }
+                Driver::<W>::partitioned(Workers::on(cpus)?, homes)
+            }
+            None => Driver::<W>::new(Workers::new(job.threads)?),
+        },
     };
     let mut phases = Phases::default();
     let mut cpu = Phases::default();
@@ -465,6 +486,7 @@ impl<const W: usize> Run<'_, W> {
             pool: None,
             persist: self.job.persist,
             inputs: 0,
+            partition: self.job.partition.as_ref(),
         }
     }
 
@@ -630,7 +652,7 @@ impl<const W: usize> Run<'_, W> {
         result.sets.push(("intersection", intersection));
         // A low load: most out-group lookups miss, and a miss probes to an empty slot.
         let core = T::create(&self.request(2 * intersection + 1024))?;
-        insert_kmers(&core, &parts, workers)?;
+        self.driver.insert_lists(&core, &parts)?;
         core.health()?;
         let mut filter = HashFilter::with_capacity(intersection);
         for x in parts.iter().flatten() {

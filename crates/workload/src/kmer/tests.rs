@@ -5,6 +5,7 @@ use super::job::{Job, Operation, run};
 use super::output::Format;
 use super::read::Split;
 use super::table::TableKind;
+use super::table::partition::{NodePlan, NodeShare};
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -69,6 +70,31 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         table: TableKind::default(),
         pool: None,
         persist: pmscope_persist::PersistStrategy::Clflush,
+        partition: None,
+    }
+}
+
+/// A plan of two parts, both on this machine's first node (a one-node host still drives
+/// two sub-tables through the exchange).
+fn two_parts(threads: usize) -> NodePlan {
+    let cpus = pmscope_sys::affinity::allowed_cpus().unwrap();
+    let node = pmscope_sys::numa::nodes(&pmscope_sys::sysroot::SysRoot::host())
+        .into_iter()
+        .find(|n| n.cpus.contains(&cpus[0]))
+        .map_or(0, |n| n.id);
+    let cpu = |i: usize| cpus[i % cpus.len()];
+    NodePlan {
+        shares: vec![
+            NodeShare {
+                node,
+                cpus: (0..threads.div_ceil(2)).map(cpu).collect(),
+            },
+            NodeShare {
+                node,
+                cpus: (threads.div_ceil(2)..threads.max(2)).map(cpu).collect(),
+            },
+        ],
+        without_cpus: Vec::new(),
     }
 }
 
@@ -171,6 +197,58 @@ proptest! {
         got.sort();
         prop_assert_eq!(&got, &want);
         prop_assert_eq!(report.set("candidates"), Some(want.len() as u64));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// `--partition nodes` gives the unpartitioned table's counts, set operations and
+    /// primers, for the volatile and the static-pm table, on the real plan of this machine
+    /// (one node: one sub-table) and on two parts.
+    #[test]
+    fn partitioned_jobs_equal_unpartitioned_ones(
+        genomes in prop::collection::vec(genome(), 2..5),
+        k in prop::sample::select(vec![5usize, 12, 33]),
+        threads in 2usize..4,
+        table in prop::sample::select(vec![TableKind::Volatile, TableKind::StaticPm]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let genomes: Vec<_> = genomes.into_iter().filter(|g| !kmer_set(g, k).is_empty()).collect();
+        prop_assume!(genomes.len() >= 2);
+        let paths: Vec<PathBuf> =
+            genomes.iter().enumerate().map(|(i, g)| write(dir.path(), &format!("g{i}"), g)).collect();
+        let cut = paths.len() / 2;
+        let cpus = pmscope_sys::affinity::allowed_cpus().unwrap();
+        let nodes = pmscope_sys::numa::nodes(&pmscope_sys::sysroot::SysRoot::host());
+        // This machine's own plan where it can run `threads` (one node here: one part).
+        let plans: Vec<NodePlan> = NodePlan::new(&nodes, &cpus, threads.min(cpus.len()))
+            .into_iter()
+            .chain([two_parts(threads)])
+            .collect();
+        for operation in [
+            Operation::Count { genomes: paths.clone() },
+            Operation::Intersect { genomes: paths.clone() },
+            Operation::Subtract { genomes: paths[..cut].to_vec(), minus: paths[cut..].to_vec() },
+            Operation::Primers { in_group: paths[..cut].to_vec(), out_group: paths[cut..].to_vec() },
+        ] {
+            let one = Job { table, ..job(operation.clone(), k, threads) };
+            let mut want = Vec::new();
+            let want_report = run(&one, Some(&mut want)).unwrap();
+            for plan in &plans {
+                let parted = Job { threads: plan.threads(), partition: Some(plan.clone()), ..one.clone() };
+                let mut got = Vec::new();
+                let report = run(&parted, Some(&mut got)).unwrap();
+                prop_assert_eq!(
+                    String::from_utf8_lossy(&got), String::from_utf8_lossy(&want),
+                    "{} {} parts", operation.name(), plan.shares.len()
+                );
+                prop_assert_eq!(&report.histogram, &want_report.histogram);
+                prop_assert_eq!(&report.sets, &want_report.sets);
+                prop_assert_eq!(report.table.parts.len(), plan.shares.len());
+                prop_assert_eq!(report.table.kind, table.name());
+            }
+        }
     }
 }
 

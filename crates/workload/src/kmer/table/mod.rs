@@ -17,6 +17,7 @@
 
 #[cfg(test)]
 mod crash_check;
+pub mod partition;
 pub mod static_pm;
 pub mod tx_pm;
 pub mod volatile;
@@ -152,6 +153,8 @@ pub struct TableRequest<'a> {
     pub persist: PersistStrategy,
     /// A fingerprint of the genomes inserted, so a reopened pool resumes only its own job.
     pub inputs: u64,
+    /// The nodes of a partitioned table ([`partition`]); other tables ignore it.
+    pub partition: Option<&'a partition::NodePlan>,
 }
 
 /// A table kind that can be made from a [`TableRequest`]: what the job is generic over.
@@ -186,6 +189,8 @@ pub struct TableFacts {
     pub warnings: Vec<Warning>,
     /// (flushes, fences) a persistent table issued.
     pub persist: Option<(u64, u64)>,
+    /// The sub-tables of a partitioned table, one per node (empty: one table).
+    pub parts: Vec<partition::PartFacts>,
 }
 
 /// Writes an inserting thread has made but not yet persisted (group persistence): filled by
@@ -195,6 +200,8 @@ pub struct TableFacts {
 #[derive(Debug, Default)]
 pub struct Unpersisted {
     words: Vec<usize>,
+    /// The sub-table of a partitioned table the words belong to.
+    part: usize,
 }
 
 impl Unpersisted {
@@ -239,7 +246,8 @@ impl Unpersisted {
 ///
 /// Placement contract: a k-mer's place in the table follows the high bits of its hash
 /// (a larger hash never lands in an earlier region), so that the drivers in
-/// [`super::build`] can apply k-mers grouped by hash prefix one table region at a time.
+/// [`super::build`] can apply k-mers grouped by hash prefix one table region at a time. A
+/// partitioned table keeps it inside each part (the drivers' exchange feeds it part by part).
 pub trait KmerTable<const W: usize>: Sync {
     /// Starts loading the memory `insert`/`get`/`mark` of this hash will touch, so a batch
     /// of lookups overlaps its cache misses.
@@ -321,5 +329,18 @@ pub trait KmerTable<const W: usize>: Sync {
     /// after each genome.
     fn health(&self) -> Result<(), TableError> {
         Ok(())
+    }
+
+    /// Sub-tables a partitioned table routes k-mers to by
+    /// [`partition::part_of`] (1: not partitioned). The drivers insert into a table of
+    /// several parts through their exchange, each worker into its own node's part.
+    fn parts(&self) -> usize {
+        1
+    }
+
+    /// A worker inserted `inserts` k-mers into part `part`, `new` of them new: the
+    /// exchange's report, in place of [`add_distinct`](Self::add_distinct).
+    fn add_part_counts(&self, _part: usize, _inserts: u64, new: u64) {
+        self.add_distinct(new);
     }
 }

@@ -710,6 +710,7 @@ impl<const W: usize, M: PersistentWords + PoolInfo> KmerTable<W> for StaticPm<W,
             target: self.mem.target_record(),
             warnings: self.mem.target_warnings(),
             persist: Some(self.mem.counts()),
+            parts: Vec::new(),
         }
     }
 

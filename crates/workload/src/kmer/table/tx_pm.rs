@@ -668,6 +668,7 @@ impl<const W: usize> KmerTable<W> for TxPmTable<W> {
             warnings: self.warnings.clone(),
             // Inside libpmemobj: not visible from here.
             persist: None,
+            parts: Vec::new(),
         }
     }
 
@@ -853,6 +854,7 @@ mod tests {
             pool,
             persist: pmscope_persist::PersistStrategy::Clflush,
             inputs: 42,
+            partition: None,
         }
     }
 
