@@ -422,9 +422,10 @@ impl<const W: usize> Driver<W> {
         let (counts, placements) = self.workers.run(|w| {
             let mut buckets = self.buckets[w].lock().unwrap_or_else(|p| p.into_inner());
             buckets.fit(table);
-            let mut count = 0u64;
+            let (mut count, mut applied) = (0u64, 0u64);
             for &(a, b) in &parts[w] {
                 for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
+                    applied += 1;
                     if buckets.push(kmer, kmer.hash()) {
                         count += buckets.flush(table, action);
                     }
@@ -432,7 +433,8 @@ impl<const W: usize> Driver<W> {
             }
             count += buckets.flush(table, action);
             if let Action::Insert(_) = action {
-                table.add_distinct(count);
+                // (a partitioned table of one part comes here, its one part is 0)
+                table.add_part_counts(self.homes[w], applied, count);
             }
             count
         })?;
@@ -449,10 +451,11 @@ impl<const W: usize> Driver<W> {
         action: Action,
     ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
         let (counts, placements) = self.workers.run(|w| {
-            let mut count = 0u64;
+            let (mut count, mut applied) = (0u64, 0u64);
             let mut unpersisted = Unpersisted::default();
             for &(a, b) in &parts[w] {
                 walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
+                    applied += 1;
                     count += match action {
                         Action::Insert(id) => {
                             u64::from(insert_grouped(table, kmer, hash, id, &mut unpersisted))
@@ -463,7 +466,7 @@ impl<const W: usize> Driver<W> {
             }
             table.persist_deferred(&mut unpersisted);
             if let Action::Insert(_) = action {
-                table.add_distinct(count);
+                table.add_part_counts(self.homes[w], applied, count);
             }
             count
         })?;

@@ -246,6 +246,10 @@ proptest! {
                 prop_assert_eq!(&report.histogram, &want_report.histogram);
                 prop_assert_eq!(&report.sets, &want_report.sets);
                 prop_assert_eq!(report.table.parts.len(), plan.shares.len());
+                prop_assert_eq!(
+                    report.table.parts.iter().map(|p| p.inserts).sum::<u64>(),
+                    report.inserts
+                );
                 prop_assert_eq!(report.table.kind, table.name());
             }
         }
