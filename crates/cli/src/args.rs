@@ -991,6 +991,11 @@ pub struct KmerRunArgs {
     /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
     pub threads: Option<Count>,
+    /// `nodes`: one sub-table per NUMA node with CPUs, on that node's memory (dram or shm
+    /// targets), its threads pinned there and inserting only into it; k-mers are routed
+    /// to sub-tables by hash, so results equal `none`'s (seed 003 section 5.4).
+    #[arg(long, value_enum, default_value = "none")]
+    pub partition: KmerPartition,
     /// Treat every FASTA record as a genome of its own (default: one file = one genome).
     #[arg(long)]
     pub genome_per_record: bool,
@@ -1056,6 +1061,15 @@ pub enum KmerTableKind {
     /// The seed's PMDK-HT: chained buckets in a libpmemobj pool, every insert a
     /// transaction (needs a file target: shm, file:DIR, or --pool).
     TxPm,
+}
+
+/// How a k-mer table is split across NUMA nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KmerPartition {
+    /// One table on the target.
+    None,
+    /// One sub-table per NUMA node with CPUs, each on its own node.
+    Nodes,
 }
 
 /// Formats of k-mer lists.

@@ -477,6 +477,154 @@ mod needs_memonly_node {
             "{line}"
         );
     }
+
+    /// Nodes (from sysfs, not from pmscope) that have CPUs.
+    fn sysfs_cpu_nodes() -> Vec<u64> {
+        let mut ids: Vec<u64> = std::fs::read_dir("/sys/devices/system/node")
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                let id: u64 = name.strip_prefix("node")?.parse().ok()?;
+                let cpus =
+                    std::fs::read_to_string(format!("/sys/devices/system/node/node{id}/cpulist"))
+                        .ok()?;
+                (!cpus.trim().is_empty()).then_some(id)
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// `kmer count --partition nodes` on the guest's two CPU nodes: one sub-table per CPU
+    /// node, each with every verified page on its own node, none for the memory-only
+    /// node (and the output says so), and exactly the counts of one table; for the
+    /// volatile table on dram and the static-pm table on shm (tmpfs honours the binding).
+    #[test]
+    #[ignore = "needs two CPU nodes and a memory-only NUMA node (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
+    fn kmer_count_partitioned_by_node_places_each_sub_table_on_its_node() {
+        let memonly: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
+        let cpu_nodes = sysfs_cpu_nodes();
+        assert!(cpu_nodes.len() >= 2, "{cpu_nodes:?}");
+        assert!(!cpu_nodes.contains(&memonly));
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Three related genomes of 20 kbp (small: the guest runs under TCG).
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let base: Vec<u8> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b"ACGT"[(x >> 62) as usize]
+            })
+            .collect();
+        let mut files = Vec::new();
+        for g in 0..3usize {
+            let mut seq = base.clone();
+            for i in (g * 97..seq.len()).step_by(311 + g * 50) {
+                seq[i] = b"ACGT"[(i + g) % 4];
+            }
+            let path = d.join(format!("g{g}.fa"));
+            std::fs::write(&path, [b">g\n".as_slice(), seq.as_slice(), b"\n"].concat()).unwrap();
+            files.push(path.display().to_string());
+        }
+        let threads = cpu_nodes.len().to_string();
+        let run = |name: &str, extra: &[&str]| -> (String, Value, String) {
+            let kmers = d.join(format!("{name}.tsv"));
+            let record = d.join(format!("{name}.jsonl"));
+            let mut args = vec![
+                "kmer",
+                "count",
+                "-k",
+                "31",
+                "--sorted",
+                "--threads",
+                threads.as_str(),
+            ];
+            args.extend(files.iter().map(|f| f.as_str()));
+            args.extend_from_slice(extra);
+            let (k, r) = (kmers.display().to_string(), record.display().to_string());
+            args.extend_from_slice(&["--kmers", k.as_str(), "-o", r.as_str()]);
+            let human = success(&pmscope(&args));
+            let rec: Value =
+                serde_json::from_str(std::fs::read_to_string(&record).unwrap().trim()).unwrap();
+            (std::fs::read_to_string(&kmers).unwrap(), rec, human)
+        };
+        let (truth, one, _) = run("one", &["-t", "dram:4k"]);
+        assert_eq!(one["params"]["partition"], "none");
+        for (name, extra) in [
+            ("volatile", ["-t", "dram:4k", "--table", "volatile"]),
+            ("static-pm", ["-t", "shm:4k", "--table", "static-pm"]),
+        ] {
+            let mut args = extra.to_vec();
+            args.extend_from_slice(&["--partition", "nodes"]);
+            let (counts, rec, human) = run(name, &args);
+            assert_eq!(counts, truth, "{name}: counts differ from one table's");
+            assert_eq!(rec["params"]["partition"], "nodes");
+            let subs = rec["params"]["sub_tables"].as_array().unwrap();
+            let nodes: Vec<u64> = subs.iter().map(|s| s["node"].as_u64().unwrap()).collect();
+            assert_eq!(
+                nodes, cpu_nodes,
+                "{name}: one sub-table per CPU node: {rec}"
+            );
+            for s in subs {
+                let node = s["node"].as_u64().unwrap();
+                let pages = s["pages_by_node"].as_object().unwrap();
+                assert_eq!(
+                    pages.keys().collect::<Vec<_>>(),
+                    vec![&node.to_string()],
+                    "{name}: sub-table of node {node}: {s}"
+                );
+                assert_eq!(s["pages_on_node_fraction"], 1.0, "{s}");
+                assert!(s["inserts"].as_u64().unwrap() > 0, "{s}");
+                // Its workers run on its own node.
+                for cpu in s["cpus"].as_array().unwrap() {
+                    let list = std::fs::read_to_string(format!(
+                        "/sys/devices/system/node/node{node}/cpulist"
+                    ))
+                    .unwrap();
+                    let cpu = cpu.as_u64().unwrap() as usize;
+                    assert!(
+                        pmscope_core::cpulist::parse_list(list.trim())
+                            .unwrap()
+                            .contains(&cpu),
+                        "{name}: CPU {cpu} is not on node {node}"
+                    );
+                }
+            }
+            let inserted: u64 = subs.iter().map(|s| s["inserts"].as_u64().unwrap()).sum();
+            assert_eq!(inserted as f64, rec["values"]["inserts"].as_f64().unwrap());
+            assert_eq!(
+                rec["params"]["nodes_without_cpus"],
+                serde_json::json!([memonly]),
+                "{rec}"
+            );
+            let codes: Vec<&Value> = rec["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| &w["code"])
+                .collect();
+            assert!(
+                !codes.contains(&&Value::from("sub-table-off-node"))
+                    && !codes.contains(&&Value::from("node-mismatch")),
+                "{rec}"
+            );
+            assert!(
+                human.contains(&format!(
+                    "partitioned by NUMA node: {} sub-tables",
+                    cpu_nodes.len()
+                )),
+                "{human}"
+            );
+            assert!(
+                human.contains(&format!(
+                    "node {memonly} has memory but no CPUs: no sub-table"
+                )),
+                "{human}"
+            );
+        }
+    }
 }
 
 mod needs_kmem_node {

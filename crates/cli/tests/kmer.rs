@@ -932,3 +932,209 @@ fn a_failed_job_leaves_the_record_file_as_it_was() {
     let r: serde_json::Value = serde_json::from_str(read(d, "prev.jsonl").trim()).unwrap();
     assert_eq!(r["experiment"], "kmer");
 }
+
+/// The first `bases` bases of the first record of a gzipped FASTA file, as a FASTA text.
+fn fasta_prefix(path: &Path, bases: usize) -> String {
+    let o = Command::new("gzip")
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .expect("gzip");
+    assert!(o.status.success(), "gzip -dc {}", path.display());
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_string();
+    let mut seq = String::new();
+    for l in lines.take_while(|l| !l.starts_with('>')) {
+        seq.push_str(l.trim());
+        if seq.len() >= bases {
+            break;
+        }
+    }
+    seq.truncate(bases);
+    format!("{header}\n{seq}\n")
+}
+
+/// Issue 13's acceptance on the Debian genomes (a subset: the first 60 kbp of four S.
+/// aureus references, as tx-pm inserts only ~0.05-0.08 M k-mers/s): static-pm and tx-pm
+/// write exactly the volatile table's counts at K = 31 and K = 100, and its primer
+/// candidates at K = 100.
+#[test]
+fn persistent_tables_count_the_debian_genomes_like_the_volatile_one() {
+    let refs = Path::new("/usr/share/doc/ragout/examples/S.Aureus/references");
+    assert!(
+        refs.is_dir(),
+        "the Debian example genomes are missing: run ./dev setup (it installs ragout-examples)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let names = ["COL", "N315", "RF122", "USA300_FPR3757"];
+    for n in names {
+        let text = fasta_prefix(&refs.join(format!("{n}.fasta.gz")), 60_000);
+        std::fs::write(d.join(format!("{n}.fa")), text).unwrap();
+    }
+    let files: Vec<String> = names.iter().map(|n| format!("{n}.fa")).collect();
+    let tables = [
+        ("volatile", vec!["--table", "volatile"]),
+        ("static-pm", vec!["--table", "static-pm", "-t", "shm:4k"]),
+        ("tx-pm", vec!["--table", "tx-pm", "-t", "shm:4k"]),
+    ];
+    for k in ["31", "100"] {
+        let mut outputs = Vec::new();
+        for (name, extra) in &tables {
+            let out = format!("count-{k}-{name}.tsv");
+            let mut args = vec![
+                "kmer",
+                "count",
+                "-k",
+                k,
+                "--sorted",
+                "--kmers",
+                out.as_str(),
+            ];
+            args.extend(files.iter().map(|f| f.as_str()));
+            args.extend(extra.iter().copied());
+            let o = pmscope(d, &args);
+            assert!(o.status.success(), "{name} k={k}: {}", stderr(&o));
+            outputs.push((name, read(d, &out)));
+        }
+        let (_, truth) = &outputs[0];
+        assert!(truth.lines().count() > 100_000, "k={k}: too few k-mers");
+        for (name, got) in &outputs[1..] {
+            assert!(
+                got == truth,
+                "{name} k={k}: counts differ from the volatile table's"
+            );
+        }
+    }
+    let mut candidates = Vec::new();
+    for (name, extra) in &tables {
+        let out = format!("primers-{name}.tsv");
+        let mut args = vec![
+            "kmer",
+            "primers",
+            "-k",
+            "100",
+            "--kmers",
+            out.as_str(),
+            "--in-group",
+        ];
+        args.extend(files[..3].iter().map(|f| f.as_str()));
+        args.push("--out-group");
+        args.push(&files[3]);
+        args.extend(extra.iter().copied());
+        let o = pmscope(d, &args);
+        assert!(o.status.success(), "{name} primers: {}", stderr(&o));
+        candidates.push((name, read(d, &out)));
+    }
+    let (_, truth) = &candidates[0];
+    assert!(truth.lines().count() > 1, "no primer candidates");
+    for (name, got) in &candidates[1..] {
+        assert!(
+            got == truth,
+            "{name}: primer candidates differ from the volatile table's"
+        );
+    }
+}
+
+/// `--partition nodes` writes exactly one table's k-mers, for the volatile and the
+/// static-pm table, records its sub-tables (one per node with CPUs; one on a one-node
+/// machine, which the summary says), and refuses what it cannot place per node.
+#[test]
+fn partition_by_node_counts_like_one_table_and_refuses_what_it_cannot_place() {
+    let dir = fixtures();
+    let d = dir.path();
+    let cpu_nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|dir| {
+            dir.filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                let id = name.strip_prefix("node")?.to_string();
+                id.parse::<u32>().ok()?;
+                let cpus =
+                    std::fs::read_to_string(format!("/sys/devices/system/node/{name}/cpulist"))
+                        .ok()?;
+                (!cpus.trim().is_empty()).then_some(())
+            })
+            .count()
+        })
+        .unwrap_or(1)
+        .max(1);
+    let threads = cpu_nodes.to_string();
+    let common = [
+        "kmer",
+        "count",
+        "a.fa",
+        "b.fa",
+        "c.fa",
+        "-k",
+        "5",
+        "--sorted",
+        "--threads",
+        threads.as_str(),
+    ];
+    let run = |extra: &[&str], out: &str| {
+        let mut args: Vec<&str> = common.to_vec();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--kmers", out]);
+        pmscope(d, &args)
+    };
+    let o = run(&[], "one.tsv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (name, extra) in [
+        ("volatile", vec!["-t", "dram:4k"]),
+        ("static-pm", vec!["--table", "static-pm", "-t", "shm:4k"]),
+    ] {
+        let out = format!("{name}.tsv");
+        let record = format!("{name}.jsonl");
+        let mut args = extra.clone();
+        args.extend_from_slice(&["--partition", "nodes", "-o", record.as_str()]);
+        let o = run(&args, &out);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert_eq!(read(d, &out), read(d, "one.tsv"), "{name}");
+        let rec: serde_json::Value = serde_json::from_str(read(d, &record).trim()).unwrap();
+        assert_eq!(rec["params"]["partition"], "nodes");
+        let subs = rec["params"]["sub_tables"].as_array().unwrap();
+        assert_eq!(subs.len(), cpu_nodes, "{rec}");
+        let inserted: u64 = subs.iter().map(|s| s["inserts"].as_u64().unwrap()).sum();
+        assert_eq!(inserted as f64, rec["values"]["inserts"].as_f64().unwrap());
+        for s in subs {
+            assert_eq!(s["pages_on_node_fraction"], 1.0, "{s}");
+        }
+        if cpu_nodes == 1 {
+            assert!(
+                stdout(&o).contains(
+                    "partitioned by NUMA node: 1 sub-table, as this machine has one node with CPUs"
+                ),
+                "{}",
+                stdout(&o)
+            );
+        }
+    }
+    // What cannot be placed node by node: one sentence, exit 2, nothing written.
+    for (extra, says) in [
+        (
+            vec!["--table", "tx-pm", "-t", "shm:4k"],
+            "--partition nodes cannot split tx-pm",
+        ),
+        (
+            vec!["--table", "static-pm", "--pool", "p.pool"],
+            "--pool holds one table, but --partition nodes makes one per node",
+        ),
+        (
+            vec!["-t", "dram:4k,node=0"],
+            "binds each sub-table to its own node; give the target without node=",
+        ),
+        (
+            vec!["-t", "file:."],
+            "cannot be split across nodes; use a dram or shm target",
+        ),
+    ] {
+        let mut args = extra.clone();
+        args.extend_from_slice(&["--partition", "nodes"]);
+        let o = run(&args, "refused.tsv");
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{extra:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+        assert!(!d.join("refused.tsv").exists() && !d.join("p.pool").exists());
+    }
+}

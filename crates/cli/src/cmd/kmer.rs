@@ -11,8 +11,8 @@
 //! environment findings every measuring command records and where the workers ran.
 
 use crate::args::{
-    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerRecoverArgs, KmerRunArgs, KmerSynthArgs,
-    KmerTableKind, OutputArgs,
+    KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerPartition, KmerRecoverArgs, KmerRunArgs,
+    KmerSynthArgs, KmerTableKind, OutputArgs,
 };
 use crate::context::Context;
 use crate::error::usage;
@@ -23,12 +23,14 @@ use crate::values::check_threads;
 use anyhow::{Context as _, Result, anyhow};
 use pmscope_core::record::Record;
 use pmscope_core::units::Bytes;
+use pmscope_mapping::TargetSpec;
 use pmscope_workload::kmer::encode::MAX_K;
 use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::synth::{SynthSpec, write_dataset};
 use pmscope_workload::kmer::table::TableKind;
+use pmscope_workload::kmer::table::partition::NodePlan;
 use std::path::{Path, PathBuf};
 
 mod bench;
@@ -265,6 +267,14 @@ fn run_job(
             "pmscope kmer places its table on one --target; give it once",
         ));
     }
+    let partition = match r.partition {
+        KmerPartition::None => None,
+        KmerPartition::Nodes => Some(node_plan(ctx, r, &specs[0], table, &allowed, threads)?),
+    };
+    let worker_cpus = match &partition {
+        Some(plan) => plan.workers().0,
+        None => allowed[..threads].to_vec(),
+    };
     // Both outputs are prepared before any work, so a clobber is refused at once; each is
     // written beside its name and takes it only when the job succeeded, so a malformed
     // input leaves nothing behind.
@@ -274,9 +284,9 @@ fn run_job(
         None => None,
     };
     // The environment is judged as for every measuring command; the findings go into the
-    // record (the job's workers run on the first `threads` allowed CPUs).
+    // record (the job's workers run on the first `threads` allowed CPUs, or node by node).
     let environment = {
-        let h = ctx.start(&mut sink, &allowed[..threads], None, false)?;
+        let h = ctx.start(&mut sink, &worker_cpus, None, false)?;
         h.environment_warnings().to_vec()
     };
     let job = Job {
@@ -299,12 +309,13 @@ fn run_job(
         table,
         pool: r.pool.clone(),
         persist,
+        partition: partition.clone(),
     };
     let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
     if let Some(o) = kmers_out {
         o.commit()?;
     }
-    let mut record = to_record(ctx, &report);
+    let mut record = to_record(ctx, &report, partition.as_ref());
     for w in environment {
         if !record.warnings.contains(&w) {
             record.warnings.push(w);
@@ -313,7 +324,7 @@ fn run_job(
     sink.emit(&record)?;
     sink.commit()?;
     if sink.human() {
-        let text = summary(&report, outputs.kmers.as_deref(), demo);
+        let text = summary(&report, partition.as_ref(), outputs.kmers.as_deref(), demo);
         if outputs.kmers_to_stdout() {
             eprintln!("{text}");
         } else {
@@ -321,6 +332,39 @@ fn run_job(
         }
     }
     Ok(report)
+}
+
+/// `--partition nodes`: refuses what cannot be placed node by node, then spreads the
+/// threads over the nodes with CPUs.
+fn node_plan(
+    ctx: &Context,
+    r: &KmerRunArgs,
+    spec: &TargetSpec,
+    table: TableKind,
+    allowed: &[usize],
+    threads: usize,
+) -> Result<NodePlan> {
+    if table == TableKind::TxPm {
+        return Err(usage(
+            "--partition nodes cannot split tx-pm: its table is one libpmemobj pool file whose pages no node binding places; use --table static-pm or volatile",
+        ));
+    }
+    if r.pool.is_some() {
+        return Err(usage(
+            "--pool holds one table, but --partition nodes makes one per node; drop --pool (the sub-tables then live on the target) or --partition",
+        ));
+    }
+    if spec.node.is_some() {
+        return Err(usage(format!(
+            "-t {spec}: --partition nodes binds each sub-table to its own node; give the target without node="
+        )));
+    }
+    if matches!(spec.kind_name(), "file" | "devdax") {
+        return Err(usage(format!(
+            "-t {spec}: a file's or a device's memory is where its file system or device puts it, so it cannot be split across nodes; use a dram or shm target with --partition nodes"
+        )));
+    }
+    NodePlan::new(&pmscope_sys::numa::nodes(&ctx.root), allowed, threads).map_err(usage)
 }
 
 /// Maps job errors to exit codes: malformed input and impossible requests are usage
@@ -343,7 +387,7 @@ pub(crate) fn job_error(e: JobError) -> anyhow::Error {
 
 /// The common result record: parameters, set sizes, phase times, MIPS, the table's
 /// footprint and verified target, peak memory.
-fn to_record(ctx: &Context, r: &Report) -> Record {
+fn to_record(ctx: &Context, r: &Report, partition: Option<&NodePlan>) -> Record {
     let in_genomes = r.genomes.iter().filter(|g| g.role == "in").count();
     let out_genomes = r.genomes.len() - in_genomes;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
@@ -409,6 +453,33 @@ fn to_record(ctx: &Context, r: &Report) -> Record {
     if !r.histogram.is_empty() {
         rec = rec.param("genome_count_histogram", r.histogram.clone());
     }
+    rec = rec.param(
+        "partition",
+        if partition.is_some() { "nodes" } else { "none" },
+    );
+    if let Some(plan) = partition {
+        let subs: Vec<serde_json::Value> = r
+            .table
+            .parts
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "node": p.node,
+                    "cpus": p.cpus,
+                    "inserts": p.inserts,
+                    "distinct_kmers": p.distinct,
+                    "slots": p.slots,
+                    "bytes": p.footprint_bytes,
+                    "target": p.target.spec,
+                    "pages_by_node": p.target.achieved.nodes,
+                    "pages_on_node_fraction": p.on_node(),
+                })
+            })
+            .collect();
+        rec = rec
+            .param("sub_tables", subs)
+            .param("nodes_without_cpus", plan.without_cpus.clone());
+    }
     if let Some(peak) = pmscope_sys::rusage::peak_rss_bytes() {
         rec = rec.value("peak_rss_bytes", peak as f64);
     }
@@ -433,7 +504,7 @@ pub(crate) fn thousands(n: u64) -> String {
 }
 
 /// The human summary.
-fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
+fn summary(r: &Report, partition: Option<&NodePlan>, output: Option<&Path>, demo: bool) -> String {
     let bases: u64 = r.genomes.iter().map(|g| g.bases).sum();
     let skipped: u64 = r.genomes.iter().map(|g| g.skipped_kmers).sum();
     let a = &r.table.target.achieved;
@@ -578,12 +649,55 @@ fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
     if let Some((flushes, fences)) = r.persist_per_insert() {
         s += &format!("\n{flushes:.3} flushes and {fences:.5} fences per insert");
     }
+    if let Some(plan) = partition {
+        s += &partition_summary(r, plan);
+    }
     if let Some(o) = output.filter(|o| *o != Path::new("-")) {
         s += &format!(
             "\n{} k-mers written to {}",
             thousands(r.result_kmers),
             o.display()
         );
+    }
+    s
+}
+
+/// The sub-tables of `--partition nodes`: node, CPUs, inserts, and where move_pages found
+/// their pages.
+fn partition_summary(r: &Report, plan: &NodePlan) -> String {
+    let n = r.table.parts.len();
+    let mut s = if n == 1 {
+        format!(
+            "\n\npartitioned by NUMA node: 1 sub-table, as this machine has one node with CPUs (node {})\n",
+            r.table.parts[0].node
+        )
+    } else {
+        format!("\n\npartitioned by NUMA node: {n} sub-tables, k-mers routed by hash\n")
+    };
+    let mut t = Table::new(&[
+        "node",
+        "cpus",
+        "k-mers inserted",
+        "distinct",
+        "pages on its node",
+    ]);
+    for p in &r.table.parts {
+        let pages: u64 = p.target.achieved.nodes.values().sum();
+        t.row(vec![
+            p.node.to_string(),
+            pmscope_core::cpulist::format_list(&p.cpus),
+            thousands(p.inserts),
+            thousands(p.distinct),
+            match p.on_node() {
+                Some(f) => format!("{:.1}% of {pages} pages (move_pages)", 100.0 * f),
+                None => "unverified".into(),
+            },
+        ]);
+    }
+    s += &t.render();
+    for id in &plan.without_cpus {
+        s +=
+            &format!("\nnode {id} has memory but no CPUs: no sub-table (no thread is local to it)");
     }
     s
 }

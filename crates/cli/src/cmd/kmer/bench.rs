@@ -81,6 +81,7 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
             table,
             pool: None,
             persist,
+            partition: None,
         };
         let report = job::run(&job, None).map_err(job_error)?;
         rows.push((table, report));
