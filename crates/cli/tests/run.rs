@@ -297,7 +297,7 @@ fn every_region_live_at_exit_is_read_back() {
     let v = &rec["values"];
     assert!(v["verified_regions"].as_f64().unwrap() >= 700.0, "{rec}");
     assert!(
-        v["bytes_on_4k"].as_f64().unwrap() >= (700 * 100 << 10) as f64,
+        v["bytes_on_4k"].as_f64().unwrap() >= (700 * (100 << 10)) as f64,
         "{rec}"
     );
     let warnings = rec["warnings"].as_array().unwrap();
