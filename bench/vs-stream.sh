@@ -27,7 +27,12 @@ mkdir -p "$CACHE"
 src=${STREAM_C:-$CACHE/stream.c}
 if [ ! -f "$src" ]; then
 	echo "downloading STREAM's stream.c into $CACHE" >&2
-	curl -fsSL -o "$src" https://www.cs.virginia.edu/stream/FTP/Code/stream.c
+	if ! curl -fsSL -o "$src.part" https://www.cs.virginia.edu/stream/FTP/Code/stream.c; then
+		rm -f "$src.part"
+		echo "vs-stream.sh: could not download stream.c from www.cs.virginia.edu; set STREAM_C=/path/to/stream.c (the same file is in github.com/jeffhammond/STREAM)" >&2
+		exit 1
+	fi
+	mv "$src.part" "$src"
 fi
 bin=$CACHE/stream-$N
 if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then

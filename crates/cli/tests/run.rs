@@ -278,6 +278,39 @@ fn a_program_started_by_a_wrapper_reports_its_placement() {
     assert!(stderr(&o).contains("python3"), "{}", stderr(&o));
 }
 
+/// A server holds its slabs until it exits: every region still live at exit is read back
+/// (one pass over smaps and numa_maps for all of them), not a first few.
+#[test]
+fn every_region_live_at_exit_is_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    // 700 buffers of 100 KiB, each touched, none freed: libc's exit() runs the library's
+    // report but not Python's finalisation, which would free them first.
+    let script =
+        "import ctypes\nk = [bytearray(100 << 10) for _ in range(700)]\nctypes.CDLL(None).exit(0)";
+    let (o, rec) = run_in(
+        dir.path(),
+        &["-t", "dram:4k", "--threshold", "64KiB"],
+        &["python3", "-c", script],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rec = rec.unwrap();
+    let v = &rec["values"];
+    assert!(v["verified_regions"].as_f64().unwrap() >= 700.0, "{rec}");
+    assert!(
+        v["bytes_on_4k"].as_f64().unwrap() >= (700 * (100 << 10)) as f64,
+        "{rec}"
+    );
+    let warnings = rec["warnings"].as_array().unwrap();
+    assert!(
+        !warnings
+            .iter()
+            .any(|w| w["code"] == "placement-partly-verified"),
+        "{rec}"
+    );
+    let nodes = rec["target"]["achieved"]["nodes"].as_object().unwrap();
+    assert!(!nodes.is_empty(), "{rec}");
+}
+
 /// SIGTERM sent to pmscope alone reaches the program (a terminal's Ctrl-C reaches both
 /// itself); pmscope then exits with the program's status.
 #[test]

@@ -540,6 +540,123 @@ static void verify(uintptr_t base, size_t length) {
 }
 
 /* ---------------------------------------------------------------------------------------
+ * Reading back many regions at once (the live ones at exit): one pass over smaps and one
+ * over numa_maps for all of them, so a server holding thousands of slabs is read back whole
+ * at the cost of two file reads, where verify() reads both files per region. */
+#define MAX_MET 65536
+static struct region batch[MAX_REGIONS];
+static struct { uintptr_t lo; double frac; } met[MAX_MET]; /* VMAs met, ascending */
+
+struct batch_walk {
+    const struct region *rs; /* sorted by base, disjoint */
+    size_t n;
+    struct vma_acc v;
+    size_t nmet;
+};
+
+static void sift_down(struct region *a, size_t i, size_t n) {
+    for (;;) {
+        size_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && a[l].base > a[big].base) big = l;
+        if (r < n && a[r].base > a[big].base) big = r;
+        if (big == i) return;
+        struct region t = a[i];
+        a[i] = a[big];
+        a[big] = t;
+        i = big;
+    }
+}
+
+/* Heapsort by base: no allocation (qsort may call malloc, which is ours). */
+static void sort_by_base(struct region *a, size_t n) {
+    for (size_t i = n / 2; i-- > 0;) sift_down(a, i, n);
+    for (size_t end = n; end-- > 1;) {
+        struct region t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        sift_down(a, 0, end);
+    }
+}
+
+/* Bytes of [lo, hi) inside the regions. */
+static size_t covered(const struct region *rs, size_t n, uintptr_t lo, uintptr_t hi) {
+    size_t a = 0, b = n; /* first region ending after lo */
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (rs[m].base + rs[m].length <= lo) a = m + 1;
+        else b = m;
+    }
+    size_t bytes = 0;
+    for (size_t i = a; i < n && rs[i].base < hi; i++) {
+        uintptr_t x = rs[i].base > lo ? rs[i].base : lo;
+        uintptr_t y = rs[i].base + rs[i].length < hi ? rs[i].base + rs[i].length : hi;
+        if (x < y) bytes += y - x;
+    }
+    return bytes;
+}
+
+static void batch_smaps_line(char *s, void *arg) {
+    struct batch_walk *w = arg;
+    uintptr_t lo, hi;
+    if (header(s, &lo, &hi)) {
+        vma_flush(&w->v);
+        size_t in = covered(w->rs, w->n, lo, hi);
+        w->v = (struct vma_acc){lo, hi, in ? (double)in / (double)(hi - lo) : 0, 4096, 0, 0, 0};
+        if (in && w->nmet < MAX_MET) {
+            met[w->nmet].lo = lo;
+            met[w->nmet++].frac = w->v.frac;
+        }
+        return;
+    }
+    if (w->v.frac <= 0) return;
+    size_t v;
+    if ((v = field_kb(s, "KernelPageSize:")) != (size_t)-1) w->v.kps = v;
+    else if ((v = field_kb(s, "Rss:")) != (size_t)-1) w->v.rss = v;
+    else if ((v = field_kb(s, "AnonHugePages:")) != (size_t)-1) w->v.pmd += v;
+    else if ((v = field_kb(s, "ShmemPmdMapped:")) != (size_t)-1) w->v.pmd += v;
+    else if ((v = field_kb(s, "FilePmdMapped:")) != (size_t)-1) w->v.pmd += v;
+    else if ((v = field_kb(s, "Shared_Hugetlb:")) != (size_t)-1) w->v.hugetlb += v;
+    else if ((v = field_kb(s, "Private_Hugetlb:")) != (size_t)-1) w->v.hugetlb += v;
+}
+
+static void batch_numa_line(char *s, void *arg) {
+    struct batch_walk *w = arg;
+    char *end;
+    uintptr_t lo = strtoul(s, &end, 16);
+    if (*end != ' ') return;
+    size_t a = 0, b = w->nmet;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (met[m].lo < lo) a = m + 1;
+        else b = m;
+    }
+    if (a == w->nmet || met[a].lo != lo) return;
+    double frac = met[a].frac;
+    size_t kps = 4096;
+    char *k = strstr(s, "kernelpagesize_kB=");
+    if (k) kps = (size_t)strtoull(k + 18, NULL, 10) << 10;
+    for (char *t = strstr(s, " N"); t; t = strstr(t + 1, " N")) {
+        unsigned long node = strtoul(t + 2, &end, 10);
+        if (*end != '=' || node >= 64) continue;
+        ctr.node_bytes[node] += (size_t)((double)strtoull(end + 1, NULL, 10) * (double)kps * frac);
+    }
+}
+
+/* Reads back every region of rs[0..n) (sorted here), whatever the budget. */
+static void verify_all(struct region *rs, size_t n) {
+    if (!n) return;
+    sort_by_base(rs, n);
+    pthread_mutex_lock(&verify_lock);
+    struct batch_walk w = {rs, n, {0}, 0};
+    for_lines("/proc/self/smaps", batch_smaps_line, &w);
+    vma_flush(&w.v);
+    for_lines("/proc/self/numa_maps", batch_numa_line, &w);
+    ctr.verified_count += n;
+    for (size_t i = 0; i < n; i++) ctr.verified_bytes += rs[i].length;
+    pthread_mutex_unlock(&verify_lock);
+}
+
+/* ---------------------------------------------------------------------------------------
  * Releasing. */
 static void release_whole(struct region r) {
     verify(r.base, r.length);
@@ -917,17 +1034,14 @@ void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
  * The report: one block per process, appended with one write(2). */
 static void report(void) {
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2) return;
-    /* Live regions are read back now: their bytes count like released ones. */
-    struct region live[64];
-    size_t nlive = 0, rest = 0;
+    /* Live regions are read back now, all of them in one pass: their bytes count like
+     * released ones. */
+    size_t nlive = 0;
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < region_hwm; i++) {
-        if (!regions[i].base) continue;
-        if (nlive < 64) live[nlive++] = regions[i];
-        else rest++;
-    }
+    for (size_t i = 0; i < region_hwm; i++)
+        if (regions[i].base) batch[nlive++] = regions[i];
     pthread_mutex_unlock(&lock);
-    for (size_t i = 0; i < nlive; i++) verify(live[i].base, live[i].length);
+    verify_all(batch, nlive);
     char exe[512];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
@@ -937,7 +1051,6 @@ static void report(void) {
     size_t u = 0;
     pthread_mutex_lock(&verify_lock);
     struct counters c = ctr;
-    c.unverified_count += rest;
     pthread_mutex_unlock(&verify_lock);
     append(buf, sizeof buf, &u, "process %d\nexe %s\n", (int)getpid(), exe);
     append(buf, sizeof buf, &u,

@@ -116,7 +116,8 @@ pub struct ProcessReport {
     pub verified_count: u64,
     /// Bytes of those.
     pub verified_bytes: u64,
-    /// Served regions not read back (past the library's budget of 512 per process).
+    /// Served regions released during the run and not read back (past the library's budget
+    /// of 512 per process; the regions still live at exit are all read back).
     pub unverified_count: u64,
     /// Resident bytes of the regions read back.
     pub resident_bytes: u64,
@@ -499,7 +500,7 @@ pub fn findings(p: &Placement, killed_by: Option<i32>) -> Vec<Warning> {
         w.push(Warning::new(
             "placement-partly-verified",
             format!(
-                "{} served region(s) were not read back from smaps (the library reads at most 512 per process)",
+                "{} served region(s) released during the run were not read back from smaps (the library reads back at most 512 released regions per process, and every region still live at exit)",
                 t.unverified_count
             ),
             "the verified figures describe the first regions only",

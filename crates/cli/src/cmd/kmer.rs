@@ -379,6 +379,7 @@ fn to_record(ctx: &Context, r: &Report) -> Record {
         .value("estimate_ms", ms(r.phases.estimate))
         .value("map_ms", ms(r.phases.map))
         .value("insert_ms", ms(r.phases.insert))
+        .value("grow_ms", ms(r.phases.grow))
         .value("setops_ms", ms(r.phases.setops))
         .value("output_ms", ms(r.phases.output))
         .value("total_ms", ms(r.total()))
@@ -564,13 +565,20 @@ fn summary(r: &Report, output: Option<&Path>, demo: bool) -> String {
     }
     s += &t.render();
     s += &format!(
-        "\n\n{:.1} million inserts per second; table {} slots × {} B = {} (load {:.2}, grew {} times); peak RSS {}",
+        "\n\n{:.1} million inserts per second; table {} slots × {} B = {} (load {:.2}, {}); peak RSS {}",
         r.mips(),
         thousands(r.table.slots),
         r.table.slot_bytes,
         Bytes(r.table.footprint_bytes).human(),
         r.table.load_factor,
-        r.table.grown,
+        match r.table.grown {
+            0 => "did not grow".to_string(),
+            n => format!(
+                "grew {n} times in {:.3} s of the insert phase: {:.1} million inserts per second without it",
+                p.grow.as_secs_f64(),
+                r.mips_excluding_growth()
+            ),
+        },
         pmscope_sys::rusage::peak_rss_bytes()
             .map(|b| Bytes(b).human())
             .unwrap_or_else(|| "unknown".into())

@@ -174,6 +174,55 @@ proptest! {
     }
 }
 
+/// A genome's k-mers as a deterministic pseudo-random sequence (no repeats to speak of).
+fn random_bases(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b"ACGT"[(x >> 33) as usize % 4]
+        })
+        .collect()
+}
+
+#[test]
+fn time_spent_growing_is_measured_apart_from_inserting() {
+    let dir = tempfile::tempdir().unwrap();
+    let bases = random_bases(50_000, 7);
+    // The second genome repeats the first: the estimate (and so the table) expects the
+    // first genome's k-mers only, but before the second genome the volatile table must
+    // make room for the worst case, all its k-mers new, and so it grows once.
+    let a = write(dir.path(), "a", std::slice::from_ref(&bases));
+    let b = write(dir.path(), "b", &[bases]);
+    let count = |genomes: Vec<PathBuf>| {
+        let j = job(Operation::Count { genomes }, 21, 2);
+        run(&j, Some(&mut Vec::new())).unwrap()
+    };
+
+    let grew = count(vec![a.clone(), b]);
+    assert!(
+        grew.table.grown >= 1,
+        "the table did not grow: {:?}",
+        grew.table
+    );
+    assert!(grew.phases.grow > std::time::Duration::ZERO);
+    assert!(grew.phases.grow <= grew.phases.insert);
+    assert!(grew.mips_excluding_growth() > grew.mips());
+    // Growth is part of the insert phase, not a phase of its own in the total.
+    let p = &grew.phases;
+    assert_eq!(
+        grew.total(),
+        p.parse + p.estimate + p.map + p.insert + p.setops + p.output
+    );
+
+    let stayed = count(vec![a]);
+    assert_eq!(stayed.table.grown, 0);
+    assert_eq!(stayed.phases.grow, std::time::Duration::ZERO);
+    assert_eq!(stayed.mips_excluding_growth(), stayed.mips());
+}
+
 #[test]
 fn per_record_genomes_count_separately() {
     let dir = tempfile::tempdir().unwrap();
