@@ -9,6 +9,9 @@ export PMSCOPE_BIN="$PWD/pmscope" # the CLI tests' binary (not at Cargo's host p
 export PMSCOPE_RESULTS="$PWD/results.sqlite" # the guest's own store, never a user's
 export PMSCOPE_RUN_PROBE="$PWD/placement-probe" # pmscope run's test program, built on the host
 [ -x "$PWD/pmempool" ] && export PMSCOPE_PMEMPOOL="$PWD/pmempool" # the tx-pm kill test's checker
+export PATH="$PWD/tools/bin:$PATH" # fio, redis-server, redis-benchmark (.ci/labvm-tools)
+# The servers of `pmscope app` listen on 127.0.0.1, which exists once loopback is up.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 fails=0
 
 step() { # name command... : run, show the output, record PASS/FAIL
@@ -50,7 +53,7 @@ targets="file:$LABVM_FSDAX_MNT dram,node=$LABVM_MEMONLY_NODE"
 [ -n "${LABVM_KMEM_NODE:-}" ] && targets="$targets dram,node=$LABVM_KMEM_NODE"
 
 # Commands run against every guest target, one per line (64 MiB: TCG runs at ~0.3 GB/s);
-# keep each run short: each guest has 240 s (GUEST_TIMEOUT in .ci/labvm-stage).
+# keep each run short: each guest has 300 s (GUEST_TIMEOUT in .ci/labvm-stage).
 PER_TARGET='verify --size 64MiB
 latency --sizes 4KiB,256KiB,16MiB --reps 2 --samples 2000
 inst --ops load,store+clwb,ntstore --sizes 64,256 --count 2000 --region 16MiB
@@ -112,9 +115,9 @@ kill_leaves_nothing() {
 }
 step "pmscope-sigkill[file:$LABVM_FSDAX_MNT]" kill_leaves_nothing "$LABVM_FSDAX_MNT"
 # File-operation latency on the DAX mount beside tmpfs (issue 16): its records for the
-# report (target/labvm/<layout>/fs.jsonl on the host). fio is not in the guest (its shared
-# libraries would add ~80 MB to the initramfs), so `pmscope fio` is not run here.
-# Default layout only: each guest has 240 s, and the kmem one has no time to spare.
+# report (target/labvm/<layout>/fs.jsonl on the host). `pmscope fio` and `pmscope app redis
+# --aof-on` on the DAX mount are hardware-gated tests (needs_fsdax) below.
+# Default layout only: each guest has 300 s, and the kmem one has no time to spare.
 if [ "$layout" = default ]; then
 	step "pmscope-fs[file:$LABVM_FSDAX_MNT file:/tmp]" ./pmscope fs -t "file:$LABVM_FSDAX_MNT" -t file:/tmp --samples 100 --no-store -o /out/fs.jsonl
 fi

@@ -34,18 +34,24 @@ pub struct DirTarget {
 impl DirTarget {
     /// `r` with the directory and its file system's facts as params.
     pub fn describe(&self, r: Record) -> Record {
-        let m = self.mount.as_ref();
-        r.param("directory", self.dir.display().to_string())
-            .param("fs_type", m.map(|m| m.fstype.clone()))
-            .param("mount_point", m.map(|m| m.mount_point.clone()))
-            .param("mount_options", m.map(|m| m.options()))
-            .param(
-                "device",
-                m.map(|m| format!("{} ({})", m.source, m.device_number)),
-            )
-            .param("dax", m.and_then(|m| m.dax()))
-            .param("journal", m.and_then(|m| m.journal()))
+        describe_directory(r, &self.dir, self.mount.as_ref())
     }
+}
+
+/// `r` with `dir` and the facts of the file system it is on (`mount`) as params: the one
+/// description of a directory every record of file I/O carries (`fs`, `fio`, and the
+/// append-only file of `app redis --aof-on`).
+pub fn describe_directory(r: Record, dir: &Path, mount: Option<&MountInfo>) -> Record {
+    r.param("directory", dir.display().to_string())
+        .param("fs_type", mount.map(|m| m.fstype.clone()))
+        .param("mount_point", mount.map(|m| m.mount_point.clone()))
+        .param("mount_options", mount.map(|m| m.options()))
+        .param(
+            "device",
+            mount.map(|m| format!("{} ({})", m.source, m.device_number)),
+        )
+        .param("dax", mount.and_then(|m| m.dax()))
+        .param("journal", mount.and_then(|m| m.journal()))
 }
 
 /// The `file:DIR` targets of `command` (at least one), preflighted, with their mounts.

@@ -10,7 +10,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn pmscope() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pmscope"));
+    // In the lab guest the binary is not at the path Cargo compiled in: PMSCOPE_BIN names it.
+    let bin =
+        std::env::var_os("PMSCOPE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pmscope").into());
+    let mut c = Command::new(bin);
     c.arg("--no-store");
     c
 }
@@ -157,6 +160,97 @@ fn memcached_on_dram_reports_both_mixes_and_its_heap_placement() {
     assert_nothing_left(port);
 }
 
+/// Two heap targets in one invocation: each server runs on its target after the other's,
+/// each target's records carry its verified placement, a `comparison` record covers both,
+/// and the table sets their throughputs side by side.
+#[test]
+fn two_targets_run_one_after_the_other_and_are_set_side_by_side() {
+    for (server, targets, load) in [
+        ("memcached", ["dram:4k", "dram:thp"], ["--duration", "1"]),
+        // `shm` is recorded as what it means: shm:4k.
+        ("redis", ["dram:4k", "shm:4k"], ["--requests", "2000"]),
+    ] {
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("records.jsonl");
+        let o = pmscope()
+            .args(["app", server, "-t", targets[0], "-t"])
+            .arg(targets[1].trim_end_matches(":4k"))
+            .args(load)
+            .args(["--clients", "2", "--memory", "64MiB", "--port"])
+            .arg(port.to_string())
+            .arg("-o")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{server}: {}", stderr(&o));
+        let rs: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let spec_of = |r: &serde_json::Value| r["params"]["target"].as_str().map(String::from);
+        // Every record of the first target comes before any of the second.
+        let order: Vec<String> = rs.iter().filter_map(spec_of).collect();
+        let first_of_second = order.iter().position(|s| s == targets[1]).unwrap();
+        assert!(
+            order[..first_of_second].iter().all(|s| s == targets[0])
+                && order[first_of_second..].iter().all(|s| s == targets[1]),
+            "{server}: {order:?}"
+        );
+        for t in targets {
+            let placement: Vec<_> = rs
+                .iter()
+                .filter(|r| r["experiment"] == "app-placement" && r["params"]["target"] == t)
+                .collect();
+            assert_eq!(placement.len(), 1, "{server} {t}");
+            let achieved = &placement[0]["target"]["achieved"];
+            assert!(
+                achieved["page_size_source"].is_string(),
+                "{server} {t}: {achieved}"
+            );
+            let kv: Vec<_> = rs
+                .iter()
+                .filter(|r| r["experiment"] == "app-kv" && r["params"]["target"] == t)
+                .collect();
+            assert_eq!(kv.len(), 2, "{server} {t}: both workloads");
+            for r in kv {
+                assert!(r["summary"]["p50"].as_f64().unwrap() > 0.0, "{r}");
+                // The point carries the placement it was measured on.
+                assert_eq!(r["target"]["spec"], t);
+                assert_eq!(&r["target"]["achieved"], achieved);
+            }
+        }
+        let cmp: Vec<_> = rs
+            .iter()
+            .filter(|r| r["experiment"] == "comparison")
+            .collect();
+        assert_eq!(cmp.len(), 1, "{server}");
+        let specs: Vec<&str> = cmp[0]["params"]["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["spec"].as_str().unwrap())
+            .collect();
+        assert_eq!(specs, targets);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            out.contains(&format!(
+                "side by side: kops/s, and ×: against the first target ({})",
+                targets[0]
+            )),
+            "{out}"
+        );
+        for t in targets {
+            assert!(
+                out.contains(&format!("\n  {t}: ")),
+                "{server}: placement of {t}: {out}"
+            );
+        }
+        assert_nothing_left(port);
+    }
+}
+
 #[test]
 fn redis_append_only_file_lives_in_a_new_directory_that_is_removed() {
     let dir = tempfile::tempdir().unwrap();
@@ -188,8 +282,19 @@ fn redis_append_only_file_lives_in_a_new_directory_that_is_removed() {
     let kv: Vec<_> = rs.iter().filter(|r| r["experiment"] == "app-kv").collect();
     assert_eq!(kv.len(), 1);
     assert_eq!(kv[0]["params"]["workload"], "mset");
-    let aof = kv[0]["params"]["aof_directory"].as_str().unwrap();
+    let p = &kv[0]["params"];
+    let aof = p["aof_directory"].as_str().unwrap();
     assert!(aof.starts_with(dir.path().to_str().unwrap()), "{aof}");
+    // The file system the append-only file was on, as `fs` records carry it.
+    assert_eq!(p["directory"], dir.path().to_str().unwrap());
+    assert!(p["fs_type"].as_str().is_some_and(|f| !f.is_empty()), "{p}");
+    assert!(p["device"].as_str().is_some_and(|d| d.contains(':')), "{p}");
+    assert!(p["inode_dax"].is_boolean(), "statx read the AOF file: {p}");
+    assert_ne!(
+        p["inode_dax"], true,
+        "a temporary directory is not DAX: {p}"
+    );
+    assert!(p.get("dax").is_some() && p.get("journal").is_some(), "{p}");
     assert!(kv[0]["summary"]["p50"].as_f64().unwrap() > 0.0);
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
@@ -339,4 +444,77 @@ fn ctrl_c_during_a_client_run_stops_client_and_server() {
         "the client survived Ctrl-C"
     );
     assert_nothing_left(port);
+}
+
+mod needs_fsdax {
+    use super::*;
+
+    /// redis with its append-only file (fsync always) on ext4 -o dax: the record carries
+    /// the mount, `dax=always` and statx's DAX inode; nothing is left in the mount, running
+    /// or listening.
+    #[test]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and redis in the payload: runs in the lab guest via .ci/labvm-stage"]
+    fn redis_append_only_file_on_the_dax_mount_is_recorded_as_dax() {
+        let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
+            panic!(
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+            )
+        });
+        let port = free_port();
+        let o = pmscope()
+            .args([
+                "--json",
+                "app",
+                "redis",
+                "-t",
+                "dram:4k",
+                "--requests",
+                "200",
+            ])
+            .args(["--clients", "2", "--memory", "64MiB", "--port"])
+            .arg(port.to_string())
+            .arg("--aof-on")
+            .arg(format!("file:{mnt}"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rs = records(&o);
+        let kv: Vec<_> = rs.iter().filter(|r| r["experiment"] == "app-kv").collect();
+        assert_eq!(kv.len(), 1, "{rs:?}");
+        let p = &kv[0]["params"];
+        assert_eq!(p["workload"], "mset");
+        assert_eq!(p["directory"], mnt.as_str());
+        assert_eq!(p["mount_point"], mnt.as_str());
+        assert_eq!(p["fs_type"], "ext4", "{p}");
+        assert_eq!(p["dax"], "always", "{p}");
+        assert!(
+            p["device"].as_str().unwrap().starts_with("/dev/pmem"),
+            "{p}"
+        );
+        assert_eq!(
+            p["inode_dax"], true,
+            "statx: the append-only file is DAX: {p}"
+        );
+        assert!(
+            p["aof_directory"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{mnt}/pmscope-app-")),
+            "{p}"
+        );
+        assert!(kv[0]["summary"]["p50"].as_f64().unwrap() > 0.0);
+        let placement: Vec<_> = rs
+            .iter()
+            .filter(|r| r["experiment"] == "app-placement")
+            .collect();
+        assert_eq!(placement.len(), 1);
+        assert_eq!(placement[0]["target"]["spec"], "dram:4k");
+        let left: Vec<String> = std::fs::read_dir(&mnt)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("pmscope-"))
+            .collect();
+        assert!(left.is_empty(), "left in {mnt}: {left:?}");
+        assert_nothing_left(port);
+    }
 }

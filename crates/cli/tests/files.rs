@@ -9,7 +9,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 fn pmscope_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pmscope"));
+    // In the lab guest the binary is not at the path Cargo compiled in: PMSCOPE_BIN names it.
+    let bin =
+        std::env::var_os("PMSCOPE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_pmscope").into());
+    let mut c = Command::new(bin);
     c.env("PMSCOPE_RESULTS", test_store()).args(args);
     for (k, v) in env {
         c.env(k, v);
@@ -146,6 +149,29 @@ fn fs_and_fio_run_to_completion_with_the_null_executor() {
     let o = pmscope(&["--null-executor", "fio", "-t", &ta, "--jobs", "1"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && out.contains("randwrite") && out.contains("MB/s"));
+    assert!(
+        !out.contains("× the first"),
+        "one target: nothing side by side"
+    );
+    let o = pmscope(&[
+        "--null-executor",
+        "fio",
+        "-t",
+        &ta,
+        "-t",
+        &tb,
+        "--jobs",
+        "1",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let side = out
+        .split("MB/s (× the first)")
+        .nth(1)
+        .expect("the side-by-side table");
+    // The same fixture on both: the second target at 1.00x the first.
+    let row = side.lines().find(|l| l.starts_with("randread")).unwrap();
+    assert!(row.contains("55.7") && row.ends_with("55.7 ×1.00"), "{row}");
 }
 
 #[test]
@@ -174,14 +200,21 @@ fn fio_runs_the_real_fio_when_it_is_installed() {
         eprintln!("fio is not installed: only its refusal is tested");
         return;
     }
+    // Two file systems side by side: the temporary directory's and tmpfs's.
     let a = tempfile::tempdir().unwrap();
-    let t = format!("file:{}", a.path().display());
+    let b = tempfile::tempdir_in("/dev/shm").unwrap();
+    let (ta, tb) = (
+        format!("file:{}", a.path().display()),
+        format!("file:{}", b.path().display()),
+    );
     let o = pmscope(&[
         "--json",
         "--no-store",
         "fio",
         "-t",
-        &t,
+        &ta,
+        "-t",
+        &tb,
         "--jobs",
         "1,2",
         "--rw",
@@ -193,19 +226,48 @@ fn fio_runs_the_real_fio_when_it_is_installed() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let rs = records(&o);
-    check(&rs, "fio", &[&t], false);
-    assert_eq!(rs.len(), 4);
-    for r in &rs {
-        assert!(r.summary.as_ref().unwrap().p50 > 0.0);
-        assert!(r.values["iops"] > 0.0);
-        assert!(
-            r.params["fio_version"]
-                .as_str()
-                .unwrap()
-                .starts_with("fio-")
+    check(&rs, "fio", &[&ta, &tb], false);
+    assert_eq!(
+        rs.len(),
+        9,
+        "2 workloads x 2 job counts per target, and the comparison"
+    );
+    let runs: Vec<&Record> = rs.iter().filter(|r| r.experiment == "fio").collect();
+    for (i, r) in runs.iter().enumerate() {
+        let spec = &r.target.as_ref().unwrap().spec;
+        assert_eq!(
+            spec,
+            if i < 4 { &ta } else { &tb },
+            "targets one after the other"
         );
+        assert_fio_parsed(r);
     }
+    assert_eq!(runs[4].params["fs_type"], "tmpfs");
     assert!(entries(a.path()).is_empty(), "{:?}", entries(a.path()));
+    assert!(entries(b.path()).is_empty(), "{:?}", entries(b.path()));
+}
+
+/// What fio's JSON gave a record: bandwidth, IOPS and ordered latency percentiles, all
+/// positive, and fio's version.
+fn assert_fio_parsed(r: &Record) {
+    assert!(r.summary.as_ref().unwrap().p50 > 0.0, "bandwidth: {r:?}");
+    assert!(r.values["iops"] > 0.0);
+    let (p50, p99, p999) = (
+        r.values["lat_p50_ns"],
+        r.values["lat_p99_ns"],
+        r.values["lat_p999_ns"],
+    );
+    assert!(
+        r.values["lat_mean_ns"] > 0.0 && 0.0 < p50 && p50 <= p99 && p99 <= p999,
+        "{:?}",
+        r.values
+    );
+    assert!(
+        r.params["fio_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("fio-")
+    );
 }
 
 #[test]
@@ -436,5 +498,66 @@ fn interrupted_fs_and_fio_leave_no_directory_and_no_fio() {
                 "{args:?}: orphaned fio"
             );
         }
+    }
+}
+
+mod needs_fsdax {
+    use super::*;
+
+    /// The real fio (shipped in the guest payload by .ci/labvm-stage) on ext4 -o dax: the
+    /// records carry the DAX mount and what the kernel granted there, and fio's JSON was
+    /// read (bandwidth, IOPS, percentiles).
+    #[test]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and fio in the payload: runs in the lab guest via .ci/labvm-stage"]
+    fn fio_on_the_dax_mount_records_dax_and_reads_fios_json() {
+        let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
+            panic!(
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+            )
+        });
+        let t = format!("file:{mnt}");
+        let o = pmscope(&[
+            "--json",
+            "--no-store",
+            "fio",
+            "-t",
+            &t,
+            "--jobs",
+            "1",
+            "--rw",
+            "randread,randwrite",
+            "--runtime",
+            "0.2",
+            "--size",
+            "1MiB",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rs = records(&o);
+        check(&rs, "fio", &[&t], false);
+        assert_eq!(rs.len(), 2);
+        for r in &rs {
+            let p = &r.params;
+            assert_eq!(p["fs_type"], "ext4", "{p:?}");
+            assert_eq!(p["dax"], "always", "{p:?}");
+            assert_eq!(p["mount_point"], mnt.as_str());
+            assert!(
+                p["device"].as_str().unwrap().starts_with("/dev/pmem"),
+                "{p:?}"
+            );
+            let achieved = &r.target.as_ref().unwrap().achieved;
+            assert_eq!(
+                achieved.persistence,
+                pmscope_core::achieved::Persistence::Dax,
+                "{achieved:?}"
+            );
+            assert_eq!(achieved.map_sync, Some(true));
+            assert_fio_parsed(r);
+        }
+        assert_eq!(rs[1].params["fsync"], true);
+        let left: Vec<String> = entries(Path::new(&mnt))
+            .into_iter()
+            .filter(|n| n.starts_with("pmscope-"))
+            .collect();
+        assert!(left.is_empty(), "left in {mnt}: {left:?}");
     }
 }

@@ -306,6 +306,33 @@ impl Gen {
                     );
                 }
             }
+            let faster = 1.0 + 0.25 * ti as f64;
+            for (server, workload, value, kops) in [
+                ("memcached", "get-heavy", 1024u64, 40.0),
+                ("memcached", "set-heavy", 1024, 30.0),
+                ("redis", "set", 512, 20.0),
+                ("redis", "get", 512, 24.0),
+                ("redis", "mset", 4, 8.0),
+            ] {
+                let mut r = self
+                    .rec("app-kv", t, kops * faster * 1e3)
+                    .param("server", server)
+                    .param("target", *t)
+                    .param("workload", workload)
+                    .param("value_bytes", value)
+                    .param("clients", 12)
+                    .value("p50_us", 100.0)
+                    .value("p99_us", 900.0);
+                if workload == "mset" {
+                    r = r
+                        .param("aof_directory", "/mnt/pmem/pmscope-app-1-0")
+                        .param("directory", "/mnt/pmem")
+                        .param("fs_type", "ext4")
+                        .param("dax", "always")
+                        .param("inode_dax", true);
+                }
+                out.push(r);
+            }
             for table in ["volatile", "persistent"] {
                 out.push(
                     self.rec("kmer", t, if table == "volatile" { 40.0 } else { 12.0 })
@@ -523,12 +550,35 @@ fn figures_without_data_are_absent() {
         "loaded-latency",
         "read-after-persist",
         "poly",
+        "fs-op",
+        "fio",
+        "app-kv",
     ] {
         assert!(
             !html.contains(&format!("id=\"{id}\"")),
             "{id} drawn without data"
         );
     }
+}
+
+/// One chart per key-value server, the table of throughputs against the first target, and
+/// where redis kept its append-only file.
+#[test]
+fn kv_throughput_per_server_with_ratios_to_the_first_target() {
+    let html = html(&runs()[..1], &Options::default());
+    let s = section(&html, "app-kv");
+    assert_eq!(s.matches("<svg").count(), 2, "memcached and redis");
+    assert!(
+        s.contains("<th>dram:4k kops/s</th><th>dram:thp kops/s</th><th>× dram:4k</th>"),
+        "{s}"
+    );
+    // dram:thp runs 1.25x dram:4k's throughput in the fixture.
+    assert!(
+        s.contains("<tr><td>memcached</td><td>get-heavy 1 KiB</td><td>40.0</td><td>50.0</td><td>1.25</td></tr>"),
+        "{s}"
+    );
+    assert!(s.contains("<td>redis</td><td>mset 4 B</td><td>8.0</td><td>10.0</td><td>1.25</td>"));
+    assert!(s.contains("append-only file on ext4 dax=always"), "{s}");
 }
 
 #[test]

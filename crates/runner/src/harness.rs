@@ -235,6 +235,13 @@ impl<'s> Harness<'s> {
         Ok(())
     }
 
+    /// Counts a target verified outside [`Harness::per_target`] — a program's heap placed
+    /// by `pmscope run` — among the targets [`Harness::finish`] compares.
+    pub fn note_target(&mut self, target: &TargetRecord) {
+        self.seen
+            .push((target.spec.clone(), target.achieved.clone()));
+    }
+
     /// Ends the measurement: with two or more targets, one `comparison` record holding the
     /// findings about them taken together (seed 000: mixed page sizes). Returns those
     /// findings.

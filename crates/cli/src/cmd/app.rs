@@ -12,7 +12,9 @@
 use crate::args::{AppArgs, AppServer};
 use crate::context::Context;
 use crate::error::usage;
+use crate::filedir;
 use crate::output::Sink;
+use crate::output::fields::Fields;
 use crate::output::table::Table;
 use anyhow::{Context as _, Result, anyhow, bail};
 use pmscope_core::range::{AxisKind, parse_axis};
@@ -55,6 +57,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &AppArgs) -> Result<()> {
     }
     let (specs, _opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let aof_dir = aof_directory(server, a.aof_on.as_deref())?;
+    let aof_mount = aof_dir
+        .as_deref()
+        .and_then(|d| pmscope_sys::mountinfo::of(&ctx.root, d));
     let value_sizes: Vec<u64> = match &a.value_sizes {
         Some(v) => {
             parse_axis(v, AxisKind::Size).map_err(|e| usage(format!("--value-sizes: {e}")))?
@@ -83,6 +88,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &AppArgs) -> Result<()> {
         requests: a.requests.map_or(50_000, |r| r.0 as u64),
         memory_mib: a.memory.map_or(1024, |m| m.0 >> 20).max(64),
         aof_dir,
+        aof_mount,
         port: a.port,
         pass_through: pass_through_flags(a),
     };
@@ -94,10 +100,14 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &AppArgs) -> Result<()> {
         for r in &records {
             h.emit(r)?;
         }
+        // The placement record's target: what the heap got, for the comparison record.
+        if let Some(t) = records.first().and_then(|r| r.target.as_ref()) {
+            h.note_target(t);
+        }
     }
     h.finish()?;
     if human {
-        render(sink.records());
+        print!("{}", render(sink.records()));
     }
     Ok(())
 }
@@ -113,6 +123,8 @@ struct Plan {
     requests: u64,
     memory_mib: u64,
     aof_dir: Option<PathBuf>,
+    /// The file system `aof_dir` is on.
+    aof_mount: Option<pmscope_sys::mountinfo::MountInfo>,
     port: Option<u16>,
     pass_through: Vec<String>,
 }
@@ -194,7 +206,7 @@ fn measure_target(
         aof.as_ref().map(|d| d.path.as_path()),
     );
     let mut server = RunningServer::start(plan, spec, &args, port)?;
-    let mut records = Vec::new();
+    let mut results = Vec::new();
     let mut failure = None;
     'points: for w in &plan.workloads {
         for &size in &plan.value_sizes {
@@ -203,7 +215,7 @@ fn measure_target(
                 break 'points;
             }
             match run_client(plan, w, size, port) {
-                Ok(res) => records.push(kv_record(h, plan, spec, w, size, &res, aof.as_ref())),
+                Ok(res) => results.push((w, size, res)),
                 Err(e) => {
                     failure = Some(e);
                     break 'points;
@@ -215,10 +227,44 @@ fn measure_target(
     if let Some(e) = failure {
         return Err(e);
     }
-    let placement = placement?;
-    let mut out = vec![placement_record(h, plan, spec, placement)];
-    out.extend(records);
+    let placement = placement_record(h, plan, spec, placement?);
+    // What the kernel made of the append-only file, read before its directory goes.
+    let aof_inode_dax = aof
+        .as_ref()
+        .and_then(|d| largest_file(&d.path))
+        .and_then(|f| pmscope_sys::dax::fs_facts(&f).ok())
+        .and_then(|f| f.statx_dax);
+    let mut out = Vec::new();
+    for (w, size, res) in &results {
+        let mut r = kv_record(h, plan, spec, w, *size, res);
+        r.target = placement.target.clone();
+        if let (Some(d), Some(parent)) = (&aof, &plan.aof_dir) {
+            r = filedir::describe_directory(r, parent, plan.aof_mount.as_ref())
+                .param("aof_directory", d.path.display().to_string())
+                .param("inode_dax", aof_inode_dax);
+        }
+        out.push(r);
+    }
+    out.insert(0, placement);
     Ok(out)
+}
+
+/// The largest regular file under `dir` (redis 7 keeps its append-only file in
+/// `appendonlydir/` there), or `None`.
+fn largest_file(dir: &Path) -> Option<PathBuf> {
+    let mut best: Option<(u64, PathBuf)> = None;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                dirs.push(e.path());
+            } else if m.is_file() && best.as_ref().is_none_or(|b| m.len() > b.0) {
+                best = Some((m.len(), e.path()));
+            }
+        }
+    }
+    best.map(|b| b.1)
 }
 
 /// A port on 127.0.0.1 nobody listens on now (the server binds it a moment later).
@@ -560,7 +606,6 @@ fn kv_record(
     w: &Workload,
     value_bytes: u64,
     res: &ClientResult,
-    aof: Option<&AofDir>,
 ) -> Record {
     let mut r = h
         .record("app-kv")
@@ -581,9 +626,6 @@ fn kv_record(
             .param("duration_s", plan.duration);
     } else {
         r = r.param("requests", plan.requests);
-    }
-    if let Some(d) = aof {
-        r = r.param("aof_directory", d.path.display().to_string());
     }
     r.metric = Some("throughput_ops_s".into());
     r.summary = Some(Summary::of(&[res.ops_per_s]).expect("finite"));
@@ -623,69 +665,192 @@ fn placement_record(
     r
 }
 
-/// Throughput and latency per target and workload, then where each server's heap was.
-fn render(records: &[Record]) {
-    let s = |r: &Record, k: &str| {
-        r.params
-            .get(k)
-            .map(|v| {
-                v.as_str()
-                    .map(String::from)
-                    .unwrap_or_else(|| v.to_string())
-            })
-            .unwrap_or_default()
-    };
-    let v = |r: &Record, k: &str| r.values.get(k).copied().unwrap_or(f64::NAN);
+/// Throughput and latency per target and workload; with several targets, each one's
+/// throughput beside the first's (the ratio); then where each server's heap was and, with
+/// `--aof-on`, the file system of the append-only file.
+fn render(records: &[Record]) -> String {
+    use std::fmt::Write;
+    let kv: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.experiment == "app-kv")
+        .collect();
+    let kops = |r: &Record| r.summary.as_ref().map_or(f64::NAN, |x| x.p50) / 1e3;
+    let value = |r: &Record| Bytes(r.count("value_bytes")).to_string();
+    let mut out = String::new();
     let mut t = Table::new(&[
         "target", "workload", "value", "kops/s", "mean µs", "p50 µs", "p99 µs",
     ]);
-    for r in records.iter().filter(|r| r.experiment == "app-kv") {
-        let bucketed = r
-            .params
-            .get("percentiles_bucketed")
-            .and_then(|b| b.as_bool())
-            == Some(true);
-        let le = if bucketed { "≤" } else { "" };
+    for r in &kv {
+        let le = if r.flag("percentiles_bucketed") {
+            "≤"
+        } else {
+            ""
+        };
         t.row(vec![
-            s(r, "target"),
-            s(r, "workload"),
-            Bytes(
-                r.params
-                    .get("value_bytes")
-                    .and_then(|x| x.as_u64())
-                    .unwrap_or(0),
-            )
-            .to_string(),
-            format!(
-                "{:.1}",
-                r.summary.as_ref().map_or(f64::NAN, |x| x.p50) / 1e3
-            ),
-            format!("{:.0}", v(r, "mean_us")),
-            format!("{le}{:.0}", v(r, "p50_us")),
-            format!("{le}{:.0}", v(r, "p99_us")),
+            r.text("target").into(),
+            r.text("workload").into(),
+            value(r),
+            format!("{:.1}", kops(r)),
+            format!("{:.0}", r.val("mean_us")),
+            format!("{le}{:.0}", r.val("p50_us")),
+            format!("{le}{:.0}", r.val("p99_us")),
         ]);
     }
-    println!("{}", t.render());
-    if records.iter().any(|r| {
-        r.params
-            .get("percentiles_bucketed")
-            .and_then(|b| b.as_bool())
-            == Some(true)
-    }) {
-        println!(
+    let _ = writeln!(out, "{}", t.render());
+    if kv.iter().any(|r| r.flag("percentiles_bucketed")) {
+        let _ = writeln!(
+            out,
             "(≤: memaslap reports latencies in power-of-two buckets; the bucket's upper bound)"
         );
     }
-    println!("\nheap placement (pmscope run):");
+    let mut targets: Vec<&str> = Vec::new();
+    let mut points: Vec<(&str, u64)> = Vec::new();
+    for r in &kv {
+        if !targets.contains(&r.text("target")) {
+            targets.push(r.text("target"));
+        }
+        let p = (r.text("workload"), r.count("value_bytes"));
+        if !points.contains(&p) {
+            points.push(p);
+        }
+    }
+    if targets.len() > 1 {
+        let _ = writeln!(
+            out,
+            "\nside by side: kops/s, and ×: against the first target ({})",
+            targets[0]
+        );
+        let mut header = vec!["workload", "value"];
+        header.extend(&targets);
+        let mut t = Table::new(&header);
+        for (workload, bytes) in points {
+            let of = |target: &str| {
+                kv.iter().find(|r| {
+                    r.text("target") == target
+                        && r.text("workload") == workload
+                        && r.count("value_bytes") == bytes
+                })
+            };
+            let first = of(targets[0]).map(|r| kops(r));
+            let mut row = vec![workload.to_string(), Bytes(bytes).to_string()];
+            for (i, target) in targets.iter().enumerate() {
+                row.push(match (of(target).map(|r| kops(r)), first) {
+                    (Some(k), _) if i == 0 => format!("{k:.1}"),
+                    (Some(k), Some(f)) if f > 0.0 => format!("{k:.1} ×{:.2}", k / f),
+                    (Some(k), _) => format!("{k:.1}"),
+                    (None, _) => "-".into(),
+                });
+            }
+            t.row(row);
+        }
+        let _ = writeln!(out, "{}", t.render());
+    }
+    let _ = writeln!(out, "\nheap placement (pmscope run):");
     for r in records.iter().filter(|r| r.experiment == "app-placement") {
         let achieved = r
             .target
             .as_ref()
             .map(|t| t.achieved.describe())
             .unwrap_or_else(|| "no verified placement".into());
-        println!("  {}: {achieved}", s(r, "target"));
+        let _ = writeln!(out, "  {}: {achieved}", r.text("target"));
         for w in &r.warnings {
-            println!("    warning: {}", w.message);
+            let _ = writeln!(out, "    warning: {}", w.message);
         }
+    }
+    if let Some(r) = kv.iter().find(|r| r.params.contains_key("aof_directory")) {
+        let inode = match r.params.get("inode_dax").and_then(|v| v.as_bool()) {
+            Some(true) => "DAX (no page cache)",
+            Some(false) => "not DAX (page cache)",
+            None => "unknown to statx",
+        };
+        let _ = writeln!(
+            out,
+            "\nappend-only file (fsync always) in {}: {} on {} ({}); its inode: {inode}",
+            r.text("directory"),
+            r.text("fs_type"),
+            r.text("device"),
+            r.text("mount_options"),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_core::record::SystemSummary;
+
+    fn kv(target: &str, workload: &str, kops: f64) -> Record {
+        let mut r = Record::new("app-kv", Vec::new(), SystemSummary::default())
+            .param("server", "memcached")
+            .param("target", target)
+            .param("workload", workload)
+            .param("value_bytes", 1024)
+            .param("percentiles_bucketed", false)
+            .value("mean_us", 100.0)
+            .value("p50_us", 90.0)
+            .value("p99_us", 300.0);
+        r.summary = Summary::of(&[kops * 1e3]);
+        r
+    }
+
+    #[test]
+    fn several_targets_are_set_side_by_side_against_the_first() {
+        let recs = vec![
+            kv("dram:4k", "get-heavy", 40.0),
+            kv("dram:4k", "set-heavy", 20.0),
+            kv("dram:thp", "get-heavy", 50.0),
+            kv("shm", "get-heavy", 30.0),
+        ];
+        let out = render(&recs);
+        let side = out
+            .split("side by side")
+            .nth(1)
+            .expect("a side-by-side table");
+        assert!(side.starts_with(": kops/s, and ×: against the first target (dram:4k)"));
+        let header = side.lines().nth(1).unwrap();
+        assert!(
+            header.contains("dram:4k  dram:thp") && header.ends_with("shm"),
+            "{header}"
+        );
+        let row = side.lines().find(|l| l.starts_with("get-heavy")).unwrap();
+        assert!(
+            row.contains(" 40.0 ") && row.contains("50.0 ×1.25") && row.ends_with("30.0 ×0.75"),
+            "{row}"
+        );
+        // A point the other targets lack is shown as missing, not as a ratio.
+        let row = side.lines().find(|l| l.starts_with("set-heavy")).unwrap();
+        assert!(row.contains("20.0") && row.ends_with('-'), "{row}");
+        // One target: nothing to compare.
+        assert!(!render(&recs[..2]).contains("side by side"));
+    }
+
+    #[test]
+    fn the_append_only_files_file_system_is_shown() {
+        let r = kv("dram:4k", "mset", 5.0)
+            .param("aof_directory", "/mnt/pmem/pmscope-app-1-0")
+            .param("directory", "/mnt/pmem")
+            .param("fs_type", "ext4")
+            .param("device", "/dev/pmem0 (259:0)")
+            .param("mount_options", "rw,relatime,dax=always")
+            .param("inode_dax", true);
+        let out = render(&[r]);
+        assert!(
+            out.contains(
+                "append-only file (fsync always) in /mnt/pmem: ext4 on /dev/pmem0 (259:0) (rw,relatime,dax=always); its inode: DAX (no page cache)"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_largest_file_is_found_below_the_directory() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(largest_file(d.path()), None);
+        std::fs::write(d.path().join("small"), b"x").unwrap();
+        std::fs::create_dir(d.path().join("appendonlydir")).unwrap();
+        let aof = d.path().join("appendonlydir/appendonly.aof.1.incr.aof");
+        std::fs::write(&aof, b"*3\r\n$3\r\nSET\r\n").unwrap();
+        assert_eq!(largest_file(d.path()), Some(aof));
     }
 }

@@ -314,7 +314,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &FioArgs) -> Result<()> {
     Ok(())
 }
 
-/// Per target and workload: bandwidth, IOPS and latency by job count.
+/// Per target and workload: bandwidth, IOPS and latency by job count; with several
+/// targets, their bandwidth side by side.
 fn render(records: &[Record]) {
     let runs: Vec<&Record> = records.iter().filter(|r| r.experiment == "fio").collect();
     let mut specs: Vec<&str> = Vec::new();
@@ -323,7 +324,7 @@ fn render(records: &[Record]) {
             specs.push(r.spec());
         }
     }
-    for spec in specs {
+    for &spec in &specs {
         let of: Vec<&&Record> = runs.iter().filter(|r| r.spec() == spec).collect();
         let first = of[0];
         println!(
@@ -354,6 +355,41 @@ fn render(records: &[Record]) {
         }
         println!("{}\n", t.render());
     }
+    if specs.len() > 1 {
+        println!("{}", side_by_side(&runs, &specs));
+    }
+}
+
+/// MB/s of each workload and job count on every target, and against the first target.
+fn side_by_side(runs: &[&Record], specs: &[&str]) -> String {
+    let mut header = vec!["MB/s (× the first)", "jobs"];
+    header.extend(specs);
+    let mut t = Table::new(&header);
+    let mut points: Vec<(&str, u64)> = Vec::new();
+    for r in runs {
+        if !points.contains(&(r.text("rw"), r.count("jobs"))) {
+            points.push((r.text("rw"), r.count("jobs")));
+        }
+    }
+    for (rw, jobs) in points {
+        let mb_s = |spec: &str| {
+            runs.iter()
+                .find(|r| r.spec() == spec && r.text("rw") == rw && r.count("jobs") == jobs)
+                .and_then(|r| r.summary.as_ref())
+                .map(|s| s.p50)
+        };
+        let first = mb_s(specs[0]);
+        let mut row = vec![rw.to_string(), jobs.to_string()];
+        for (i, spec) in specs.iter().enumerate() {
+            row.push(match (mb_s(spec), first) {
+                (Some(v), Some(f)) if i > 0 && f > 0.0 => format!("{v:.1} ×{:.2}", v / f),
+                (Some(v), _) => format!("{v:.1}"),
+                (None, _) => "-".into(),
+            });
+        }
+        t.row(row);
+    }
+    t.render()
 }
 
 #[cfg(test)]

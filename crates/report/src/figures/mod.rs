@@ -5,6 +5,7 @@ mod bandwidth;
 mod files;
 mod inst;
 mod kmer;
+mod kv;
 mod latency;
 mod loaded;
 mod poly;
@@ -82,6 +83,7 @@ pub static FIGURES: &[&dyn Figure] = &[
     &kmer::KmerThroughput,
     &files::FileOpLatency,
     &files::FioBandwidth,
+    &kv::KvThroughput,
     &poly::PolyKernels,
 ];
 
