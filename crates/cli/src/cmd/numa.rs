@@ -84,6 +84,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
     let reps = a.reps.map_or(3, |r| r.0);
     let duration = Duration::from_secs_f64(a.duration.map_or(0.15, |d| d.0));
     let all_cpus: Vec<usize> = cpu_nodes.iter().flat_map(|n| n.cpus.clone()).collect();
+    // What the firmware declares for each memory node (ACPI HMAT, from its nearest
+    // initiators), beside what was measured: under a hypervisor or an emulator every node
+    // may be the same host memory, and only the declared figures show the tiers.
+    let declared = |node: u32| nodes.iter().find(|n| n.id == node).and_then(|n| n.hmat);
     let human = sink.human();
     let mut h = ctx.start(sink, &all_cpus, Some(size), false)?;
     let timer = *h.timer();
@@ -116,6 +120,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
                 .param("memory_node", memory_node)
                 .param("pattern", Pattern::Rand.name())
                 .param("working_set_bytes", size);
+            if let Some(ns) = declared(memory_node).and_then(|h| h.read_latency_ns) {
+                r = r.value("hmat_read_latency_ns", ns as f64);
+            }
             r.metric = Some("latency_ns".into());
             r.summary = Some(Summary::of(&ns).expect("finite"));
             run.emit(&r)?;
@@ -127,6 +134,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
                 .param("op", "read")
                 .param("threads", c.cpus.len())
                 .param("access_bytes", ACCESS);
+            if let Some(mb) = declared(memory_node).and_then(|h| h.read_bandwidth_mb_s) {
+                r = r.value("hmat_read_bandwidth_mb_s", mb as f64);
+            }
             r.metric = Some("bandwidth_gb_s".into());
             r.summary = Some(Summary::of(&gbs).expect("finite"));
             run.emit(&r)?;
@@ -188,6 +198,26 @@ fn render(records: &[Record]) {
             t.row(row);
         }
         println!("{title}\n{}\n", t.render());
+    }
+    println!("declared by the firmware (ACPI HMAT, read from each memory node's nearest CPUs):");
+    for m in &mem_nodes {
+        let declared = |experiment: &str, key: &str| {
+            records
+                .iter()
+                .find(|r| r.experiment == experiment && cell(r, "memory_node") == *m)
+                .and_then(|r| r.values.get(key).copied())
+        };
+        match (
+            declared("numa-latency", "hmat_read_latency_ns"),
+            declared("numa-bandwidth", "hmat_read_bandwidth_mb_s"),
+        ) {
+            (None, None) => println!("  memory node {m}: nothing declared"),
+            (ns, mb) => println!(
+                "  memory node {m}: {} read latency, {} read bandwidth",
+                ns.map_or("no".into(), |v| format!("{v:.0} ns")),
+                mb.map_or("no".into(), |v| format!("{:.1} GB/s", v / 1000.0)),
+            ),
+        }
     }
     println!("placement verified (move_pages):");
     for m in &mem_nodes {
