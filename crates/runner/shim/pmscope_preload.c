@@ -478,6 +478,33 @@ static size_t field_kb(const char *s, const char *name) {
     return (size_t)strtoull(s + n, NULL, 10) << 10;
 }
 
+/* One field line of a VMA's smaps block, into its accumulator (if the VMA is of interest). */
+static void vma_field(struct vma_acc *a, const char *s) {
+    if (a->frac <= 0) return;
+    size_t v;
+    if ((v = field_kb(s, "KernelPageSize:")) != (size_t)-1) a->kps = v;
+    else if ((v = field_kb(s, "Rss:")) != (size_t)-1) a->rss = v;
+    else if ((v = field_kb(s, "AnonHugePages:")) != (size_t)-1) a->pmd += v;
+    else if ((v = field_kb(s, "ShmemPmdMapped:")) != (size_t)-1) a->pmd += v;
+    else if ((v = field_kb(s, "FilePmdMapped:")) != (size_t)-1) a->pmd += v;
+    else if ((v = field_kb(s, "Shared_Hugetlb:")) != (size_t)-1) a->hugetlb += v;
+    else if ((v = field_kb(s, "Private_Hugetlb:")) != (size_t)-1) a->hugetlb += v;
+}
+
+/* The pages per node of one numa_maps line ("... N0=512 kernelpagesize_kB=4"), the share
+ * `frac` of them counted. */
+static void add_node_pages(const char *s, double frac) {
+    char *end;
+    size_t kps = 4096;
+    const char *k = strstr(s, "kernelpagesize_kB=");
+    if (k) kps = (size_t)strtoull(k + 18, NULL, 10) << 10;
+    for (const char *t = strstr(s, " N"); t; t = strstr(t + 1, " N")) {
+        unsigned long node = strtoul(t + 2, &end, 10);
+        if (*end != '=' || node >= 64) continue;
+        ctr.node_bytes[node] += (size_t)((double)strtoull(end + 1, NULL, 10) * (double)kps * frac);
+    }
+}
+
 static void smaps_line(char *s, void *arg) {
     struct range *r = arg;
     uintptr_t lo, hi;
@@ -491,15 +518,7 @@ static void smaps_line(char *s, void *arg) {
         }
         return;
     }
-    if (r->v.frac <= 0) return;
-    size_t v;
-    if ((v = field_kb(s, "KernelPageSize:")) != (size_t)-1) r->v.kps = v;
-    else if ((v = field_kb(s, "Rss:")) != (size_t)-1) r->v.rss = v;
-    else if ((v = field_kb(s, "AnonHugePages:")) != (size_t)-1) r->v.pmd += v;
-    else if ((v = field_kb(s, "ShmemPmdMapped:")) != (size_t)-1) r->v.pmd += v;
-    else if ((v = field_kb(s, "FilePmdMapped:")) != (size_t)-1) r->v.pmd += v;
-    else if ((v = field_kb(s, "Shared_Hugetlb:")) != (size_t)-1) r->v.hugetlb += v;
-    else if ((v = field_kb(s, "Private_Hugetlb:")) != (size_t)-1) r->v.hugetlb += v;
+    vma_field(&r->v, s);
 }
 
 /* numa_maps: "7f0000000000 bind:0 anon=512 dirty=512 N0=512 kernelpagesize_kB=4". */
@@ -512,14 +531,7 @@ static void numa_line(char *s, void *arg) {
     for (size_t i = 0; i < r->nvmas; i++)
         if (r->vmas[i].lo == lo) frac = r->vmas[i].frac;
     if (frac <= 0) return;
-    size_t kps = 4096;
-    char *k = strstr(s, "kernelpagesize_kB=");
-    if (k) kps = (size_t)strtoull(k + 18, NULL, 10) << 10;
-    for (char *t = strstr(s, " N"); t; t = strstr(t + 1, " N")) {
-        unsigned long node = strtoul(t + 2, &end, 10);
-        if (*end != '=' || node >= 64) continue;
-        ctr.node_bytes[node] += (size_t)((double)strtoull(end + 1, NULL, 10) * (double)kps * frac);
-    }
+    add_node_pages(s, frac);
 }
 
 /* Reads back the page sizes and nodes of [base, base+length) before it is released. */
@@ -608,15 +620,7 @@ static void batch_smaps_line(char *s, void *arg) {
         }
         return;
     }
-    if (w->v.frac <= 0) return;
-    size_t v;
-    if ((v = field_kb(s, "KernelPageSize:")) != (size_t)-1) w->v.kps = v;
-    else if ((v = field_kb(s, "Rss:")) != (size_t)-1) w->v.rss = v;
-    else if ((v = field_kb(s, "AnonHugePages:")) != (size_t)-1) w->v.pmd += v;
-    else if ((v = field_kb(s, "ShmemPmdMapped:")) != (size_t)-1) w->v.pmd += v;
-    else if ((v = field_kb(s, "FilePmdMapped:")) != (size_t)-1) w->v.pmd += v;
-    else if ((v = field_kb(s, "Shared_Hugetlb:")) != (size_t)-1) w->v.hugetlb += v;
-    else if ((v = field_kb(s, "Private_Hugetlb:")) != (size_t)-1) w->v.hugetlb += v;
+    vma_field(&w->v, s);
 }
 
 static void batch_numa_line(char *s, void *arg) {
@@ -631,15 +635,7 @@ static void batch_numa_line(char *s, void *arg) {
         else b = m;
     }
     if (a == w->nmet || met[a].lo != lo) return;
-    double frac = met[a].frac;
-    size_t kps = 4096;
-    char *k = strstr(s, "kernelpagesize_kB=");
-    if (k) kps = (size_t)strtoull(k + 18, NULL, 10) << 10;
-    for (char *t = strstr(s, " N"); t; t = strstr(t + 1, " N")) {
-        unsigned long node = strtoul(t + 2, &end, 10);
-        if (*end != '=' || node >= 64) continue;
-        ctr.node_bytes[node] += (size_t)((double)strtoull(end + 1, NULL, 10) * (double)kps * frac);
-    }
+    add_node_pages(s, met[a].frac);
 }
 
 /* Reads back every region of rs[0..n) (sorted here), whatever the budget. */
