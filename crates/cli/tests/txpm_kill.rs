@@ -4,9 +4,11 @@
 //! intact, and the run finished at the end gives exactly the counts of an uninterrupted
 //! run. On `shm` here (20 kills); on a real fsdax file in the lab guest (`needs_fsdax`).
 //!
-//! Not covered: a kill inside `pmemobj_create` itself (before PMDK has written the pool's
-//! header), which leaves a file PMDK does not recognise; pmscope refuses it, never
-//! overwrites it. Each round waits until the header is there before it picks its moment.
+//! A kill while the pool is being created is counted apart: inside `pmemobj_create` (after
+//! the signature and layout name, before the pool descriptor's checksum) it leaves a file
+//! PMDK does not recognise, which pmscope refuses and never overwrites; after it, before
+//! the table's root is written, a pool the next count formats. Each round waits until the
+//! header is there before it picks its moment.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -55,9 +57,15 @@ fn moments(mut state: u64) -> impl FnMut() -> u64 {
     }
 }
 
-/// Whether PMDK has written the pool's header (signature and layout name).
+/// Whether PMDK has written the pool's header (signature and layout name). Reads only the
+/// header's first 4 KiB and a byte: the round's clock starts here, and reading a whole pool
+/// every 2 ms would be slow on the TCG guest's fsdax.
 fn header_written(pool: &Path) -> bool {
-    std::fs::read(pool).is_ok_and(|b| b.len() > 4200 && b.starts_with(b"PMEMOBJ\0") && b[4096] != 0)
+    use std::io::Read;
+    let mut head = [0u8; 4097];
+    std::fs::File::open(pool)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head.starts_with(b"PMEMOBJ\0") && head[4096] != 0)
 }
 
 /// Synthetic genomes in `dir`: a reference and `strains` strains of `length` bases.
@@ -121,7 +129,7 @@ fn killed_tx_pm_counts_are_exact(pool_dir: &Path, length: &str, strains: &str, r
     }
     let t0 = Instant::now();
     let o = child.wait_with_output().unwrap();
-    let span = t0.elapsed().max(Duration::from_millis(20));
+    let mut span = t0.elapsed().max(Duration::from_millis(20));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let got = std::fs::read_to_string(&reference_out).unwrap();
     std::fs::remove_file(&reference).unwrap();
@@ -129,8 +137,9 @@ fn killed_tx_pm_counts_are_exact(pool_dir: &Path, length: &str, strains: &str, r
 
     let pool = pool_dir.join(format!("killed-{}.pool", std::process::id()));
     let mut next = moments(0x2545_F491_4F6C_DD1D);
-    let (mut killed, mut finished_runs) = (0, 0);
-    for round in 0..4 * rounds {
+    let (mut killed, mut finished_runs, mut killed_while_creating) = (0, 0, 0);
+    let max_rounds = 6 * rounds;
+    for round in 0..max_rounds {
         if killed == rounds {
             break;
         }
@@ -147,6 +156,7 @@ fn killed_tx_pm_counts_are_exact(pool_dir: &Path, length: &str, strains: &str, r
         ]);
         args.extend(files.iter().cloned());
         args.push("--no-store".into());
+        let fresh = !pool.exists();
         let mut child = Command::new(bin())
             .args(&args)
             .stdout(Stdio::null())
@@ -165,7 +175,6 @@ fn killed_tx_pm_counts_are_exact(pool_dir: &Path, length: &str, strains: &str, r
         let finished = child.try_wait().unwrap().is_some();
         if !finished {
             child.kill().unwrap();
-            killed += 1;
         }
         let status = child.wait_with_output().unwrap();
         if finished {
@@ -182,25 +191,59 @@ fn killed_tx_pm_counts_are_exact(pool_dir: &Path, length: &str, strains: &str, r
                 "round {round}: a resumed pool's counts differ from an uninterrupted run's"
             );
             finished_runs += 1;
+            if fresh {
+                // A whole run was shorter than the reference's (a busier machine then, a
+                // warmer page cache now; CI's guest once saw 27 of 32 rounds finish
+                // first): later kills come sooner. A resumed run is short by design.
+                span = (span * 3 / 4).max(Duration::from_millis(5));
+            }
             std::fs::remove_file(&pool).unwrap();
             continue;
         }
+        // PMDK's checker first: it sees the pool exactly as the kill left it.
         let check = pmempool_check(&pool);
-        assert!(
-            check.status.success(),
-            "round {round} (killed at {at:?}): pmempool check refused the pool: {}{}",
-            String::from_utf8_lossy(&check.stdout),
-            String::from_utf8_lossy(&check.stderr)
-        );
-        let text = ok(&pmscope(&[
-            "kmer",
-            "recover",
-            "--pool",
-            pool.to_str().unwrap(),
-        ]));
+        let check_passed = || {
+            assert!(
+                check.status.success(),
+                "round {round} (killed at {at:?}): pmempool check refused the pool: {}{}",
+                String::from_utf8_lossy(&check.stdout),
+                String::from_utf8_lossy(&check.stderr)
+            )
+        };
+        let recover = pmscope(&["kmer", "recover", "--pool", pool.to_str().unwrap()]);
+        let refusal = String::from_utf8_lossy(&recover.stderr).into_owned();
+        if fresh && !recover.status.success() {
+            // Killed while the pool was being created (the header appears early, so short
+            // kill windows reach creation): counted apart, never a kill of the table.
+            if refusal.contains("is not a pmscope tx-pm pool") {
+                // Inside pmemobj_create, after the signature and layout name but before
+                // the pool descriptor's checksum: refused as foreign, never overwritten.
+                killed_while_creating += 1;
+                std::fs::remove_file(&pool).unwrap();
+                continue;
+            }
+            if refusal.contains("holds no table yet") {
+                // After pmemobj_create, before the table's root was written: a valid
+                // pool of ours that the next count formats.
+                check_passed();
+                killed_while_creating += 1;
+                continue;
+            }
+        }
+        killed += 1;
+        check_passed();
+        let text = ok(&recover);
         assert!(text.contains("tx-pm pool"), "{text}");
     }
-    assert_eq!(killed, rounds, "{killed} kills in {} rounds", 4 * rounds);
+    assert_eq!(
+        killed, rounds,
+        "{killed} kills in {max_rounds} rounds ({finished_runs} runs finished before their kill, \
+         {killed_while_creating} killed while creating the pool)"
+    );
+    eprintln!(
+        "{killed} kills, {killed_while_creating} while creating the pool, {finished_runs} runs \
+         finished before their kill; kill window {span:?}"
+    );
     let got = count(
         &files,
         &["--table", "tx-pm", "--pool", pool.to_str().unwrap()],
