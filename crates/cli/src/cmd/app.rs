@@ -105,9 +105,15 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &AppArgs) -> Result<()> {
             h.note_target(t);
         }
     }
+    // Printed once at the start: the placement lines show only what is the target's own.
+    let environment: Vec<String> = h
+        .environment_warnings()
+        .iter()
+        .map(|w| w.code.clone())
+        .collect();
     h.finish()?;
     if human {
-        print!("{}", render(sink.records()));
+        print!("{}", render(sink.records(), &environment));
     }
     Ok(())
 }
@@ -667,8 +673,9 @@ fn placement_record(
 
 /// Throughput and latency per target and workload; with several targets, each one's
 /// throughput beside the first's (the ratio); then where each server's heap was and, with
-/// `--aof-on`, the file system of the append-only file.
-fn render(records: &[Record]) -> String {
+/// `--aof-on`, the file system of the append-only file. Warnings whose code is in
+/// `environment` (the run's, printed before the tables) are not repeated per target.
+fn render(records: &[Record], environment: &[String]) -> String {
     use std::fmt::Write;
     let kv: Vec<&Record> = records
         .iter()
@@ -753,7 +760,7 @@ fn render(records: &[Record]) -> String {
             .map(|t| t.achieved.describe())
             .unwrap_or_else(|| "no verified placement".into());
         let _ = writeln!(out, "  {}: {achieved}", r.text("target"));
-        for w in &r.warnings {
+        for w in r.warnings.iter().filter(|w| !environment.contains(&w.code)) {
             let _ = writeln!(out, "    warning: {}", w.message);
         }
     }
@@ -802,7 +809,7 @@ mod tests {
             kv("dram:thp", "get-heavy", 50.0),
             kv("shm", "get-heavy", 30.0),
         ];
-        let out = render(&recs);
+        let out = render(&recs, &[]);
         let side = out
             .split("side by side")
             .nth(1)
@@ -822,7 +829,36 @@ mod tests {
         let row = side.lines().find(|l| l.starts_with("set-heavy")).unwrap();
         assert!(row.contains("20.0") && row.ends_with('-'), "{row}");
         // One target: nothing to compare.
-        assert!(!render(&recs[..2]).contains("side by side"));
+        assert!(!render(&recs[..2], &[]).contains("side by side"));
+    }
+
+    #[test]
+    fn placement_lines_leave_out_the_environment_warnings_printed_before() {
+        let warning = |code: &str, message: &str| Warning {
+            code: code.into(),
+            message: message.into(),
+            remedy: String::new(),
+        };
+        let placement = |target: &str| {
+            let mut r = Record::new("app-placement", Vec::new(), SystemSummary::default())
+                .param("target", target);
+            r.warnings = vec![
+                warning("numa-balancing", "automatic NUMA balancing is on"),
+                warning("app-heap-not-placed", "its heap stayed in ordinary memory"),
+            ];
+            r
+        };
+        let recs = vec![placement("dram:4k"), placement("shm:4k")];
+        let out = render(&recs, &["numa-balancing".to_string()]);
+        assert_eq!(out.matches("NUMA balancing").count(), 0, "{out}");
+        assert_eq!(
+            out.matches("heap stayed in ordinary memory").count(),
+            2,
+            "{out}"
+        );
+        // Without an environment list (a caller that printed none), every warning shows.
+        let out = render(&recs, &[]);
+        assert_eq!(out.matches("NUMA balancing").count(), 2, "{out}");
     }
 
     #[test]
@@ -834,7 +870,7 @@ mod tests {
             .param("device", "/dev/pmem0 (259:0)")
             .param("mount_options", "rw,relatime,dax=always")
             .param("inode_dax", true);
-        let out = render(&[r]);
+        let out = render(&[r], &[]);
         assert!(
             out.contains(
                 "append-only file (fsync always) in /mnt/pmem: ext4 on /dev/pmem0 (259:0) (rw,relatime,dax=always); its inode: DAX (no page cache)"
