@@ -18,11 +18,12 @@
 use super::encode::{Kmer, for_each_kmer};
 use super::filter::HashFilter;
 use super::read::Genome;
+use super::rendezvous::Rendezvous;
 use super::table::partition::part_of;
 use super::table::{Entry, GenomeId, Inserted, KmerTable, Unpersisted};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_runner::pin::{PinError, run_pinned};
-use std::sync::{Barrier, Mutex};
+use std::sync::Mutex;
 
 /// Lookups kept in flight per thread.
 const DEPTH: usize = 16;
@@ -325,9 +326,11 @@ impl<const W: usize> Driver<W> {
         // barrier) each consumer empties its column.
         let boxes: Vec<Mutex<Vec<(Kmer<W>, u64)>>> =
             (0..n * n).map(|_| Mutex::new(Vec::new())).collect();
-        let barrier = Barrier::new(n);
+        // Breakable: a worker that fails mid-exchange ends the run instead of hanging it.
+        let barrier = Rendezvous::new(n);
         let lock = |i: usize| boxes[i].lock().unwrap_or_else(|p| p.into_inner());
         let (counts, placements) = self.workers.run(|w| {
+            let _release = barrier.break_on_panic();
             let (mut count, mut applied) = (0u64, 0u64);
             let mut unpersisted = Unpersisted::default();
             for round in 0..rounds {

@@ -27,6 +27,7 @@ pub mod filter;
 pub mod job;
 pub mod output;
 pub mod read;
+mod rendezvous;
 pub mod synth;
 pub mod table;
 
