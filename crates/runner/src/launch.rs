@@ -238,6 +238,11 @@ impl Placement {
         };
         let mut pages = self.total.pages;
         pages.smaps_sees_mapping = self.total.resident_bytes > 0;
+        // Read back but never touched: the program mapped more than it used.
+        pages.bytes_unmapped = self
+            .total
+            .verified_bytes
+            .saturating_sub(self.total.resident_bytes);
         let page_size = self.verified_page_bytes();
         Achieved {
             bytes: self.total.mapped_bytes,
@@ -524,6 +529,30 @@ mod tests {
         assert_eq!((r[0].served_count, r[0].served_bytes), (2, 100));
         assert_eq!(r[0].pages.bytes_2m, 4 << 20);
         assert_eq!(r[0].node_bytes.get(&0), Some(&(4 << 20)));
+    }
+
+    #[test]
+    fn a_heap_mapped_but_partly_untouched_is_described_so() {
+        let text = "process 12\nserved_count 4\nmapped_bytes 10485760\nverified_count 4\n\
+                    verified_bytes 10485760\nresident_bytes 4194304\nbytes_4k 4194304\n\
+                    node_bytes 0 4194304\nend\n";
+        let total = parse_reports(text).remove(0);
+        let placement = Placement {
+            plan: HeapPlan {
+                backing: HeapBacking::Anonymous { pages: "4k" },
+                node: None,
+                expected_page_bytes: 4096,
+            },
+            threshold: 1 << 20,
+            processes: vec![total.clone()],
+            total,
+            kept_files: Vec::new(),
+            warnings: Vec::new(),
+        };
+        assert_eq!(
+            placement.achieved().describe(),
+            "4k 40% (smaps), 60% untouched, node 0, volatile"
+        );
     }
 
     #[test]
