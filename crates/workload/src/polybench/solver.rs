@@ -125,29 +125,18 @@ pub(super) fn durbin(n: usize, _v: Variant, a: &mut [&mut [f64]]) {
 }
 
 /// Forward substitution L*x = b.
-pub(super) fn trisolv(n: usize, v: Variant, a: &mut [&mut [f64]]) {
+pub(super) fn trisolv(n: usize, _v: Variant, a: &mut [&mut [f64]]) {
     let [l, x, b] = a else {
         unreachable!("trisolv has three arrays")
     };
-    match v {
-        // Textbook: x[i] from a dot product of row i with the x found so far.
-        Variant::Ref => {
-            for i in 0..n {
-                let s: f64 = (0..i).map(|j| l[i * n + j] * x[j]).sum();
-                x[i] = (b[i] - s) / l[i * n + i];
-            }
-        }
-        // Column-oriented: once x[j] is known, subtract its column from b (stride n);
-        // kept as the alternative order a polyhedral tool may choose, it reads L by columns.
-        Variant::Opt => {
-            let mut rhs = b.to_vec();
-            for j in 0..n {
-                x[j] = rhs[j] / l[j * n + j];
-                for i in j + 1..n {
-                    rhs[i] -= l[i * n + j] * x[j];
-                }
-            }
-        }
+    // Textbook: x[i] from a dot product of row i with the x found so far. It reads L's
+    // lower triangle once, row by row, with unit stride: already the order locality asks
+    // for, so `Opt` is the same (the seed's polyhedral build gained nothing either, ratio
+    // 1.0). The other order, subtracting each solved column from b, reads L with stride n
+    // and ran 4x slower here.
+    for i in 0..n {
+        let s: f64 = (0..i).map(|j| l[i * n + j] * x[j]).sum();
+        x[i] = (b[i] - s) / l[i * n + i];
     }
 }
 
