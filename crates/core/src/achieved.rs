@@ -176,6 +176,28 @@ pub struct PmemRegionFacts {
 }
 
 impl Achieved {
+    /// A mapping of `bytes` about which nothing is verified yet (no page, fault or node
+    /// evidence, no path): the base that verifiers, and tests, fill in.
+    pub fn unverified(bytes: u64, persistence: Persistence) -> Achieved {
+        Achieved {
+            bytes,
+            pages: PageMix::default(),
+            faults: FaultEvidence::from_faults(bytes, 0),
+            page_size: None,
+            page_size_source: String::new(),
+            nodes: BTreeMap::new(),
+            nodes_unknown: 0,
+            nodes_sampled: false,
+            persistence,
+            map_sync: None,
+            path: None,
+            filesystem: None,
+            alignment: None,
+            prefault_ns: 0,
+            pmem_region: None,
+        }
+    }
+
     /// A one-line description for tables: `2m 100% (smaps+faults), node 0, volatile`;
     /// memory a program mapped but never touched (no page behind it yet) is said apart, so
     /// `4k 34%` is not read as 66 % of something else: `4k 34% (smaps), 66% untouched, ...`.
@@ -238,27 +260,17 @@ mod tests {
     fn untouched_memory_is_said_apart_in_the_description() {
         let bytes: u64 = 3 << 20;
         let mut a = Achieved {
-            bytes,
             pages: PageMix {
                 bytes_4k: 1 << 20,
-                bytes_2m: 0,
-                bytes_1g: 0,
                 bytes_unmapped: 2 << 20,
                 smaps_sees_mapping: true,
+                ..PageMix::default()
             },
             faults: FaultEvidence::from_faults(bytes, 256),
             page_size: Some(KIB4),
             page_size_source: "smaps".into(),
             nodes: BTreeMap::from([(0, 256)]),
-            nodes_unknown: 0,
-            nodes_sampled: false,
-            persistence: Persistence::Volatile,
-            map_sync: None,
-            path: None,
-            filesystem: None,
-            alignment: None,
-            prefault_ns: 0,
-            pmem_region: None,
+            ..Achieved::unverified(bytes, Persistence::Volatile)
         };
         assert_eq!(
             a.describe(),

@@ -274,7 +274,6 @@ mod tests {
 
     fn achieved(page: u64, smaps: bool) -> Achieved {
         Achieved {
-            bytes: 64 << 20,
             pages: PageMix {
                 bytes_2m: if page == MIB2 && smaps { 64 << 20 } else { 0 },
                 bytes_4k: if page == KIB4 && smaps { 64 << 20 } else { 0 },
@@ -285,15 +284,11 @@ mod tests {
             page_size: Some(page),
             page_size_source: "faults".into(),
             nodes: BTreeMap::from([(0, 10)]),
-            nodes_unknown: 0,
-            nodes_sampled: false,
-            persistence: Persistence::Dax,
             map_sync: Some(true),
-            path: None,
             filesystem: Some("ext4".into()),
             alignment: Some(MIB2),
             prefault_ns: 1,
-            pmem_region: None,
+            ..Achieved::unverified(64 << 20, Persistence::Dax)
         }
     }
 

@@ -68,21 +68,11 @@ mod tests {
 
     fn achieved(persistence: Persistence) -> Achieved {
         Achieved {
-            bytes: 1 << 20,
-            pages: Default::default(),
             faults: pmscope_core::achieved::FaultEvidence::from_faults(1 << 20, 256),
             page_size: Some(4096),
             page_size_source: "smaps".into(),
-            nodes: Default::default(),
-            nodes_unknown: 0,
-            nodes_sampled: false,
-            persistence,
-            map_sync: None,
             path: Some("/mnt/x".into()),
-            filesystem: None,
-            alignment: None,
-            prefault_ns: 0,
-            pmem_region: None,
+            ..Achieved::unverified(1 << 20, persistence)
         }
     }
 

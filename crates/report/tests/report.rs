@@ -14,27 +14,19 @@ use std::path::PathBuf;
 fn achieved(page: u64) -> Achieved {
     let bytes = 64 << 20;
     Achieved {
-        bytes,
         pages: PageMix {
             bytes_4k: if page == 4096 { bytes } else { 0 },
             bytes_2m: if page == 4096 { 0 } else { bytes },
-            bytes_1g: 0,
-            bytes_unmapped: 0,
             smaps_sees_mapping: true,
+            ..PageMix::default()
         },
         faults: FaultEvidence::from_faults(bytes, bytes / page),
         page_size: Some(page),
         page_size_source: "smaps+faults".into(),
         nodes: BTreeMap::from([(0, bytes / page)]),
-        nodes_unknown: 0,
-        nodes_sampled: false,
-        persistence: Persistence::Volatile,
-        map_sync: None,
-        path: None,
-        filesystem: None,
         alignment: Some(2 << 20),
         prefault_ns: 1,
-        pmem_region: None,
+        ..Achieved::unverified(bytes, Persistence::Volatile)
     }
 }
 

@@ -76,27 +76,17 @@ pub fn on_target(mut r: Record, spec: &str) -> Record {
     r.target = Some(pmscope_core::record::TargetRecord {
         spec: spec.into(),
         achieved: Achieved {
-            bytes,
             pages: PageMix {
                 bytes_4k: bytes,
-                bytes_2m: 0,
-                bytes_1g: 0,
-                bytes_unmapped: 0,
                 smaps_sees_mapping: true,
+                ..PageMix::default()
             },
             faults: FaultEvidence::from_faults(bytes, bytes / 4096),
             page_size: Some(4096),
             page_size_source: "smaps+faults".into(),
             nodes: [(0, bytes / 4096)].into(),
-            nodes_unknown: 0,
-            nodes_sampled: false,
-            persistence: Persistence::Volatile,
-            map_sync: None,
-            path: None,
-            filesystem: None,
-            alignment: None,
-            pmem_region: None,
             prefault_ns: 1,
+            ..Achieved::unverified(bytes, Persistence::Volatile)
         },
     });
     r

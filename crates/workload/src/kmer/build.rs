@@ -686,15 +686,7 @@ mod tests {
     fn a_partitioned_table_holds_every_kmer_in_exactly_its_own_part() {
         use crate::kmer::table::partition::{PartitionedTable, part_of};
         use crate::kmer::table::{Create, TableKind, TableRequest, WithTable};
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let seq: Vec<u8> = (0..40_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                b"ACGT"[(x >> 62) as usize]
-            })
-            .collect();
+        let seq = crate::kmer::synth::random_bases(40_000, 0x2545_F491_4F6C_DD1D);
         let g = Genome::from_records("g", &[("a", &seq), ("b", &seq[7_000..19_000])], 21);
         let h = Genome::from_records("h", &[("a", &seq[10_000..30_000])], 21);
 

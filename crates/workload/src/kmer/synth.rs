@@ -43,8 +43,13 @@ impl Rng {
 
 /// The random reference genome.
 pub fn reference(spec: &SynthSpec) -> Vec<u8> {
-    let mut rng = Rng(spec.seed);
-    (0..spec.length).map(|_| rng.base()).collect()
+    random_bases(spec.length, spec.seed)
+}
+
+/// `length` uniformly random bases, the same for the same seed (tests' genomes too).
+pub fn random_bases(length: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    (0..length).map(|_| rng.base()).collect()
 }
 
 /// Strain `index` (1-based), derived from `reference`.

@@ -4,6 +4,7 @@
 use super::job::{Job, Operation, run};
 use super::output::Format;
 use super::read::Split;
+use super::synth::random_bases;
 use super::table::TableKind;
 use super::table::partition::{NodePlan, NodeShare};
 use proptest::prelude::*;
@@ -254,19 +255,6 @@ proptest! {
             }
         }
     }
-}
-
-/// A genome's k-mers as a deterministic pseudo-random sequence (no repeats to speak of).
-fn random_bases(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b"ACGT"[(x >> 33) as usize % 4]
-        })
-        .collect()
 }
 
 #[test]

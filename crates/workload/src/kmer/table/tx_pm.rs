@@ -349,7 +349,11 @@ impl<const W: usize> TxPmTable<W> {
             contents: Contents::default(),
             target: TargetRecord {
                 spec: String::new(),
-                achieved: placeholder_achieved(pool.len() as u64),
+                // Nothing verified here: `create` puts the probe's verified record in its place.
+                achieved: pmscope_core::achieved::Achieved::unverified(
+                    pool.len() as u64,
+                    pmscope_core::achieved::Persistence::PageCache,
+                ),
             },
             warnings: Vec::new(),
             pool,
@@ -503,29 +507,6 @@ impl<const W: usize> TxPmTable<W> {
     /// The header.
     pub fn header(&self) -> Header {
         self.header
-    }
-}
-
-/// An Achieved for a pool the probe could not map a second time (never expected: the probe
-/// maps the file read-only as every pool is mapped).
-fn placeholder_achieved(bytes: u64) -> pmscope_core::achieved::Achieved {
-    use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
-    Achieved {
-        bytes,
-        pages: PageMix::default(),
-        faults: FaultEvidence::from_faults(bytes, 0),
-        page_size: None,
-        page_size_source: String::new(),
-        nodes: Default::default(),
-        nodes_unknown: 0,
-        nodes_sampled: false,
-        persistence: Persistence::PageCache,
-        map_sync: None,
-        path: None,
-        filesystem: None,
-        alignment: None,
-        prefault_ns: 0,
-        pmem_region: None,
     }
 }
 
@@ -864,15 +845,7 @@ mod tests {
         let path = dir.path().join("grow.pool");
         let target: pmscope_mapping::TargetSpec = "shm:4k".parse().unwrap();
         let opts = pmscope_mapping::MapOptions::host();
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let seq: Vec<u8> = (0..30_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                b"ACGT"[(x >> 62) as usize]
-            })
-            .collect();
+        let seq = crate::kmer::synth::random_bases(30_000, 0x2545_F491_4F6C_DD1D);
         let mut kmers = std::collections::HashSet::new();
         for_each_kmer::<1>(&seq, 11, |_, x, _| {
             kmers.insert(*x);
