@@ -51,6 +51,7 @@ impl Context {
             kernel_cmdline: pmscope_sys::environment::kernel_cmdline(&root),
             mitigations: pmscope_sys::environment::mitigations(&root),
             observed_core_ghz: None,
+            core_clock_unmeasurable: None,
         };
         Context {
             session: Session {

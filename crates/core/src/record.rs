@@ -126,10 +126,15 @@ pub struct SystemSummary {
     /// (those the CPU is not affected by are left out).
     #[serde(default)]
     pub mitigations: BTreeMap<String, String>,
-    /// The core clock observed at the start of the measurement (a chain of dependent adds
-    /// against the monotonic clock), in GHz; `None` when not measured.
+    /// The core clock observed at the start of the measurement (a chain of dependent
+    /// register multiplies against the monotonic clock, cross-checked with the TSC), in GHz;
+    /// `None` when not measured or unmeasurable.
     #[serde(default)]
     pub observed_core_ghz: Option<f64>,
+    /// Why the core clock is not given although it was measured (a figure outside 0.2-3x
+    /// of the TSC rate); `None` when a figure was observed or nothing was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_clock_unmeasurable: Option<String>,
 }
 
 impl Record {

@@ -135,8 +135,9 @@ impl<'s> Harness<'s> {
         };
         let timer = Timer::calibrate(&session.features, Duration::from_millis(100));
         session.system.timer = Some(timer.info());
-        session.system.observed_core_ghz =
-            pmscope_sys::coreclock::observed_hz(20_000_000).map(|hz| (hz / 1e7).round() / 100.0);
+        let clock = pmscope_sys::coreclock::observe(20_000_000);
+        session.system.observed_core_ghz = clock.ghz();
+        session.system.core_clock_unmeasurable = clock.unmeasurable_reason().map(String::from);
         let mut env = env_notes;
         env.extend(sanity::check(
             &sanity::EnvFacts::probe(&session.root, &m.cpus),

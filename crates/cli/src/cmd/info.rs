@@ -70,6 +70,8 @@ struct Platform {
     kernel_cmdline: String,
     mitigations: std::collections::BTreeMap<String, String>,
     observed_core_ghz: Option<f64>,
+    /// Why `observed_core_ghz` is null although the clock was measured.
+    core_clock_unmeasurable: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -83,6 +85,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
     let f = ctx.features;
     let timer = Timer::calibrate(&f, Duration::from_millis(100));
     let declared = cpu::declared_tsc_hz();
+    let clock = pmscope_sys::coreclock::observe(20_000_000);
     let caches = cpu::caches(root, 0);
     let nodes: Vec<NodeInfo> = numa::nodes(root)
         .into_iter()
@@ -134,8 +137,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
             smt_active: environment::smt_active(root),
             kernel_cmdline: environment::kernel_cmdline(root),
             mitigations: environment::mitigations(root),
-            observed_core_ghz: pmscope_sys::coreclock::observed_hz(20_000_000)
-                .map(|hz| (hz / 1e7).round() / 100.0),
+            observed_core_ghz: clock.ghz(),
+            core_clock_unmeasurable: clock.unmeasurable_reason().map(String::from),
         },
         tools: Tools {
             ndctl: environment::tool_installed("ndctl"),
@@ -308,9 +311,13 @@ fn print_human(i: &Info) {
     );
     println!(
         "core clock    {}",
-        p.observed_core_ghz
-            .map(|g| format!("{g:.2} GHz observed (dependent adds against CLOCK_MONOTONIC_RAW)"))
-            .unwrap_or_else(|| "not measured".into())
+        match (p.observed_core_ghz, &p.core_clock_unmeasurable) {
+            (Some(g), _) => format!(
+                "{g:.2} GHz observed (dependent register multiplies against CLOCK_MONOTONIC_RAW, within 0.2-3x of the TSC)"
+            ),
+            (None, Some(why)) => format!("unmeasurable: {why}"),
+            (None, None) => "not measured".into(),
+        }
     );
     println!(
         "mitigations   {}",
