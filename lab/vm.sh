@@ -27,8 +27,8 @@
 # Exit status: COMMAND's own; 124 when the timeout struck; 125 when the guest could not be
 # built or booted, or never reported a status.
 #
-# Environment: PMSCOPE_LAB_CACHE (default /var/tmp/pmscope-lab): the kernel cache and the
-# runs' work directories.
+# Environment: PMSCOPE_LAB_CACHE (default target/lab in the repository, beside Cargo's build
+# output): the guest kernel, unpacked once, and the runs' work directories.
 #
 # How it works, and why (the technique of a qemu NVDIMM lab is public: QEMU's docs/nvdimm.txt,
 # the kernel's Documentation/driver-api/nvdimm, ndctl's man pages):
@@ -48,7 +48,7 @@ ACCEL=auto
 KEEP=0
 OUT=
 PAYLOADS=()
-CACHE=${PMSCOPE_LAB_CACHE:-/var/tmp/pmscope-lab}
+CACHE=${PMSCOPE_LAB_CACHE:-$(cd "$(dirname "$0")/.." && pwd)/target/lab}
 
 say() { printf 'lab/vm: %s\n' "$*" >&2; }
 fail() {
@@ -89,7 +89,7 @@ oldcpu)
 esac
 case $ACCEL in auto | tcg | kvm) ;; *) fail "--accel takes auto, tcg or kvm, not $ACCEL" ;; esac
 
-for tool in qemu-system-x86_64 busybox ndctl daxctl numactl mke2fs cpio gzip setpriv timeout; do
+for tool in qemu-system-x86_64 busybox ndctl daxctl numactl mke2fs filefrag cpio gzip setpriv timeout; do
 	command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || [ -x "/sbin/$tool" ] ||
 		fail "$tool is missing on the host (./dev setup installs the lab's Debian packages)"
 done
@@ -216,6 +216,7 @@ put_program ndctl /usr/bin/ndctl
 put_program daxctl /usr/bin/daxctl
 put_program numactl /usr/bin/numactl
 put_program mke2fs /usr/sbin/mke2fs
+put_program filefrag /usr/sbin/filefrag # the tests' independent account of DAX file extents
 ln -s mke2fs "$ROOT/usr/sbin/mkfs.ext4"
 [ -f /etc/mke2fs.conf ] && put /etc/mke2fs.conf
 for optional in cxl numastat migratepages; do put_program "$optional" "/usr/bin/$optional" || true; done

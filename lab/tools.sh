@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# labvm-tools DIR — the programs pmscope's lab-guest tests drive, put into the guest payload
-# by .ci/labvm-stage (issue 16): redis-server and redis-benchmark for `pmscope app redis`,
-# fio for `pmscope fio`. The guest puts DIR/bin first in its PATH (.ci/labvm-guest.sh).
+# lab/tools.sh DIR — the programs pmscope's lab-guest tests drive, put into the guest payload
+# by lab/stage.sh (issue 16): redis-server and redis-benchmark for `pmscope app redis`,
+# fio for `pmscope fio`. The guest puts DIR/bin first in its PATH (lab/guest.sh).
 #
-# redis-server and redis-benchmark go in as they are: labvm.sh copies the shared libraries
+# redis-server and redis-benchmark go in as they are: lab/vm.sh copies the shared libraries
 # of every executable ELF file in the payload (15 MB for both).
 #
 # fio goes in lean. Debian's fio links the library of every I/O engine it was built with —
@@ -11,7 +11,7 @@
 # libibverbs and librdmacm (RDMA), libpmem and libpmemblk: 62 libraries, 84 MB — while
 # pmscope runs only its `sync` engine, which needs libc, libm, libz, libnuma and libaio.
 # fio is linked BIND_NOW, so every symbol it imports must resolve when it starts. So:
-#   DIR/fio/fio      the real fio, mode 0644 (labvm.sh copies the libraries of executable
+#   DIR/fio/fio      the real fio, mode 0644 (lab/vm.sh copies the libraries of executable
 #                    files only, and would bring the 84 MB back)
 #   DIR/fio/lib/     libz, libnuma, libaio (real), and for each engine library a stub with
 #                    its soname defining exactly the symbols fio imports from it, at the
@@ -20,8 +20,8 @@
 #   DIR/bin/fio      runs DIR/fio/fio through the dynamic loader with --library-path
 # The stubs are built with ${CC:-cc} here, as the stage builds its other C test programs.
 set -euo pipefail
-DIR=${1:?usage: labvm-tools DIR}
-log() { printf 'labvm-tools: %s\n' "$*" >&2; }
+DIR=${1:?usage: lab/tools.sh DIR}
+log() { printf 'lab/tools: %s\n' "$*" >&2; }
 mkdir -p "$DIR/bin" "$DIR/fio/lib"
 
 for p in redis-server redis-benchmark; do
@@ -85,7 +85,7 @@ done
 interp=$(readelf -l "$FIO" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
 cat >"$DIR/bin/fio" <<EOF
 #!/bin/sh
-# Debian's fio with the libraries of its sync engine and stubs for the others (.ci/labvm-tools).
+# Debian's fio with the libraries of its sync engine and stubs for the others (lab/tools.sh).
 fio=\$(dirname "\$0")/../fio
 exec $interp --library-path "\$fio/lib" "\$fio/fio" "\$@"
 EOF
