@@ -89,7 +89,7 @@ executables() { # grep pattern: executable paths of the matching compiler-artifa
 		grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | sort -u
 }
 mapfile -t EXES < <(executables '"profile":{[^}]*"test":true') # test harnesses
-BIN=$(executables '"profile":{[^}]*"test":false' | grep '/pmscope$' | head -n 1)
+BIN=$(executables '"profile":{[^}]*"test":false' | awk '/\/pmscope$/ && !found { print; found = 1 }')
 [ ${#EXES[@]} -gt 0 ] && [ -x "$BIN" ] || { log "cargo reported no test executables or no pmscope binary"; exit 1; }
 
 # ------------------------------------------------------------------ assign tests to layouts

@@ -40,7 +40,7 @@
 #   command's output (streamed to stdout), the status (exit code, times, /out as base64 tar).
 # - qemu runs under timeout(1) and with PR_SET_PDEATHSIG (setpriv), so no guest outlives the
 #   run, even when this script is SIGKILLed.
-set -euo pipefail
+set -eu # no pipefail: `grep -q`/`head` end pipelines early by design, and a SIGPIPE there is no failure
 
 LAYOUT=pmem
 TIMEOUT=600
@@ -64,7 +64,7 @@ while [ $# -gt 0 ]; do
 	-t | --timeout) TIMEOUT=$2; shift 2 ;;
 	--accel) ACCEL=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
-	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	--) shift; break ;;
 	-*) fail "unknown option $1 (see --help)" ;;
 	*) break ;;
@@ -93,7 +93,7 @@ for tool in qemu-system-x86_64 busybox ndctl daxctl numactl mke2fs filefrag cpio
 	command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || [ -x "/sbin/$tool" ] ||
 		fail "$tool is missing on the host (./dev setup installs the lab's Debian packages)"
 done
-busybox --list | grep -qx depmod || fail "busybox has no depmod applet (Debian busybox-static has)"
+busybox --list | grep -x depmod >/dev/null || fail "busybox has no depmod applet (Debian busybox-static has)"
 T_START=$(date +%s.%N)
 
 # ------------------------------------------------------------------------------ work directory
@@ -138,7 +138,7 @@ trap 'exit 143' TERM HUP
 kernel_package() {
 	local meta=linux-image-cloud-amd64 pkg
 	apt-cache show "$meta" >/dev/null 2>&1 || { say "no apt lists yet: apt-get update"; apt-get update -qq >&2; }
-	pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+	pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ && !found { print $2; found = 1 }')
 	[ -n "$pkg" ] || fail "apt knows no $meta (is Debian's main archive in the apt sources?)"
 	echo "$pkg"
 }
@@ -228,7 +228,7 @@ declare -A added=()
 put_module() {
 	local name=$1 rel dep
 	grep -Eq "/${name}\.ko(\.[a-z]+)?$" "$MODDIR/modules.builtin" 2>/dev/null && return 0
-	rel=$(grep -E "(^|/)${name//_/[-_]}\.ko(\.[a-z]+)?:" "$MODDIR/modules.dep" | head -n 1 | cut -d: -f1)
+	rel=$(grep -m 1 -E "(^|/)${name//_/[-_]}\.ko(\.[a-z]+)?:" "$MODDIR/modules.dep" | cut -d: -f1)
 	if [ -z "$rel" ]; then
 		case $name in crc32c_*) ;; *) say "warning: the kernel has no module $name" ;; esac
 		return 0
@@ -334,7 +334,7 @@ boot() {
 	done
 	stop_guest
 	T_END=$(date +%s.%N)
-	RC=$(sed -n 's/^LAB_RC=\([0-9]*\)$/\1/p' "$WORK/status.log" | head -n 1)
+	RC=$(sed -n 's/^LAB_RC=\([0-9]*\)$/\1/p' "$WORK/status.log")
 }
 
 REMAINING=$TIMEOUT
@@ -356,7 +356,7 @@ if [ -n "$OUT" ] && grep -q '^LAB_OUT_END$' "$WORK/status.log"; then
 	mkdir -p "$OUT"
 	sed -n '/^LAB_OUT_BEGIN$/,/^LAB_OUT_END$/p' "$WORK/status.log" | sed '1d;$d' | base64 -d -i | tar -C "$OUT" -xf -
 fi
-guest_times=$(sed -n 's/^LAB_TIMES=//p' "$WORK/status.log" | head -n 1)
+guest_times=$(sed -n 's/^LAB_TIMES=//p' "$WORK/status.log")
 say "$(awk -v s="$T_START" -v b="$T_BUILT" -v q="$T_QEMU" -v e="$T_END" -v g="$guest_times" -v a="$ACCEL" -v l="$LAYOUT" 'BEGIN {
 	split(g, t, " ")
 	line = sprintf("layout %s, %s: initramfs %.1f s, guest %.1f s", l, a, b - s, e - q)

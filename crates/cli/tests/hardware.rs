@@ -300,9 +300,13 @@ mod needs_fsdax {
         ]);
         w("tracing_on", "0");
         let trace = std::fs::read_to_string(format!("{TRACING}/trace")).unwrap();
+        // Back to the kernel's defaults for the next test in this guest: tracing on, no
+        // tracer, no pid or function filter (a write of nothing would clear nothing).
         w("current_tracer", "nop");
-        w("set_ftrace_pid", "");
-        w("set_ftrace_filter", "");
+        w("set_ftrace_pid", "\n");
+        w("set_ftrace_filter", "\n");
+        w("options/function-fork", "0");
+        w("tracing_on", "1");
         success(&o);
         functions
             .iter()

@@ -74,6 +74,9 @@ fn map_traced(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> (Mapping, Dax
         std::fs::write(&path, on).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
     };
     std::fs::write(format!("{TRACING}/trace"), "").expect("clear the trace buffer");
+    // Whatever an earlier test left (the function-tracer test of crates/cli stops tracing
+    // when it is done): events are recorded only while tracing is on.
+    std::fs::write(format!("{TRACING}/tracing_on"), "1").expect("turn tracing on");
     DAX_EVENTS.iter().for_each(|e| event(e, "1"));
     let mapped = map(spec, bytes, opts);
     DAX_EVENTS.iter().for_each(|e| event(e, "0"));
