@@ -65,6 +65,10 @@ pub enum TableError {
     /// unsupported strategy): the request is at fault, nothing was changed.
     #[error("{0}")]
     Refused(String),
+    /// The table needs a library this machine lacks (tx-pm: PMDK's libpmemobj): the
+    /// machine is at fault, not the request; nothing was touched.
+    #[error("{}", .0.needed_by("the tx-pm table"))]
+    Unavailable(pmscope_pmemobj::Unavailable),
 }
 
 /// The table implementations, as `--table` names them.
