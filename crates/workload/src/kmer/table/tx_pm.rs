@@ -740,6 +740,8 @@ impl<const W: usize> Create<W> for TxPmTable<W> {
     const MAX_GENOMES: u64 = MAX_GENOMES;
 
     fn create(r: &TableRequest<'_>) -> Result<Self, TableError> {
+        // Without libpmemobj, nothing is named, cleaned up or read.
+        TableKind::TxPm.available()?;
         let buckets = r
             .expected_distinct
             .div_ceil(MAX_LOAD)
