@@ -35,16 +35,10 @@ fn without_pmdk(dir: &Path, args: &[&str]) -> Output {
 /// A directory with one genome, a.fa.
 fn genome() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let mut x = 7u64;
-    let bases: String = (0..5_000)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b"ACGT"[(x >> 33) as usize % 4] as char
-        })
-        .collect();
-    std::fs::write(dir.path().join("a.fa"), format!(">a\n{bases}\n")).unwrap();
+    let mut fasta = b">a\n".to_vec();
+    fasta.extend(pmscope_workload::kmer::synth::random_bases(5_000, 7));
+    fasta.push(b'\n');
+    std::fs::write(dir.path().join("a.fa"), fasta).unwrap();
     dir
 }
 
