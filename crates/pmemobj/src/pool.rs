@@ -1,7 +1,8 @@
-//! The pool handle and transactions: every libpmemobj call pmscope makes.
+//! The pool handle and transactions: every libpmemobj call pmscope makes, through the
+//! function table [`ffi::lib`] loads.
 #![allow(unsafe_code)]
 
-use crate::ffi;
+use crate::ffi::{self, Lib, Unavailable};
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::os::unix::ffi::OsStrExt;
@@ -21,13 +22,13 @@ pub struct PmemError {
 
 impl PmemError {
     /// The last libpmemobj error of this thread.
-    fn last(what: &str) -> PmemError {
+    fn last(lib: &Lib, what: &str) -> PmemError {
         let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         // SAFETY: pmemobj_errormsg returns a pointer to a thread-local NUL-terminated
         // buffer (never NULL in PMDK 1.12), valid until the next libpmemobj call on this
         // thread; it is copied at once.
         let msg = unsafe {
-            let p = ffi::pmemobj_errormsg();
+            let p = (lib.pmemobj_errormsg)();
             if p.is_null() {
                 String::new()
             } else {
@@ -50,12 +51,24 @@ impl PmemError {
     }
 }
 
+/// Why a pool could not be created, opened or checked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PoolError {
+    /// libpmemobj is not there to do it (nothing was touched).
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    /// libpmemobj refused.
+    #[error(transparent)]
+    Pmem(#[from] PmemError),
+}
+
 fn c_string(what: &str, s: &[u8]) -> Result<CString, PmemError> {
     CString::new(s).map_err(|_| PmemError::usage(format!("{what} contains a NUL byte")))
 }
 
 /// An open libpmemobj pool. Closed on drop.
 pub struct ObjPool {
+    lib: &'static Lib,
     pop: NonNull<ffi::PmemObjPool>,
     len: usize,
     // The pool id every oid carries: known from the first root() on.
@@ -73,20 +86,23 @@ unsafe impl Sync for ObjPool {}
 impl ObjPool {
     /// Creates the pool file `path` (it must not exist: libpmemobj creates it exclusively)
     /// of `bytes` bytes with the layout name `layout`.
-    pub fn create(path: &Path, layout: &str, bytes: u64) -> Result<ObjPool, PmemError> {
+    pub fn create(path: &Path, layout: &str, bytes: u64) -> Result<ObjPool, PoolError> {
+        let lib = ffi::lib()?;
         let cpath = c_string("the pool path", path.as_os_str().as_bytes())?;
         let clayout = c_string("the layout name", layout.as_bytes())?;
         let bytes = bytes.max(ffi::PMEMOBJ_MIN_POOL);
         // SAFETY: both strings are NUL-terminated and outlive the call.
-        let pop =
-            unsafe { ffi::pmemobj_create(cpath.as_ptr(), clayout.as_ptr(), bytes as usize, 0o644) };
-        let pop = NonNull::new(pop).ok_or_else(|| PmemError::last("pmemobj_create"))?;
-        Self::with(pop, path, bytes as usize)
+        let pop = unsafe {
+            (lib.pmemobj_create)(cpath.as_ptr(), clayout.as_ptr(), bytes as usize, 0o644)
+        };
+        let pop = NonNull::new(pop).ok_or_else(|| PmemError::last(lib, "pmemobj_create"))?;
+        Ok(Self::with(lib, pop, path, bytes as usize)?)
     }
 
     /// Opens the existing pool `path`; libpmemobj refuses it unless its layout name is
     /// `layout` (and rolls back any transaction a crash cut short).
-    pub fn open(path: &Path, layout: &str) -> Result<ObjPool, PmemError> {
+    pub fn open(path: &Path, layout: &str) -> Result<ObjPool, PoolError> {
+        let lib = ffi::lib()?;
         let cpath = c_string("the pool path", path.as_os_str().as_bytes())?;
         let clayout = c_string("the layout name", layout.as_bytes())?;
         let len = std::fs::metadata(path)
@@ -96,13 +112,19 @@ impl ObjPool {
             })?
             .len() as usize;
         // SAFETY: both strings are NUL-terminated and outlive the call.
-        let pop = unsafe { ffi::pmemobj_open(cpath.as_ptr(), clayout.as_ptr()) };
-        let pop = NonNull::new(pop).ok_or_else(|| PmemError::last("pmemobj_open"))?;
-        Self::with(pop, path, len)
+        let pop = unsafe { (lib.pmemobj_open)(cpath.as_ptr(), clayout.as_ptr()) };
+        let pop = NonNull::new(pop).ok_or_else(|| PmemError::last(lib, "pmemobj_open"))?;
+        Ok(Self::with(lib, pop, path, len)?)
     }
 
-    fn with(pop: NonNull<ffi::PmemObjPool>, path: &Path, len: usize) -> Result<ObjPool, PmemError> {
+    fn with(
+        lib: &'static Lib,
+        pop: NonNull<ffi::PmemObjPool>,
+        path: &Path,
+        len: usize,
+    ) -> Result<ObjPool, PmemError> {
         let pool = ObjPool {
+            lib,
             pop,
             len,
             uuid_lo: AtomicU64::new(0),
@@ -119,14 +141,15 @@ impl ObjPool {
 
     /// Checks the consistency of the closed pool `path` without changing it
     /// (`pmemobj_check`): `Ok(true)` consistent, `Ok(false)` not.
-    pub fn check(path: &Path, layout: &str) -> Result<bool, PmemError> {
+    pub fn check(path: &Path, layout: &str) -> Result<bool, PoolError> {
+        let lib = ffi::lib()?;
         let cpath = c_string("the pool path", path.as_os_str().as_bytes())?;
         let clayout = c_string("the layout name", layout.as_bytes())?;
         // SAFETY: both strings are NUL-terminated and outlive the call.
-        match unsafe { ffi::pmemobj_check(cpath.as_ptr(), clayout.as_ptr()) } {
+        match unsafe { (lib.pmemobj_check)(cpath.as_ptr(), clayout.as_ptr()) } {
             1 => Ok(true),
             0 => Ok(false),
-            _ => Err(PmemError::last("pmemobj_check")),
+            _ => Err(PmemError::last(lib, "pmemobj_check").into()),
         }
     }
 
@@ -148,15 +171,15 @@ impl ObjPool {
     /// The size of the root object (0 before it is first made).
     pub fn root_size(&self) -> usize {
         // SAFETY: the pool is open.
-        unsafe { ffi::pmemobj_root_size(self.pop.as_ptr()) }
+        unsafe { (self.lib.pmemobj_root_size)(self.pop.as_ptr()) }
     }
 
     /// The offset of the root object, made (zeroed) or grown to at least `bytes` bytes.
     pub fn root(&self, bytes: usize) -> Result<u64, PmemError> {
         // SAFETY: the pool is open; pmemobj_root is thread-safe.
-        let oid = unsafe { ffi::pmemobj_root(self.pop.as_ptr(), bytes.max(8)) };
+        let oid = unsafe { (self.lib.pmemobj_root)(self.pop.as_ptr(), bytes.max(8)) };
         if oid.off == 0 {
-            return Err(PmemError::last("pmemobj_root"));
+            return Err(PmemError::last(self.lib, "pmemobj_root"));
         }
         self.uuid_lo.store(oid.pool_uuid_lo, Ordering::Relaxed);
         Ok(oid.off)
@@ -179,16 +202,17 @@ impl ObjPool {
         &self,
         f: impl FnOnce(&Tx<'_>) -> Result<R, E>,
     ) -> Result<R, E> {
+        let lib = self.lib;
         // SAFETY: the pool is open; a NULL jmp_buf means aborts return instead of jumping;
         // the parameter list is terminated by TX_PARAM_NONE.
         let rc = unsafe {
-            ffi::pmemobj_tx_begin(self.pop.as_ptr(), std::ptr::null_mut(), ffi::TX_PARAM_NONE)
+            (lib.pmemobj_tx_begin)(self.pop.as_ptr(), std::ptr::null_mut(), ffi::TX_PARAM_NONE)
         };
         // From here on the thread has a transaction (stage WORK, or ONABORT if begin
         // failed) that pmemobj_tx_end must close: the guard does it on every path.
-        let guard = TxGuard;
+        let guard = TxGuard(lib);
         if rc != 0 {
-            let e = PmemError::last("pmemobj_tx_begin");
+            let e = PmemError::last(lib, "pmemobj_tx_begin");
             drop(guard);
             return Err(e.into());
         }
@@ -201,10 +225,10 @@ impl ObjPool {
         // SAFETY: in a transaction of this thread; commit requires stage WORK, which holds
         // because every call in `f` used NO_ABORT and reported failures as Err.
         let rc = unsafe {
-            if ffi::pmemobj_tx_stage() == ffi::TX_STAGE_WORK {
-                ffi::pmemobj_tx_commit();
+            if (lib.pmemobj_tx_stage)() == ffi::TX_STAGE_WORK {
+                (lib.pmemobj_tx_commit)();
             }
-            ffi::pmemobj_tx_end()
+            (lib.pmemobj_tx_end)()
         };
         if rc != 0 {
             return Err(PmemError {
@@ -223,23 +247,24 @@ impl ObjPool {
 impl Drop for ObjPool {
     fn drop(&mut self) {
         // SAFETY: the pool is open and no transaction refers to it (a Tx borrows the pool).
-        unsafe { ffi::pmemobj_close(self.pop.as_ptr()) }
+        unsafe { (self.lib.pmemobj_close)(self.pop.as_ptr()) }
     }
 }
 
 /// Aborts and ends this thread's transaction unless it was committed.
-struct TxGuard;
+struct TxGuard(&'static Lib);
 
 impl Drop for TxGuard {
     fn drop(&mut self) {
+        let lib = self.0;
         // SAFETY: created right after pmemobj_tx_begin on this thread; abort is only
         // called in stage WORK, and end closes any stage but NONE.
         unsafe {
-            if ffi::pmemobj_tx_stage() == ffi::TX_STAGE_WORK {
-                ffi::pmemobj_tx_abort(libc::ECANCELED);
+            if (lib.pmemobj_tx_stage)() == ffi::TX_STAGE_WORK {
+                (lib.pmemobj_tx_abort)(libc::ECANCELED);
             }
-            if ffi::pmemobj_tx_stage() != ffi::TX_STAGE_NONE {
-                ffi::pmemobj_tx_end();
+            if (lib.pmemobj_tx_stage)() != ffi::TX_STAGE_NONE {
+                (lib.pmemobj_tx_end)();
             }
         }
     }
@@ -274,9 +299,14 @@ impl Tx<'_> {
         let p = self.range(off, bytes)?;
         // SAFETY: in a transaction of this thread (Tx exists only inside one); [p, p+bytes)
         // lies inside the pool; NO_ABORT makes a failure return instead of aborting.
-        let rc = unsafe { ffi::pmemobj_tx_xadd_range_direct(p, bytes, ffi::POBJ_FLAG_TX_NO_ABORT) };
+        let rc = unsafe {
+            (self.pool.lib.pmemobj_tx_xadd_range_direct)(p, bytes, ffi::POBJ_FLAG_TX_NO_ABORT)
+        };
         if rc != 0 {
-            return Err(PmemError::last("pmemobj_tx_add_range_direct"));
+            return Err(PmemError::last(
+                self.pool.lib,
+                "pmemobj_tx_add_range_direct",
+            ));
         }
         Ok(())
     }
@@ -287,9 +317,9 @@ impl Tx<'_> {
         let flags = ffi::POBJ_FLAG_TX_NO_ABORT | if zero { ffi::POBJ_FLAG_ZERO } else { 0 };
         // SAFETY: in a transaction of this thread; NO_ABORT makes a failure return
         // OID_NULL instead of aborting.
-        let oid = unsafe { ffi::pmemobj_tx_xalloc(bytes, type_num, flags) };
+        let oid = unsafe { (self.pool.lib.pmemobj_tx_xalloc)(bytes, type_num, flags) };
         if oid.off == 0 {
-            return Err(PmemError::last("pmemobj_tx_alloc"));
+            return Err(PmemError::last(self.pool.lib, "pmemobj_tx_alloc"));
         }
         Ok(oid.off)
     }
@@ -302,9 +332,9 @@ impl Tx<'_> {
             off,
         };
         // SAFETY: in a transaction of this thread; NO_ABORT makes a failure return.
-        let rc = unsafe { ffi::pmemobj_tx_xfree(oid, ffi::POBJ_FLAG_TX_NO_ABORT) };
+        let rc = unsafe { (self.pool.lib.pmemobj_tx_xfree)(oid, ffi::POBJ_FLAG_TX_NO_ABORT) };
         if rc != 0 {
-            return Err(PmemError::last("pmemobj_tx_free"));
+            return Err(PmemError::last(self.pool.lib, "pmemobj_tx_free"));
         }
         Ok(())
     }
@@ -368,7 +398,10 @@ mod tests {
         drop(ObjPool::create(&path, LAYOUT, 8 << 20).unwrap());
         assert!(ObjPool::create(&path, LAYOUT, 8 << 20).is_err());
         let e = ObjPool::open(&path, "another-layout").err().unwrap();
-        assert!(e.message.starts_with("pmemobj_open"), "{e}");
+        assert!(
+            matches!(&e, PoolError::Pmem(p) if p.message.starts_with("pmemobj_open")),
+            "{e}"
+        );
         std::fs::write(dir.path().join("text"), vec![7u8; 1 << 20]).unwrap();
         assert!(ObjPool::open(&dir.path().join("text"), LAYOUT).is_err());
     }

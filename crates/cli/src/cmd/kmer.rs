@@ -275,6 +275,9 @@ fn run_job(
         Some(plan) => plan.workers().0,
         None => allowed[..threads].to_vec(),
     };
+    // A table this machine cannot make (tx-pm without libpmemobj) is refused before any
+    // output is prepared or the environment judged.
+    table.available().map_err(job_error_table)?;
     // Both outputs are prepared before any work, so a clobber is refused at once; each is
     // written beside its name and takes it only when the job succeeded, so a malformed
     // input leaves nothing behind.
@@ -380,6 +383,10 @@ pub(crate) fn job_error(e: JobError) -> anyhow::Error {
         }
         JobError::Table(pmscope_workload::kmer::table::TableError::Target(t)) => {
             anyhow::Error::new(t).context("mapping the k-mer table")
+        }
+        // The machine lacks a library: a runtime error (1), its message the one sentence.
+        JobError::Table(e @ pmscope_workload::kmer::table::TableError::Unavailable(_)) => {
+            anyhow::Error::new(e)
         }
         other => anyhow!("{other}"),
     }

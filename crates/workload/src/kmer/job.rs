@@ -289,6 +289,8 @@ impl Report {
 
 /// Runs `job`, writing the result set to `out` if given.
 pub fn run(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
+    // A table this machine cannot make is refused before the genomes are read.
+    job.table.available()?;
     let words = Words { job, out };
     match words_for(job.k) {
         1 => job.table.with::<1, _>(words),

@@ -7,7 +7,7 @@
 //! tx-pm's happen inside libpmemobj, which does not count them: the table says "not
 //! counted (inside libpmemobj)" and the record leaves the values out, never a guess.
 
-use super::{demo_genomes, job_error, thousands};
+use super::{demo_genomes, job_error, job_error_table, thousands};
 use crate::args::{KmerBenchArgs, OutputArgs};
 use crate::context::Context;
 use crate::error::usage;
@@ -33,15 +33,6 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
             a.k
         )));
     }
-    let genomes = if a.genomes.is_empty() {
-        demo_genomes(
-            Path::new("/usr/share/doc/ragout/examples"),
-            Path::new("/usr/share/doc/kaptive/examples"),
-        )?
-        .0
-    } else {
-        a.genomes.clone()
-    };
     let allowed = pmscope_sys::affinity::allowed_cpus()
         .map_err(|e| anyhow!("reading the CPUs pmscope may use: {e}"))?;
     let threads = a.threads.map(|n| n.0).unwrap_or(allowed.len().max(1));
@@ -56,6 +47,20 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
             "pmscope kmer bench places every table on one --target; give it once",
         ));
     }
+    // Every table must be possible here before any is measured: without libpmemobj the
+    // bench stops now, not after counting with two tables.
+    for table in TableKind::ALL {
+        table.available().map_err(job_error_table)?;
+    }
+    let genomes = if a.genomes.is_empty() {
+        demo_genomes(
+            Path::new("/usr/share/doc/ragout/examples"),
+            Path::new("/usr/share/doc/kaptive/examples"),
+        )?
+        .0
+    } else {
+        a.genomes.clone()
+    };
     let mut sink = Sink::open(out)?;
     let environment = {
         let h = ctx.start(&mut sink, &allowed[..threads], None, false)?;

@@ -65,6 +65,10 @@ pub enum TableError {
     /// unsupported strategy): the request is at fault, nothing was changed.
     #[error("{0}")]
     Refused(String),
+    /// The table needs a library this machine lacks (tx-pm: PMDK's libpmemobj): the
+    /// machine is at fault, not the request; nothing was touched.
+    #[error("{}", .0.needed_by("the tx-pm table"))]
+    Unavailable(pmscope_pmemobj::Unavailable),
 }
 
 /// The table implementations, as `--table` names them.
@@ -124,6 +128,15 @@ pub trait WithTable<const W: usize> {
 }
 
 impl TableKind {
+    /// Whether this kind of table can be made on this machine: tx-pm needs libpmemobj,
+    /// loaded at run time (the others need nothing). For refusing a job before any work.
+    pub fn available(self) -> Result<(), TableError> {
+        match self {
+            TableKind::TxPm => pmscope_pmemobj::available().map_err(TableError::Unavailable),
+            TableKind::Volatile | TableKind::StaticPm => Ok(()),
+        }
+    }
+
     /// Runs `f` with this kind's table type: the one place that maps kinds to types.
     pub fn with<const W: usize, F: WithTable<W>>(self, f: F) -> F::Output {
         match self {

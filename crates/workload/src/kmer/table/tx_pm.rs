@@ -40,7 +40,7 @@ use super::{
 use crate::kmer::encode::Kmer;
 use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
-use pmscope_pmemobj::{ObjPool, PmemError};
+use pmscope_pmemobj::{ObjPool, PmemError, PoolError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -194,6 +194,14 @@ fn pmem_refused(what: &str, e: &PmemError) -> TableError {
         "{what} is not a pmscope tx-pm pool PMDK can open ({}); name a new file to create one",
         e.message.trim_end_matches('\n')
     ))
+}
+
+/// A pool libpmemobj could not open or check: refused, or no libpmemobj to ask.
+fn pool_refused(what: &str, e: PoolError) -> TableError {
+    match e {
+        PoolError::Unavailable(u) => TableError::Unavailable(u),
+        PoolError::Pmem(e) => pmem_refused(what, &e),
+    }
 }
 
 impl<const W: usize> TxPmTable<W> {
@@ -732,6 +740,8 @@ impl<const W: usize> Create<W> for TxPmTable<W> {
     const MAX_GENOMES: u64 = MAX_GENOMES;
 
     fn create(r: &TableRequest<'_>) -> Result<Self, TableError> {
+        // Without libpmemobj, nothing is named, cleaned up or read.
+        TableKind::TxPm.available()?;
         let buckets = r
             .expected_distinct
             .div_ceil(MAX_LOAD)
@@ -750,12 +760,14 @@ impl<const W: usize> Create<W> for TxPmTable<W> {
             if let Some(refusal) = mismatch(&path, r.k, r.inputs) {
                 return Err(refusal);
             }
-            ObjPool::open(&path, &name).map_err(|e| pmem_refused(&what, &e))?
+            ObjPool::open(&path, &name).map_err(|e| pool_refused(&what, e))?
         } else {
-            ObjPool::create(&path, &name, bytes).map_err(|e| {
-                if e.errno == libc::EEXIST {
+            ObjPool::create(&path, &name, bytes).map_err(|e| match e {
+                PoolError::Unavailable(u) => TableError::Unavailable(u),
+                PoolError::Pmem(e) if e.errno == libc::EEXIST => {
                     TableError::Refused(format!("cannot create the pool {what}: it exists"))
-                } else {
+                }
+                PoolError::Pmem(e) => {
                     TableError::Limit(format!("cannot create the tx-pm pool {what}: {e}"))
                 }
             })?
@@ -789,9 +801,9 @@ pub fn check_pool(path: &Path) -> Result<(Header, Contents), TableError> {
                 "{what} is inconsistent by PMDK's check (pmemobj_check); it was left as it is"
             )));
         }
-        Err(e) => return Err(pmem_refused(&what, &e)),
+        Err(e) => return Err(pool_refused(&what, e)),
     }
-    let pool = ObjPool::open(path, &name).map_err(|e| pmem_refused(&what, &e))?;
+    let pool = ObjPool::open(path, &name).map_err(|e| pool_refused(&what, e))?;
     if pool.root_size() < ROOT_BYTES {
         return Err(TableError::Refused(format!(
             "{what} is a tx-pm pool that holds no table yet (its creation was cut short)"
