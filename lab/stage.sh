@@ -58,10 +58,11 @@ OUT=target/labvm
 PAYLOAD=$OUT/payload/pmscope-lab # the guest sees it as /payload/pmscope-lab
 
 if [ "${1:-}" = --durations ]; then # refresh lab/durations.txt from the last run's steps
-	# "PASS name seconds" lines; a step measured now replaces its old figure (the longest of
-	# its runs, rounded up), a step not run now keeps its old one.
+	# "PASS name seconds" lines of the steps the plan packs (tests, and each layout's command
+	# block); a step measured now replaces its old figure (the longest of its runs, rounded
+	# up), a step not run now keeps its old one.
 	cat "$OUT"/*/steps.txt "$OUT"/*/blocks.txt 2>/dev/null |
-		awk '$1 == "PASS" && NF >= 3 { s = int($3 + 0.999); if (s > m[$2]) m[$2] = s }
+		awk '$1 == "PASS" && NF >= 3 && ($2 ~ /::/ || $2 ~ /^commands:/) { s = int($3 + 0.999); if (s > m[$2]) m[$2] = s }
 			END { for (k in m) print k, m[k] }' >"$OUT/durations.new"
 	awk 'NR == FNR { d[$1] = $2; next } !($1 in d) { d[$1] = $2 } END { for (k in d) print k, d[k] }' \
 		"$OUT/durations.new" lab/durations.txt | sort >lab/durations.txt.tmp
