@@ -63,6 +63,10 @@ pub struct Session {
     pub executor: Executor,
     /// `--prefetchers off`: turn the hardware prefetchers off for each measurement.
     pub prefetchers_off: bool,
+    /// Findings about the command's plan (a default size capped by memory: `size-capped`),
+    /// carried by every record of the next measurement like the environment's; taken by
+    /// [`Harness::start`].
+    pub notes: Vec<Warning>,
 }
 
 impl Session {
@@ -137,7 +141,8 @@ impl<'s> Harness<'s> {
         session.system.timer = Some(timer.info());
         session.system.observed_core_ghz =
             pmscope_sys::coreclock::observed_hz(20_000_000).map(|hz| (hz / 1e7).round() / 100.0);
-        let mut env = env_notes;
+        let mut env = std::mem::take(&mut session.notes);
+        env.extend(env_notes);
         env.extend(sanity::check(
             &sanity::EnvFacts::probe(&session.root, &m.cpus),
             &sanity::Context {
