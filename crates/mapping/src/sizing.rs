@@ -5,8 +5,9 @@
 //! ```text
 //! wanted = max(floor, 4 x LLC / together), rounded up to the targets' granule
 //! cap    = per share of what may be mapped at once:
-//!            RAM:  (min(--max-mem or 90% of MemAvailable, MemAvailable) - 64 MiB) x 16/17
-//!                  (the process: 64 MiB, and 4 bytes per 64-byte line for random orders)
+//!            RAM:  (min(--max-mem or 90% of MemAvailable, MemAvailable) - 64 MiB) x 10/11
+//!                  (the process: 64 MiB, and a tenth of the mapping: building a random
+//!                  chain takes 6 bytes per 64-byte element, a random order 4 per line)
 //!            a target's own capacity: free huge pages, a file system's free space, a device
 //!          less what the command maps beside it, divided by the shares (one per thread)
 //! bytes  = min(wanted, cap rounded down to the granule), at least one granule
@@ -24,8 +25,9 @@ use pmscope_core::warning::Warning;
 /// The multiple of the last-level cache a memory working set must reach.
 pub const LLC_MULTIPLE: u64 = 4;
 
-/// Memory left to the process besides its mappings (chains live in the mapping; random
-/// orders take 4 bytes per 64-byte line, counted separately as 1/17 of the budget).
+/// Memory left to the process besides its mappings and the tenth of them its heap may take
+/// (a random chain's order and slot offsets while it is built, 6 bytes per 64-byte
+/// element; a random line order, 4 bytes per line).
 pub const PROCESS_HEADROOM: u64 = 64 << 20;
 
 /// What a default size is for: the command's side of the rule.
@@ -175,7 +177,7 @@ pub fn memory_default(want: &Want, room: &Room) -> Sized {
                 "free memory".to_string(),
             ),
         };
-        let usable = limit.saturating_sub(PROCESS_HEADROOM) / 17 * 16;
+        let usable = limit.saturating_sub(PROCESS_HEADROOM) / 11 * 10;
         caps.push((per_share(usable), what, remedy));
     }
     if let Some(own) = &room.own {
@@ -393,10 +395,10 @@ mod tests {
 
     #[test]
     fn little_memory_caps_the_size_with_a_note() {
-        // 480 MiB of L3 but 1 GiB available: 90% less the head-room, x16/17.
+        // 480 MiB of L3 but 1 GiB available: 90% less the head-room, x10/11.
         let t = fake_tree("491520K", GIB);
         let s = sized(&t, &["dram:4k"], None, Want::one("--size", 256 * MIB));
-        let usable = ((GIB / 10 * 9 - PROCESS_HEADROOM) / 17 * 16) / 4096 * 4096;
+        let usable = ((GIB / 10 * 9 - PROCESS_HEADROOM) / 11 * 10) / 4096 * 4096;
         assert_eq!((s.bytes, s.wanted), (usable, 1920 * MIB));
         assert!(s.bytes < 4 * 480 * MIB);
         let w = s.note.expect("a capped default carries a note");
@@ -418,7 +420,7 @@ mod tests {
     fn max_mem_caps_the_size_with_a_note() {
         let t = fake_tree("491520K", 64 * GIB);
         let s = sized(&t, &["dram:4k"], Some(GIB), Want::one("--size", 256 * MIB));
-        assert_eq!(s.bytes, ((GIB - PROCESS_HEADROOM) / 17 * 16) / 4096 * 4096);
+        assert_eq!(s.bytes, ((GIB - PROCESS_HEADROOM) / 11 * 10) / 4096 * 4096);
         let w = s.note.unwrap();
         assert!(w.message.contains("by --max-mem 1.0 GiB"), "{}", w.message);
         assert_eq!(w.remedy, "raise --max-mem, or give --size explicitly");
@@ -452,7 +454,7 @@ mod tests {
             ..Want::one("--region", 512 * MIB)
         };
         let s = sized(&t, &["dram:4k"], None, want);
-        let usable = (8 * GIB / 10 * 9 - PROCESS_HEADROOM) / 17 * 16;
+        let usable = (8 * GIB / 10 * 9 - PROCESS_HEADROOM) / 11 * 10;
         assert_eq!(s.bytes, usable / 8 / 4096 * 4096);
         assert!(s.note.unwrap().message.contains("per thread (8 threads)"));
         // loaded's traffic: 8 threads always together, beside a 1920 MiB probe region:
