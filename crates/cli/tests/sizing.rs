@@ -108,8 +108,9 @@ fn a_capped_default_says_what_capped_it() {
         assert!(
             w.message.starts_with("the default --size was capped at ")
                 && w.message.contains("by --max-mem 256.0 MiB")
-                && w.message
-                    .contains("the rule asks for 1.9 GiB (4x the 480.0 MiB last-level cache)"),
+                && w.message.contains(
+                    "below the 1.9 GiB the rule asks for (4x the 480.0 MiB last-level cache)"
+                ),
             "{}",
             w.message
         );

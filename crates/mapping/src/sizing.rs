@@ -3,14 +3,15 @@
 //! one rule every command and suite step uses.
 //!
 //! ```text
-//! wanted = max(floor, 4 x LLC / together), rounded up to the targets' granule
+//! wanted = max(floor, 4 x LLC / together), rounded up to the unit: the targets' granule
+//!          (page size or alignment), at least 1 MiB
 //! cap    = per share of what may be mapped at once:
 //!            RAM:  (min(--max-mem or 90% of MemAvailable, MemAvailable) - 64 MiB) x 10/11
 //!                  (the process: 64 MiB, and a tenth of the mapping: building a random
 //!                  chain takes 6 bytes per 64-byte element, a random order 4 per line)
 //!            a target's own capacity: free huge pages, a file system's free space, a device
 //!          less what the command maps beside it, divided by the shares (one per thread)
-//! bytes  = min(wanted, cap rounded down to the granule), at least one granule
+//! bytes  = min(wanted, cap rounded down to the unit), at least one unit
 //! ```
 //!
 //! `floor` is the command's old fixed default, so small-cache machines never measure less
@@ -154,7 +155,8 @@ pub struct Sized {
 /// THE rule for sizes meant to measure memory (module doc): at least 4x the last-level
 /// cache and at least `want.floor`, capped by what may be mapped, rounded to the granule.
 pub fn memory_default(want: &Want, room: &Room) -> Sized {
-    let granule = room.granule.max(4096);
+    // Whole MiB at least: a page multiple for every kind, and a size a person can read.
+    let granule = room.granule.max(1 << 20);
     let shares = want.shares.max(1);
     let together = want.together.max(1);
     let cache = room.llc.map(|llc| (LLC_MULTIPLE * llc).div_ceil(together));
@@ -197,7 +199,7 @@ pub fn memory_default(want: &Want, room: &Room) -> Sized {
     let uncapped_why = match (room.llc, cache) {
         (Some(llc), Some(c)) if c > want.floor => llc_words(llc),
         (Some(llc), _) => format!(
-            "at least {}; {} is less",
+            "at least {}, more than {}",
             Bytes(want.floor).human(),
             llc_words(llc)
         ),
@@ -215,16 +217,15 @@ pub fn memory_default(want: &Want, room: &Room) -> Sized {
                 String::new()
             };
             let cache_hits = match room.llc {
-                Some(llc) if bytes * together < LLC_MULTIPLE * llc => format!(
-                    ", less than 4x the {} last-level cache, so caches may answer part of the accesses",
-                    Bytes(llc).human()
-                ),
-                _ => String::new(),
+                Some(llc) if bytes * together < LLC_MULTIPLE * llc => {
+                    ": caches may answer part of the accesses"
+                }
+                _ => "",
             };
             let note = Warning::new(
                 "size-capped",
                 format!(
-                    "the default {} was capped at {}{each} by {what}: the rule asks for {} ({}){cache_hits}",
+                    "the default {} was capped at {}{each} by {what}, below the {} the rule asks for ({}){cache_hits}",
                     want.option,
                     Bytes(bytes).human(),
                     Bytes(wanted).human(),
@@ -329,7 +330,7 @@ mod tests {
         assert!(s.note.is_none());
         assert_eq!(
             s.why,
-            "at least 256.0 MiB; 4x the 16.0 MiB last-level cache is less"
+            "at least 256.0 MiB, more than 4x the 16.0 MiB last-level cache"
         );
     }
 
@@ -353,12 +354,12 @@ mod tests {
 
     #[test]
     fn a_1_1_gib_cache_rounds_to_the_huge_page() {
-        // 1.1 GiB of L3 (1153434K, not a whole number of MiB): 4x rounded up to 4 KiB for
-        // base pages, to 2 MiB when a THP target is among them, to 1 GiB for dram:1g.
+        // 1.1 GiB of L3 (1153434K, not a whole number of MiB): 4x rounded up to whole MiB
+        // for base pages, to 2 MiB when a THP target is among them, to 1 GiB for dram:1g.
         let t = fake_tree("1153434K", 64 * GIB);
         let four = 4 * 1_153_434 * 1024u64;
         let s = sized(&t, &["dram:4k"], None, Want::one("--size", 256 * MIB));
-        assert_eq!(s.bytes, four.next_multiple_of(4096));
+        assert_eq!(s.bytes, four.next_multiple_of(MIB));
         let s = sized(
             &t,
             &["dram:4k", "dram:thp"],
@@ -398,7 +399,7 @@ mod tests {
         // 480 MiB of L3 but 1 GiB available: 90% less the head-room, x10/11.
         let t = fake_tree("491520K", GIB);
         let s = sized(&t, &["dram:4k"], None, Want::one("--size", 256 * MIB));
-        let usable = ((GIB / 10 * 9 - PROCESS_HEADROOM) / 11 * 10) / 4096 * 4096;
+        let usable = ((GIB / 10 * 9 - PROCESS_HEADROOM) / 11 * 10) / MIB * MIB;
         assert_eq!((s.bytes, s.wanted), (usable, 1920 * MIB));
         assert!(s.bytes < 4 * 480 * MIB);
         let w = s.note.expect("a capped default carries a note");
@@ -407,9 +408,9 @@ mod tests {
             w.message.starts_with("the default --size was capped at ")
                 && w.message
                     .contains("by the memory available (1.0 GiB MemAvailable")
-                && w.message
-                    .contains("the rule asks for 1.9 GiB (4x the 480.0 MiB last-level cache)")
-                && w.message.contains("caches may answer"),
+                && w.message.contains(
+                    "below the 1.9 GiB the rule asks for (4x the 480.0 MiB last-level cache): caches may answer"
+                ),
             "{}",
             w.message
         );
@@ -420,7 +421,7 @@ mod tests {
     fn max_mem_caps_the_size_with_a_note() {
         let t = fake_tree("491520K", 64 * GIB);
         let s = sized(&t, &["dram:4k"], Some(GIB), Want::one("--size", 256 * MIB));
-        assert_eq!(s.bytes, ((GIB - PROCESS_HEADROOM) / 11 * 10) / 4096 * 4096);
+        assert_eq!(s.bytes, ((GIB - PROCESS_HEADROOM) / 11 * 10) / MIB * MIB);
         let w = s.note.unwrap();
         assert!(w.message.contains("by --max-mem 1.0 GiB"), "{}", w.message);
         assert_eq!(w.remedy, "raise --max-mem, or give --size explicitly");
@@ -455,7 +456,7 @@ mod tests {
         };
         let s = sized(&t, &["dram:4k"], None, want);
         let usable = (8 * GIB / 10 * 9 - PROCESS_HEADROOM) / 11 * 10;
-        assert_eq!(s.bytes, usable / 8 / 4096 * 4096);
+        assert_eq!(s.bytes, usable / 8 / MIB * MIB);
         assert!(s.note.unwrap().message.contains("per thread (8 threads)"));
         // loaded's traffic: 8 threads always together, beside a 1920 MiB probe region:
         // 4x LLC over 8 threads is 240 MiB each, below the 256 MiB floor.

@@ -149,11 +149,11 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         ]);
     }
     let why = match chosen.source {
-        Source::Auto => format!(" (auto: {})", chosen.why),
+        Source::Auto => format!("; --size auto: {}", chosen.why),
         Source::Explicit => String::new(),
     };
     sink.text(&format!(
-        "\nfirst figures: random-chain latency over {}{why} (one thread), sequential read bandwidth ({} threads); \
+        "\nfirst figures: random-chain latency over {} (one thread{why}), sequential read bandwidth ({} threads); \
          `pmscope latency` and `pmscope bandwidth` give the full curves",
         Bytes(size),
         cpus.len()
