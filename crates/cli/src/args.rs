@@ -1,7 +1,7 @@
 //! The command line as the user typed it (clap derive): validated for form, not yet
 //! interpreted. Each command turns these into its plan.
 
-use crate::values::{Count, Cpus, Seconds, Size};
+use crate::values::{AutoSize, Count, Cpus, Seconds, Size};
 use clap::{Args, Parser, Subcommand};
 use pmscope_loops::catalog;
 use pmscope_mapping::TargetSpec;
@@ -356,7 +356,8 @@ pub struct TargetArgs {
     // The help lists the kinds from their registry, so a new kind appears here by itself.
     #[arg(short = 't', long = "target", value_name = "SPEC", help = target_help())]
     pub targets: Vec<TargetSpec>,
-    /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).
+    /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable); also caps the
+    /// sizes left at auto.
     #[arg(long, value_name = "SIZE")]
     pub max_mem: Option<Size>,
     /// Keep files pmscope created for file: and shm targets.
@@ -376,9 +377,10 @@ pub struct NumaArgs {
     /// The memory kind mapped on every node, without node= (dram:4k, dram:thp, dram:2m...).
     #[arg(long, default_value = "dram:4k", value_name = "KIND")]
     pub memory: String,
-    /// Bytes mapped per memory node (the latency chain covers all of it).
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub size: Size,
+    /// Bytes mapped per memory node (the latency chain covers all of it), or auto: 4x the
+    /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub size: AutoSize,
     /// Repetitions per cell (one more is run first and dropped).
     #[arg(long)]
     pub reps: Option<Count>,
@@ -634,9 +636,10 @@ pub struct QuickArgs {
     /// Targets and mapping options (default: dram:4k, dram:thp, shm:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Bytes to map per target.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub size: Size,
+    /// Bytes to map per target (the working set of both figures), or auto: 4x the
+    /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub size: AutoSize,
 }
 
 /// `pmscope latency`.
@@ -651,8 +654,10 @@ pub struct LatencyArgs {
     /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
     #[arg(long, default_value = "64B", value_name = "SIZE")]
     pub element: Size,
-    /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB). Default: 4 KiB to
-    /// max(1 GiB, 4x the last-level cache), every power of two and the midpoint after it.
+    /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB; `auto` stands for the
+    /// default end, e.g. 4KiB..auto:x4). Default: 4 KiB to auto — 4x the last-level cache,
+    /// at least 1GiB, capped by available memory and --max-mem — every power of two and the
+    /// midpoint after it, and the end itself.
     #[arg(long, value_name = "AXIS")]
     pub sizes: Option<String>,
     /// Randomise only within groups of this many 4 KiB pages (separates TLB misses from
@@ -697,9 +702,10 @@ pub struct InstArgs {
     /// Address pattern: seq, rand or both.
     #[arg(long, default_value = "both")]
     pub pattern: String,
-    /// Region the addresses fall in.
-    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub region: Size,
+    /// Region the addresses fall in, or auto: 4x the last-level cache, at least 1GiB,
+    /// capped by available memory and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub region: AutoSize,
     /// Accesses timed per cell [default: 100000; 1000000 with --full].
     #[arg(long)]
     pub count: Option<Count>,
@@ -738,9 +744,10 @@ pub struct SyncArgs {
     /// Pattern: seq, rand (lines in a precomputed random order) or both.
     #[arg(long, default_value = "both")]
     pub pattern: String,
-    /// Region streamed over (split between threads).
-    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub region: Size,
+    /// Region streamed over (split between threads), or auto: 4x the last-level cache, at
+    /// least 1GiB, capped by available memory and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub region: AutoSize,
     /// Threads, each on its own part of the region.
     #[arg(long, default_value = "1")]
     pub threads: Count,
@@ -778,9 +785,10 @@ pub struct RapArgs {
         default_value = "0,1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192"
     )]
     pub distances: String,
-    /// Region the lines are taken from.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub region: Size,
+    /// Region the lines are taken from, or auto: 4x the last-level cache, at least 256MiB,
+    /// capped by available memory and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub region: AutoSize,
     /// Timed loads per distance [default: 20000; 200000 with --full].
     #[arg(long)]
     pub samples: Option<Count>,
@@ -820,9 +828,11 @@ pub struct BandwidthArgs {
     /// All threads stream over one shared region instead of one region each.
     #[arg(long)]
     pub shared: bool,
-    /// Memory per thread (the whole region with --shared).
-    #[arg(long, default_value = "512MiB", value_name = "SIZE")]
-    pub region: Size,
+    /// Memory per thread (the whole region with --shared), or auto: 4x the last-level cache
+    /// (over the threads of the smallest --threads point), at least 512MiB, capped by
+    /// available memory (shared among the threads) and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub region: AutoSize,
     /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<Seconds>,
@@ -873,12 +883,15 @@ pub struct LoadedArgs {
     /// Bytes per traffic access.
     #[arg(long, default_value = "1KiB", value_name = "SIZE")]
     pub traffic_access: Size,
-    /// Region each traffic thread streams over.
-    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
-    pub traffic_region: Size,
-    /// Region of the probe (the chain's working set).
-    #[arg(long, default_value = "1GiB", value_name = "SIZE")]
-    pub probe_region: Size,
+    /// Region each traffic thread streams over, or auto: together the traffic threads cover
+    /// 4x the last-level cache, each at least 256MiB, capped by available memory and
+    /// --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub traffic_region: AutoSize,
+    /// Region of the probe (the chain's working set), or auto: 4x the last-level cache, at
+    /// least 1GiB, capped by available memory and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub probe_region: AutoSize,
     /// Individually timed probe operations per point [default: 50000; 200000 with --full].
     #[arg(long)]
     pub samples: Option<Count>,

@@ -4,8 +4,10 @@
 use crate::args::TargetArgs;
 use crate::error::usage;
 use crate::output::Sink;
+use crate::values::AutoSize;
 use anyhow::Result;
 use pmscope_core::record::SystemSummary;
+use pmscope_mapping::sizing::{self, Room, Source, Want};
 use pmscope_mapping::{DestroyData, MapOptions, MemoryGuard, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::{Harness, Measurement, Session};
@@ -61,6 +63,7 @@ impl Context {
                 system,
                 executor,
                 prefetchers_off: false,
+                notes: Vec::new(),
             },
         }
     }
@@ -116,6 +119,47 @@ impl Context {
             spec.preflight(&opts)?;
         }
         Ok((specs, opts))
+    }
+}
+
+/// A size as a command will use it, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// Bytes.
+    pub bytes: u64,
+    /// `auto` or `explicit` (the records' `size_source`).
+    pub source: Source,
+    /// Why an `auto` size is what it is (`4x the 480.0 MiB last-level cache`).
+    pub why: String,
+}
+
+impl Context {
+    /// The size a size option stands for: as given (never changed), or for `auto` the one
+    /// rule of `pmscope_mapping::sizing` over these targets and mapping options. A capped
+    /// default's `size-capped` note goes into every record of the next measurement.
+    pub fn size(
+        &mut self,
+        given: AutoSize,
+        want: Want,
+        specs: &[TargetSpec],
+        opts: &MapOptions,
+    ) -> Chosen {
+        match given {
+            AutoSize::Given(bytes) => Chosen {
+                bytes,
+                source: Source::Explicit,
+                why: "given".into(),
+            },
+            AutoSize::Auto => {
+                let s = sizing::memory_default(&want, &Room::of(specs, opts));
+                self.session.notes.extend(s.note);
+                Chosen {
+                    bytes: s.bytes,
+                    source: Source::Auto,
+                    why: s.why,
+                }
+            }
+        }
     }
 }
 

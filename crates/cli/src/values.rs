@@ -21,6 +21,29 @@ impl FromStr for Size {
     }
 }
 
+/// A size option that defaults to `auto`: a size as given, or sized to the machine
+/// (`pmscope_mapping::sizing`: 4x the last-level cache, at least the old fixed default,
+/// capped by memory). A given size is never changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoSize {
+    /// `auto`.
+    Auto,
+    /// A size the user gave.
+    Given(u64),
+}
+
+impl FromStr for AutoSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<AutoSize, String> {
+        if s.trim() == "auto" {
+            return Ok(AutoSize::Auto);
+        }
+        s.parse::<Size>()
+            .map(|b| AutoSize::Given(b.0))
+            .map_err(|e| format!("{e}, or auto"))
+    }
+}
+
 /// A count of at least one (repetitions, samples, accesses, threads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Count(pub usize);
@@ -86,6 +109,9 @@ mod tests {
     #[test]
     fn zero_negative_infinite_and_nan_are_refused() {
         assert_eq!("4KiB".parse::<Size>(), Ok(Size(4096)));
+        assert_eq!("auto".parse::<AutoSize>(), Ok(AutoSize::Auto));
+        assert_eq!("2GiB".parse::<AutoSize>(), Ok(AutoSize::Given(2 << 30)));
+        assert!("0".parse::<AutoSize>().is_err());
         assert!("0".parse::<Size>().is_err());
         assert!("-1".parse::<Size>().is_err());
         assert_eq!("3".parse::<Count>(), Ok(Count(3)));

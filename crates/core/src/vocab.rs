@@ -122,6 +122,7 @@ pub const PARAMS: &[Key] = keys! {
     "seed" => "random seed",
     "shared" => "whether all threads stream over one shared region",
     "size_bytes" => "bytes mapped",
+    "size_source" => "how the working set or region of the record was chosen: `auto` (the option was left at its default, sized to the machine: 4x the last-level cache, at least the command's old fixed default, capped by available memory and --max-mem; a `size-capped` warning says when the cap applied) or `explicit` (given on the command line)",
     "sub_tables" => "per sub-table of `--partition nodes`: node, worker CPUs, k-mers inserted, distinct k-mers, slots, bytes, target, pages by node (move_pages) and the fraction on its own node",
     "table" => "the k-mer table kind",
     "targets" => "the targets compared, with their verified page size",
@@ -131,7 +132,9 @@ pub const PARAMS: &[Key] = keys! {
     "traffic_access_bytes" => "bytes per traffic access",
     "traffic_op" => "what the traffic writes with (`write`, `ntstore`, `store+clwb`, `copy`), or `read` for read-only traffic",
     "traffic_pattern" => "the order the traffic visits its region: `seq`, or `rand` (every block once per pass)",
+    "traffic_region_bytes" => "bytes each traffic thread streams over",
     "traffic_rw" => "traffic reads:writes per round",
+    "traffic_size_source" => "`auto` or `explicit`, as `size_source`, for the traffic region",
     "traffic_threads" => "threads generating traffic",
     "snp_rate" => "substitutions per base of a synthetic strain",
     "indel_rate" => "insertions or deletions per base of a synthetic strain",
@@ -170,6 +173,11 @@ pub const PARAMS: &[Key] = keys! {
     "ioengine" => "fio's I/O engine",
     "fio_version" => "the fio that ran, as it reports itself",
 };
+
+/// Params that say how a parameter was chosen, not what was measured (`size_source`): a
+/// point measured at a size given explicitly and one the default chose are the same point,
+/// so comparisons leave these out.
+pub const PROVENANCE_PARAMS: &[&str] = &["size_source", "traffic_size_source"];
 
 /// Every value key, in the order the doc lists them.
 pub const VALUES: &[Key] = keys! {
@@ -311,7 +319,13 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
         name: "quick",
         doc: "a first figure of `pmscope quick`: random-chain latency or sequential read bandwidth",
         metric: Some("latency_ns | bandwidth_gb_s"),
-        params: &["pattern", "working_set_bytes", "op", "threads"],
+        params: &[
+            "pattern",
+            "working_set_bytes",
+            "op",
+            "threads",
+            "size_source",
+        ],
         values: &[],
     },
     ExperimentDoc {
@@ -325,6 +339,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "tlb_window_pages",
             "mixer",
             "seed",
+            "size_source",
         ],
         values: &["cv"],
     },
@@ -332,7 +347,13 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
         name: "latency-distribution",
         doc: "individually timed loads of the chain at the largest working set, with a histogram",
         metric: Some("latency_ns"),
-        params: &["pattern", "element_bytes", "working_set_bytes", "samples"],
+        params: &[
+            "pattern",
+            "element_bytes",
+            "working_set_bytes",
+            "samples",
+            "size_source",
+        ],
         values: &[],
     },
     ExperimentDoc {
@@ -347,6 +368,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "width_bytes",
             "flushed_before",
             "region_bytes",
+            "size_source",
             "unsupported",
         ],
         values: &["timer_overhead_ns"],
@@ -364,6 +386,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "pattern",
             "threads",
             "region_bytes",
+            "size_source",
             "unsupported",
         ],
         values: &["million_instructions_per_s"],
@@ -372,14 +395,20 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
         name: "rap-idle",
         doc: "load latency of flushed lines far from any recent persist (the baseline of `rap`)",
         metric: Some("latency_ns"),
-        params: &["persist", "region_bytes", "samples"],
+        params: &["persist", "region_bytes", "size_source", "samples"],
         values: &[],
     },
     ExperimentDoc {
         name: "rap",
         doc: "load latency of a line persisted `distance_lines` lines earlier",
         metric: Some("latency_ns"),
-        params: &["persist", "region_bytes", "samples", "distance_lines"],
+        params: &[
+            "persist",
+            "region_bytes",
+            "size_source",
+            "samples",
+            "distance_lines",
+        ],
         values: &[],
     },
     ExperimentDoc {
@@ -394,6 +423,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "shared",
             "vector_bytes",
             "region_per_thread_bytes",
+            "size_source",
             "duration_s",
             "mix",
         ],
@@ -412,6 +442,9 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "traffic_pattern",
             "traffic_access_bytes",
             "probe_region_bytes",
+            "size_source",
+            "traffic_region_bytes",
+            "traffic_size_source",
             "samples",
         ],
         values: &["traffic_gb_s", "mean_latency_ns"],
@@ -420,14 +453,28 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
         name: "numa-latency",
         doc: "idle latency of a random chain from a CPU of one node over memory bound to another (MLC's matrix)",
         metric: Some("latency_ns"),
-        params: &["cpu_node", "memory_node", "pattern", "working_set_bytes"],
+        params: &[
+            "cpu_node",
+            "memory_node",
+            "pattern",
+            "working_set_bytes",
+            "size_source",
+        ],
         values: &["hmat_read_latency_ns"],
     },
     ExperimentDoc {
         name: "numa-bandwidth",
         doc: "sequential read bandwidth of all CPUs of one node over memory bound to another",
         metric: Some("bandwidth_gb_s"),
-        params: &["cpu_node", "memory_node", "op", "threads", "access_bytes"],
+        params: &[
+            "cpu_node",
+            "memory_node",
+            "op",
+            "threads",
+            "access_bytes",
+            "working_set_bytes",
+            "size_source",
+        ],
         values: &["hmat_read_bandwidth_mb_s"],
     },
     ExperimentDoc {

@@ -28,6 +28,7 @@ mod heap;
 pub mod kinds;
 mod mapping;
 pub mod pool;
+pub mod sizing;
 mod spec;
 pub mod verify;
 

@@ -63,6 +63,10 @@ pub struct Session {
     pub executor: Executor,
     /// `--prefetchers off`: turn the hardware prefetchers off for each measurement.
     pub prefetchers_off: bool,
+    /// Findings about the command's plan (a default size capped by memory: `size-capped`),
+    /// carried by every record of the next measurement like the environment's; taken by
+    /// [`Harness::start`].
+    pub notes: Vec<Warning>,
 }
 
 impl Session {
@@ -138,7 +142,8 @@ impl<'s> Harness<'s> {
         let clock = pmscope_sys::coreclock::observe(20_000_000);
         session.system.observed_core_ghz = clock.ghz();
         session.system.core_clock_unmeasurable = clock.unmeasurable_reason().map(String::from);
-        let mut env = env_notes;
+        let mut env = std::mem::take(&mut session.notes);
+        env.extend(env_notes);
         env.extend(sanity::check(
             &sanity::EnvFacts::probe(&session.root, &m.cpus),
             &sanity::Context {

@@ -96,12 +96,14 @@ fn key(r: &Record, with_target: bool) -> Option<String> {
     } else {
         ""
     };
+    let mut params = r.params.clone();
+    params.retain(|k, _| !pmscope_core::vocab::PROVENANCE_PARAMS.contains(&k.as_str()));
     Some(format!(
         "{}\u{1}{}\u{1}{}\u{1}{}",
         r.experiment,
         target,
         r.metric.as_deref()?,
-        serde_json::to_string(&r.params).ok()?
+        serde_json::to_string(&params).ok()?
     ))
 }
 
@@ -177,5 +179,39 @@ mod tests {
             Direction::HigherIsBetter
         );
         assert_eq!(Direction::of_metric("ratio"), Direction::Unknown);
+    }
+
+    /// A point the default sized and the same point given explicitly (or recorded before
+    /// records said how sizes were chosen) are compared; another size is not.
+    #[test]
+    fn how_a_size_was_chosen_is_not_a_parameter() {
+        let point = |ws: u64, source: Option<&str>| {
+            let mut r =
+                Record::new("latency", vec![], Default::default()).param("working_set_bytes", ws);
+            if let Some(s) = source {
+                r = r.param("size_source", s);
+            }
+            r.metric = Some("latency_ns".into());
+            r.summary = pmscope_core::summary::Summary::of(&[100.0, 101.0, 99.0]);
+            r
+        };
+        let c = compare_records(
+            &[point(1 << 30, Some("auto"))],
+            &[point(1 << 30, None)],
+            true,
+        );
+        assert_eq!((c.points.len(), c.only_a, c.only_b), (1, 0, 0));
+        let c = compare_records(
+            &[point(1 << 30, Some("auto"))],
+            &[point(1 << 30, Some("explicit"))],
+            true,
+        );
+        assert_eq!(c.points.len(), 1);
+        let c = compare_records(
+            &[point(1 << 30, Some("auto"))],
+            &[point(1 << 28, Some("auto"))],
+            true,
+        );
+        assert_eq!((c.points.len(), c.only_a, c.only_b), (0, 1, 1));
     }
 }

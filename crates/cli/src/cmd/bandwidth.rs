@@ -21,6 +21,7 @@ use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_loops::Region;
 use pmscope_loops::stream::{STREAM_OPS, StreamOp, StreamView, Streamer, Traffic};
+use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::harness::{TargetRun, repeat_dropping_first};
 use pmscope_sys::cpu::CpuFeatures;
@@ -105,6 +106,8 @@ struct Plan {
     threads: Vec<usize>,
     width: usize,
     per_thread: u64,
+    /// Whether `per_thread` is `auto`.
+    size_source: Source,
     shared: bool,
     duration: Duration,
     reps: usize,
@@ -117,7 +120,10 @@ impl Plan {
     }
 }
 
-fn plan(ctx: &Context, a: &BandwidthArgs) -> Result<Plan> {
+/// The least `--region auto` gives per thread (the old fixed default).
+pub const REGION_FLOOR: u64 = 512 << 20;
+
+fn plan(ctx: &mut Context, a: &BandwidthArgs) -> Result<Plan> {
     let (specs, mut opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let mix = match &a.mix {
         None => Mix::None,
@@ -179,7 +185,17 @@ fn plan(ctx: &Context, a: &BandwidthArgs) -> Result<Plan> {
         None if ctx.features.avx512f => 64,
         None => 32,
     };
-    let per_thread = a.region.0;
+    // auto: each thread's region is its share of the memory; the smallest point's threads
+    // together (one region with --shared) must not fit in the last-level cache.
+    let max_threads = *threads.iter().max().unwrap_or(&1);
+    let min_threads = *threads.iter().min().unwrap_or(&1);
+    let want = Want {
+        shares: if a.shared { 1 } else { max_threads as u64 },
+        together: if a.shared { 1 } else { min_threads as u64 },
+        ..Want::one("--region", REGION_FLOOR)
+    };
+    let region = ctx.size(a.region, want, &specs, &opts);
+    let per_thread = region.bytes;
     let largest = *sizes.iter().max().unwrap_or(&64) as u64;
     let least = (2 * largest).max(8192);
     if per_thread < least {
@@ -192,7 +208,6 @@ fn plan(ctx: &Context, a: &BandwidthArgs) -> Result<Plan> {
     }
     // Each thread's part is first touched by the CPU that streams over it, as likwid and MLC
     // place it (with --shared there is no own part: the calling thread touches it all).
-    let max_threads = *threads.iter().max().unwrap_or(&1);
     if !a.shared {
         opts.first_touch_cpus = cpus[..max_threads].to_vec();
     }
@@ -208,6 +223,7 @@ fn plan(ctx: &Context, a: &BandwidthArgs) -> Result<Plan> {
         threads,
         width,
         per_thread,
+        size_source: region.source,
         shared: a.shared,
         duration: Duration::from_secs_f64(
             a.duration.map_or(if a.full { 1.0 } else { 0.15 }, |d| d.0),
@@ -275,6 +291,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                                 .param("shared", p.shared)
                                 .param("vector_bytes", p.width)
                                 .param("region_per_thread_bytes", p.per_thread)
+                                .param("size_source", p.size_source.name())
                                 .param("duration_s", p.duration.as_secs_f64())
                                 .param("mix", label.as_str())
                                 .value("read_gb_s", read)

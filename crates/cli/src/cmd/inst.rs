@@ -21,6 +21,7 @@ use pmscope_loops::Region;
 use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
 use pmscope_loops::catalog;
 use pmscope_loops::stream::BlockOrder;
+use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
@@ -68,6 +69,8 @@ struct Plan {
     fences: Vec<FenceKind>,
     cells: Vec<Cell>,
     region_bytes: u64,
+    /// Whether `region_bytes` is `auto`.
+    size_source: Source,
     count: usize,
     width: Width,
     cpu: usize,
@@ -75,7 +78,10 @@ struct Plan {
     no_flush: bool,
 }
 
-fn plan(ctx: &Context, a: &InstArgs) -> Result<Plan> {
+/// The least `--region auto` gives (the old fixed default).
+pub const REGION_FLOOR: u64 = 1 << 30;
+
+fn plan(ctx: &mut Context, a: &InstArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let ops: Vec<Op> = match &a.ops {
         None => OPS.to_vec(),
@@ -114,7 +120,10 @@ fn plan(ctx: &Context, a: &InstArgs) -> Result<Plan> {
         )));
     }
     let patterns = parse_patterns(&a.pattern)?;
-    let region_bytes = a.region.0;
+    // Loads are flushed first, but stores find their lines wherever they are: a region the
+    // last-level cache holds would time cache hits.
+    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts);
+    let region_bytes = region.bytes;
     let max_size = *sizes.iter().max().unwrap_or(&64) as u64;
     if region_bytes < max_size * 2 {
         return Err(usage(format!(
@@ -155,6 +164,7 @@ fn plan(ctx: &Context, a: &InstArgs) -> Result<Plan> {
         fences,
         cells,
         region_bytes,
+        size_source: region.source,
         count,
         width,
         cpu: a.cpu.unwrap_or(0),
@@ -278,6 +288,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 .param("width_bytes", if c.size == 8 { 8 } else { p.width.bytes() })
                 .param("flushed_before", !ops[c.op_index].writes() && !p.no_flush)
                 .param("region_bytes", p.region_bytes)
+                .param("size_source", p.size_source.name())
                 .value("timer_overhead_ns", overhead_ns);
             match outcome {
                 Outcome::Measured(s, hist) => {

@@ -9,6 +9,7 @@ use crate::measure::{LatencyPlan, chase_distribution, chase_latency};
 use crate::output::Sink;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::AutoSize;
 use anyhow::{Context as _, Result};
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
@@ -17,12 +18,17 @@ use pmscope_core::units::Bytes;
 use pmscope_loops::Region;
 use pmscope_loops::chain::{ChainSpec, Order};
 use pmscope_loops::chase::Chaser;
+use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
 use pmscope_sys::cpu;
 
-/// The default sweep: every power of two and the midpoint after it, from 4 KiB to `max`.
+/// The least the default sweep's end is (`auto`: 4x the last-level cache, at least this).
+pub const SWEEP_END_FLOOR: u64 = 1 << 30;
+
+/// The default sweep: every power of two and the midpoint after it, from 4 KiB to `max`,
+/// and `max` itself when it is neither.
 pub fn default_sizes(max: u64) -> Vec<u64> {
     let mut v = Vec::new();
     let mut s = 4096u64;
@@ -33,7 +39,29 @@ pub fn default_sizes(max: u64) -> Vec<u64> {
         }
         s *= 2;
     }
+    if v.last().is_some_and(|&l| l != max) {
+        v.push(max);
+    }
     v
+}
+
+/// The working sets of `--sizes`: the default sweep to `end`, or the axis given with
+/// `auto` standing for `end` (a range ending at `auto` ends exactly there). `end` is only
+/// asked for when the axis uses it; the source says whether it did.
+fn sweep(axis: Option<&str>, end: impl FnOnce() -> u64) -> Result<(Vec<u64>, Source)> {
+    let parse = |axis: &str| parse_axis(axis, AxisKind::Size).map_err(|e| usage(e.to_string()));
+    match axis {
+        None => Ok((default_sizes(end()), Source::Auto)),
+        Some(axis) if axis.contains("auto") => {
+            let end = end();
+            let mut v = parse(&axis.replace("auto", &format!("{end}B")))?;
+            if !v.contains(&end) {
+                v.push(end);
+            }
+            Ok((v, Source::Auto))
+        }
+        Some(axis) => Ok((parse(axis)?, Source::Explicit)),
+    }
 }
 
 /// One measured point.
@@ -53,17 +81,18 @@ struct Plan {
     cpu: usize,
     repetition: LatencyPlan,
     samples: usize,
+    /// Whether the sweep's end is `auto`.
+    size_source: Source,
 }
 
-fn plan(ctx: &Context, a: &LatencyArgs) -> Result<Plan> {
+fn plan(ctx: &mut Context, a: &LatencyArgs) -> Result<Plan> {
     let (targets, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let order: Order = a.pattern.parse().map_err(usage)?;
     let element = a.element.0 as usize;
-    let llc = cpu::last_level_cache_bytes(&cpu::caches(&ctx.root, 0)).unwrap_or(32 << 20);
-    let sizes = match &a.sizes {
-        Some(axis) => parse_axis(axis, AxisKind::Size).map_err(|e| usage(e.to_string()))?,
-        None => default_sizes((1u64 << 30).max(4 * llc)),
-    };
+    let (sizes, size_source) = sweep(a.sizes.as_deref(), || {
+        let want = Want::one("--sizes", SWEEP_END_FLOOR);
+        ctx.size(AutoSize::Auto, want, &targets, &opts).bytes
+    })?;
     if sizes.iter().any(|&s| (s as usize) < 2 * element) {
         return Err(usage(format!(
             "every working set must hold at least two {element}-byte elements; the smallest given is {}",
@@ -91,6 +120,7 @@ fn plan(ctx: &Context, a: &LatencyArgs) -> Result<Plan> {
         samples: a
             .samples
             .unwrap_or(if a.full { 1_000_000 } else { 200_000 }),
+        size_source,
     })
 }
 
@@ -158,6 +188,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 )
                 .param("mixer", p.chain.mix)
                 .param("seed", p.chain.seed)
+                .param("size_source", p.size_source.name())
                 .value("cv", summary.cv());
             r.metric = Some("latency_ns".into());
             r.summary = Some(summary);
@@ -169,7 +200,8 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 .param("pattern", p.chain.order.pattern().name())
                 .param("element_bytes", p.chain.element)
                 .param("working_set_bytes", max_ws)
-                .param("samples", p.samples);
+                .param("samples", p.samples)
+                .param("size_source", p.size_source.name());
             r.metric = Some("latency_ns".into());
             r.summary = Some(summary);
             r.histogram = Some(hist);
@@ -333,5 +365,25 @@ mod tests {
             s,
             [4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536]
         );
+        // An end that is neither a power of two nor a midpoint is measured too: 4x a
+        // 480 MiB cache ends the sweep at 1920 MiB, not at 1 GiB.
+        let s = default_sizes(1920 << 20);
+        assert_eq!(s[s.len() - 3..], [768 << 20, 1 << 30, 1920 << 20]);
+    }
+
+    #[test]
+    fn auto_stands_for_the_sized_end() {
+        let end = || 1920u64 << 20;
+        let (v, src) = sweep(None, end).unwrap();
+        assert_eq!((v.last(), src), (Some(&(1920 << 20)), Source::Auto));
+        let (v, src) = sweep(Some("4KiB..auto:x4"), end).unwrap();
+        assert_eq!(v[..2], [4096, 16384]);
+        assert_eq!(v[v.len() - 2..], [1 << 30, 1920 << 20]);
+        assert_eq!(src, Source::Auto);
+        let (v, _) = sweep(Some("1MiB,auto"), end).unwrap();
+        assert_eq!(v, [1 << 20, 1920 << 20]);
+        // A sweep the user gave is never sized: the end is not even asked for.
+        let (v, src) = sweep(Some("4KiB..256MiB"), || unreachable!()).unwrap();
+        assert_eq!((v.last(), src), (Some(&(256 << 20)), Source::Explicit));
     }
 }

@@ -17,6 +17,7 @@ use crate::output::Sink;
 use crate::output::fields::{Fields, by_target};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
+use crate::values::AutoSize;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
@@ -29,6 +30,7 @@ use pmscope_loops::catalog;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
+use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
 use pmscope_persist::PersistStrategy;
 use pmscope_runner::executor::Executor;
@@ -198,6 +200,9 @@ struct Plan {
     cpus: Vec<usize>,
     probe_bytes: u64,
     traffic_bytes: u64,
+    /// Whether `probe_bytes` and `traffic_bytes` are `auto`.
+    probe_source: Source,
+    traffic_source: Source,
     access_bytes: usize,
     samples: usize,
     repetition: LatencyPlan,
@@ -219,7 +224,12 @@ impl Plan {
     }
 }
 
-fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
+/// The least `--probe-region auto` gives (the old fixed default).
+pub const PROBE_FLOOR: u64 = 1 << 30;
+/// The least `--traffic-region auto` gives each traffic thread (the old fixed default).
+pub const TRAFFIC_FLOOR: u64 = 256 << 20;
+
+fn plan(ctx: &mut Context, a: &LoadedArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let probe = parse_probe(&a.probe).map_err(usage)?;
     let delays: Vec<u64> =
@@ -272,8 +282,28 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
             cpus.len()
         )));
     }
-    let probe_bytes = a.probe_region.0;
-    let traffic_bytes = a.traffic_region.0;
+    // auto: the probe's chain covers 4x the last-level cache, and so does all the traffic
+    // together (every traffic thread runs at every loaded point); both live in one
+    // mapping, so each is sized beside the other (the traffic's floor reserved first).
+    let threads = (cpus.len() - 1) as u64;
+    let traffic_least = match a.traffic_region {
+        AutoSize::Given(b) => b,
+        AutoSize::Auto => TRAFFIC_FLOOR,
+    };
+    let want = Want {
+        besides: traffic_least * threads,
+        ..Want::one("--probe-region", PROBE_FLOOR)
+    };
+    let probe_region = ctx.size(a.probe_region, want, &specs, &opts);
+    let want = Want {
+        shares: threads,
+        together: threads,
+        besides: probe_region.bytes,
+        ..Want::one("--traffic-region", TRAFFIC_FLOOR)
+    };
+    let traffic_region = ctx.size(a.traffic_region, want, &specs, &opts);
+    let probe_bytes = probe_region.bytes;
+    let traffic_bytes = traffic_region.bytes;
     let access_bytes = a.traffic_access.0 as usize;
     let width = if ctx.features.avx512f { 64 } else { 32 };
     let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)?;
@@ -335,6 +365,8 @@ fn plan(ctx: &Context, a: &LoadedArgs) -> Result<Plan> {
         cpus,
         probe_bytes,
         traffic_bytes,
+        probe_source: probe_region.source,
+        traffic_source: traffic_region.source,
         access_bytes,
         samples,
         repetition: LatencyPlan {
@@ -386,6 +418,9 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 )
                 .param("traffic_access_bytes", p.access_bytes)
                 .param("probe_region_bytes", p.probe_bytes)
+                .param("size_source", p.probe_source.name())
+                .param("traffic_region_bytes", p.traffic_bytes)
+                .param("traffic_size_source", p.traffic_source.name())
                 .param("samples", p.samples)
                 .value("traffic_gb_s", point.traffic_gb_s)
                 .value("mean_latency_ns", point.mean_ns);

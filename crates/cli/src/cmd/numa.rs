@@ -19,11 +19,15 @@ use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;
 use pmscope_loops::stream::{StreamOp, Streamer};
 use pmscope_mapping::TargetSpec;
+use pmscope_mapping::sizing::Want;
 use pmscope_runner::executor::Executor;
 use std::time::Duration;
 
 /// Bytes per bandwidth access (a multiple of every vector width).
 const ACCESS: usize = 64 << 10;
+
+/// The least `--size auto` gives (the old fixed default).
+pub const SIZE_FLOOR: u64 = 256 << 20;
 
 /// A CPU node and the CPUs of it pmscope may use.
 struct CpuNode {
@@ -78,7 +82,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
         )));
     }
     let (_, opts) = ctx.targets(&a.targets, &[])?;
-    let size = a.size.0;
+    let chosen = ctx.size(a.size, Want::one("--size", SIZE_FLOOR), &specs, &opts);
+    let (size, source) = (chosen.bytes, chosen.source.name());
     let width = if ctx.features.avx512f { 64 } else { 32 };
     let read = Streamer::new(StreamOp::Read, width, ACCESS, &ctx.features)?;
     let reps = a.reps.map_or(3, |r| r.0);
@@ -119,7 +124,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
                 .param("cpu_node", c.id)
                 .param("memory_node", memory_node)
                 .param("pattern", Pattern::Rand.name())
-                .param("working_set_bytes", size);
+                .param("working_set_bytes", size)
+                .param("size_source", source);
             if let Some(ns) = declared(memory_node).and_then(|h| h.read_latency_ns) {
                 r = r.value("hmat_read_latency_ns", ns as f64);
             }
@@ -133,7 +139,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
                 .param("memory_node", memory_node)
                 .param("op", "read")
                 .param("threads", c.cpus.len())
-                .param("access_bytes", ACCESS);
+                .param("access_bytes", ACCESS)
+                .param("working_set_bytes", size)
+                .param("size_source", source);
             if let Some(mb) = declared(memory_node).and_then(|h| h.read_bandwidth_mb_s) {
                 r = r.value("hmat_read_bandwidth_mb_s", mb as f64);
             }

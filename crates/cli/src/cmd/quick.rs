@@ -18,11 +18,15 @@ use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;
 use pmscope_loops::stream::{StreamOp, Streamer};
+use pmscope_mapping::sizing::{Source, Want};
 use pmscope_runner::executor::Executor;
 use std::time::Duration;
 
 /// The embedded default targets.
 pub const DEFAULT_TARGETS: [&str; 3] = ["dram:4k", "dram:thp", "shm:4k"];
+
+/// The least `--size auto` gives (the old fixed default).
+pub const SIZE_FLOOR: u64 = 256 << 20;
 
 /// Each target's first figures, from the records.
 fn figures(records: &[Record]) -> Vec<Figures> {
@@ -64,8 +68,10 @@ struct Figures {
 }
 
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
-    let size = a.size.0;
     let (specs, opts) = ctx.targets(&a.targets, &DEFAULT_TARGETS)?;
+    let chosen = ctx.size(a.size, Want::one("--size", SIZE_FLOOR), &specs, &opts);
+    let size = chosen.bytes;
+    let source = chosen.source.name();
     let cpus = pmscope_sys::affinity::allowed_cpus()?;
     let width = if ctx.features.avx512f { 64 } else { 32 };
     let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features)?;
@@ -104,7 +110,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         let mut r = run
             .record("quick")
             .param("pattern", Pattern::Rand.name())
-            .param("working_set_bytes", size);
+            .param("working_set_bytes", size)
+            .param("size_source", source);
         r.metric = Some("latency_ns".into());
         r.summary = Some(latency);
         run.emit(&r)?;
@@ -113,7 +120,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         let mut r = run
             .record("quick")
             .param("op", "read")
-            .param("threads", cpus.len());
+            .param("threads", cpus.len())
+            .param("working_set_bytes", size)
+            .param("size_source", source);
         r.metric = Some("bandwidth_gb_s".into());
         r.summary = Some(Summary::of(&gbs).expect("finite"));
         run.emit(&r)
@@ -139,8 +148,12 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
             format!("{:.2}", f.read_gb_s),
         ]);
     }
+    let why = match chosen.source {
+        Source::Auto => format!("; --size auto: {}", chosen.why),
+        Source::Explicit => String::new(),
+    };
     sink.text(&format!(
-        "\nfirst figures: random-chain latency over {} (one thread), sequential read bandwidth ({} threads); \
+        "\nfirst figures: random-chain latency over {} (one thread{why}), sequential read bandwidth ({} threads); \
          `pmscope latency` and `pmscope bandwidth` give the full curves",
         Bytes(size),
         cpus.len()

@@ -19,6 +19,7 @@ use pmscope_core::summary::Summary;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::rng::SplitMix64;
+use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_persist::{PersistStrategy, Persister};
 use pmscope_runner::executor::Executor;
@@ -59,12 +60,17 @@ struct Plan {
     load: Sequence,
     distances: Vec<usize>,
     region_bytes: u64,
+    /// Whether `region_bytes` is `auto`.
+    size_source: Source,
     samples: usize,
     cpu: usize,
     seed: u64,
 }
 
-fn plan(ctx: &Context, a: &RapArgs) -> Result<Plan> {
+/// The least `--region auto` gives (the old fixed default).
+pub const REGION_FLOOR: u64 = 256 << 20;
+
+fn plan(ctx: &mut Context, a: &RapArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let strategy: PersistStrategy = a.persist.parse()?;
     let persister = Persister::new(strategy, &ctx.features)?;
@@ -74,7 +80,8 @@ fn plan(ctx: &Context, a: &RapArgs) -> Result<Plan> {
         .into_iter()
         .map(|d| d as usize)
         .collect();
-    let region_bytes = a.region.0;
+    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts);
+    let region_bytes = region.bytes;
     let lines = (region_bytes / 64) as usize;
     let max_d = distances.iter().copied().max().unwrap_or(0);
     if max_d + 1 >= lines {
@@ -95,6 +102,7 @@ fn plan(ctx: &Context, a: &RapArgs) -> Result<Plan> {
         load,
         distances,
         region_bytes,
+        size_source: region.source,
         samples,
         cpu: a.cpu.unwrap_or(0),
         seed: a.seed,
@@ -186,6 +194,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 .record("rap-idle")
                 .param("persist", strategy.name())
                 .param("region_bytes", p.region_bytes)
+                .param("size_source", p.size_source.name())
                 .param("samples", samples);
             base.metric = Some("latency_ns".into());
             base.summary = Some(idle);
@@ -195,6 +204,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                     .record("rap")
                     .param("persist", strategy.name())
                     .param("region_bytes", p.region_bytes)
+                    .param("size_source", p.size_source.name())
                     .param("samples", samples)
                     .param("distance_lines", d);
                 r.metric = Some("latency_ns".into());

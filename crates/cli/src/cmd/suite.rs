@@ -37,6 +37,8 @@ fn step(name: &'static str, argv: &[&'static str]) -> Step {
 
 /// The steps of a study. `full` runs each command's thorough version instead of the budget
 /// one (basic is sized to finish two targets in about two minutes on a 2-core machine).
+/// Working sets and regions meant to measure memory are `auto` (each command's default,
+/// sized to the machine's last-level cache), never a fixed size that a large cache holds.
 fn steps(study: Study, full: bool) -> Vec<Step> {
     match study {
         Study::Basic if full => vec![
@@ -99,7 +101,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                 &[
                     "latency",
                     "--sizes",
-                    "4KiB..256MiB",
+                    "4KiB..auto",
                     "--reps",
                     "3",
                     "--samples",
@@ -113,7 +115,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                     "--pattern",
                     "seq",
                     "--sizes",
-                    "4KiB..256MiB:x4",
+                    "4KiB..auto:x4",
                     "--reps",
                     "3",
                     "--samples",
@@ -125,7 +127,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                 &[
                     "inst",
                     "--region",
-                    "256MiB",
+                    "auto",
                     "--count",
                     "20000",
                     "--sizes",
@@ -143,7 +145,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                     "--sizes",
                     "4KiB",
                     "--region",
-                    "256MiB",
+                    "auto",
                     "--reps",
                     "3",
                     "--duration",
@@ -163,7 +165,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                     "--threads",
                     "1",
                     "--region",
-                    "256MiB",
+                    "auto",
                     "--reps",
                     "3",
                     "--duration",
@@ -181,7 +183,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                     "--sizes",
                     "4KiB",
                     "--region",
-                    "256MiB",
+                    "auto",
                     "--reps",
                     "3",
                     "--duration",
@@ -197,9 +199,9 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                     "--samples",
                     "20000",
                     "--probe-region",
-                    "256MiB",
+                    "auto",
                     "--traffic-region",
-                    "128MiB",
+                    "auto",
                 ],
             ),
             step(
@@ -213,9 +215,9 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                     "--samples",
                     "20000",
                     "--probe-region",
-                    "256MiB",
+                    "auto",
                     "--traffic-region",
-                    "128MiB",
+                    "auto",
                 ],
             ),
         ],
@@ -242,7 +244,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
                     "--sizes",
                     "64..4KiB",
                     "--region",
-                    "256MiB",
+                    "auto",
                     "--count",
                     "20000",
                 ]
@@ -253,7 +255,7 @@ fn steps(study: Study, full: bool) -> Vec<Step> {
             if full {
                 &["sync", "--full"]
             } else {
-                &["sync", "--region", "256MiB"]
+                &["sync", "--region", "auto"]
             },
         )],
     }

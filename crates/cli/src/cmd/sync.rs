@@ -21,6 +21,7 @@ use pmscope_loops::Region;
 use pmscope_loops::access::{FenceKind, Sequence, Width, store_value};
 use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
+use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::harness::repeat_dropping_first;
 use std::time::{Duration, Instant};
@@ -70,13 +71,18 @@ struct Plan {
     patterns: Vec<bool>,
     plus_f: FenceKind,
     region_bytes: u64,
+    /// Whether `region_bytes` is `auto`.
+    size_source: Source,
     cpus: Vec<usize>,
     reps: usize,
     duration: Duration,
     seed: u64,
 }
 
-fn plan(ctx: &Context, a: &SyncArgs) -> Result<Plan> {
+/// The least `--region auto` gives (the old fixed default).
+pub const REGION_FLOOR: u64 = 1 << 30;
+
+fn plan(ctx: &mut Context, a: &SyncArgs) -> Result<Plan> {
     let (specs, mut opts) = ctx.targets(&a.targets, &["dram:4k"])?;
     let unit = Width::from_bytes(a.unit)
         .ok_or_else(|| usage(format!("--unit {}: use 8, 16, 32 or 64", a.unit)))?;
@@ -93,6 +99,7 @@ fn plan(ctx: &Context, a: &SyncArgs) -> Result<Plan> {
     };
     check_threads(threads, &cpus).map_err(usage)?;
     let cpus = cpus[..threads].to_vec();
+    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts);
     // Each thread's part is first touched by the CPU that streams over it.
     opts.first_touch_cpus = cpus.clone();
     // --full changes only the defaults: an explicit option always wins.
@@ -102,7 +109,8 @@ fn plan(ctx: &Context, a: &SyncArgs) -> Result<Plan> {
         unit,
         patterns,
         plus_f,
-        region_bytes: a.region.0,
+        region_bytes: region.bytes,
+        size_source: region.source,
         cpus,
         reps: a.reps.map_or(if a.full { 7 } else { 3 }, |r| r.0),
         duration: Duration::from_secs_f64(
@@ -195,6 +203,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                     .param("pattern", pattern)
                     .param("threads", threads)
                     .param("region_bytes", p.region_bytes)
+                    .param("size_source", p.size_source.name())
                     .value("million_instructions_per_s", minstr);
                 r.metric = Some("bandwidth_gb_s".into());
                 r.summary = Some(s);

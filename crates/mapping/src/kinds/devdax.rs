@@ -8,6 +8,7 @@
 
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::Persistence;
@@ -72,6 +73,23 @@ impl Kind for Devdax {
     ) -> Result<Backing, TargetError> {
         self.preflight(opts)?;
         prepare(spec, &self.path, bytes, opts)
+    }
+
+    fn room(&self, _spec: &TargetSpec, opts: &MapOptions) -> TargetRoom {
+        let info = device_name(&self.path).and_then(|n| dax::device(&opts.root, n));
+        TargetRoom {
+            granule: info.as_ref().and_then(|d| d.align_bytes).unwrap_or(2 << 20),
+            ram: false,
+            own: info.and_then(|d| d.size_bytes).map(|bytes| Limit {
+                bytes,
+                what: format!(
+                    "the size of {} ({})",
+                    self.path.display(),
+                    Bytes(bytes).human()
+                ),
+                remedy: "use a larger device".into(),
+            }),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
@@ -101,6 +102,13 @@ impl Kind for Dram {
         prepare(spec, self.pages, bytes, opts)
     }
 
+    fn room(&self, spec: &TargetSpec, opts: &MapOptions) -> TargetRoom {
+        match self.pages.hugetlb_bytes() {
+            Some(size) => hugetlb_room(opts, size, spec.node),
+            None => TargetRoom::ram(self.pages.length_granule()),
+        }
+    }
+
     fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {
         Ok((
             HeapBacking::Anonymous {
@@ -197,6 +205,31 @@ fn prepare(
         },
         align,
     ))
+}
+
+/// What a hugetlb pool of `size` pages allows (the pages `check_hugetlb_pool` counts as
+/// free): not RAM that MemAvailable counts, but pages reserved beforehand.
+pub(super) fn hugetlb_room(opts: &MapOptions, size: u64, node: Option<u32>) -> TargetRoom {
+    let free = hugepages::pool(&opts.root, size, None).map_or(0, |p| p.available());
+    let node_free = node.and_then(|n| hugepages::pool(&opts.root, size, Some(n)).map(|p| p.free));
+    let pages = node_free.map_or(free, |f| f.min(free));
+    TargetRoom {
+        granule: size,
+        ram: false,
+        own: Some(Limit {
+            bytes: pages * size,
+            what: format!(
+                "the {pages} free {} huge pages{}",
+                Bytes(size),
+                node.filter(|_| node_free.is_some())
+                    .map_or(String::new(), |n| format!(" of node {n}"))
+            ),
+            remedy: format!(
+                "reserve more with `echo N > {}` as root",
+                hugepages::Pool::nr_path(size, node)
+            ),
+        }),
+    }
 }
 
 /// Refuses a hugetlb mapping when the pool cannot hold it, saying how to reserve pages.

@@ -7,9 +7,11 @@
 //! page-cache (msync needed)`), which `--require-dax` turns into an error. A file on a
 //! hugetlbfs mount is how hugetlb-backed shared memory is measured.
 
-use super::dram::check_hugetlb_pool;
+use super::dram::{check_hugetlb_pool, hugetlb_room};
+use super::shm::tmpfs_limit;
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions, Scratch};
+use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
@@ -52,6 +54,41 @@ impl Kind for FileKind {
 
     fn preflight(&self, _opts: &MapOptions) -> Result<(), TargetError> {
         where_to_create(&self.path).map(|_| ())
+    }
+
+    fn room(&self, spec: &TargetSpec, opts: &MapOptions) -> TargetRoom {
+        // As `prepare` checks: a hugetlbfs file takes pool pages, a tmpfs file RAM and the
+        // tmpfs's room, any other file its file system's free space.
+        let dir = if self.path.is_dir() {
+            self.path.as_path()
+        } else {
+            parent_of(&self.path)
+        };
+        let Ok(facts) = dax::fs_facts(dir) else {
+            return TargetRoom::ram(2 << 20);
+        };
+        if facts.magic == dax::HUGETLBFS_MAGIC {
+            return hugetlb_room(opts, huge_page_size_of(dir).unwrap_or(2 << 20), spec.node);
+        }
+        if facts.magic == dax::TMPFS_MAGIC {
+            return TargetRoom {
+                own: tmpfs_limit(dir),
+                ..TargetRoom::ram(2 << 20)
+            };
+        }
+        TargetRoom {
+            granule: 2 << 20,
+            ram: false,
+            own: Some(Limit {
+                bytes: facts.available_bytes,
+                what: format!(
+                    "the free space of {} ({})",
+                    dir.display(),
+                    Bytes(facts.available_bytes).human()
+                ),
+                remedy: format!("free space on {}", dir.display()),
+            }),
+        }
     }
 
     fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {

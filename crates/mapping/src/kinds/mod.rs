@@ -4,6 +4,7 @@
 //! [`KINDS`]; nothing else names a kind.
 
 use crate::mapping::{Backing, MapOptions};
+use crate::sizing::TargetRoom;
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::Achieved;
@@ -45,6 +46,14 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
     /// I/O there rather than map memory (`fs`, `fio`); `None` for every kind but `file:`.
     fn directory(&self) -> Option<&std::path::Path> {
         None
+    }
+
+    /// What bounds a default size on this kind before anything is mapped
+    /// ([`crate::sizing`]): the granule `prepare` rounds the length up to, whether the pages
+    /// are RAM (MemAvailable and --max-mem), and the kind's own capacity, mirroring the
+    /// checks `prepare` makes. Default: RAM of base pages.
+    fn room(&self, _spec: &TargetSpec, _opts: &MapOptions) -> TargetRoom {
+        TargetRoom::ram(4096)
     }
 
     /// Runs the kind's preflight checks and creates its mapping (untouched).

@@ -5,6 +5,7 @@ use super::dram::{PagePolicy, parse_policy};
 use super::file::create_scratch;
 use super::{Kind, KindEntry};
 use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};
 use pmscope_core::achieved::{Achieved, Persistence};
@@ -55,6 +56,13 @@ impl Kind for Shm {
         prepare(spec, self.pages, bytes, opts)
     }
 
+    fn room(&self, _spec: &TargetSpec, _opts: &MapOptions) -> TargetRoom {
+        TargetRoom {
+            own: tmpfs_limit(Path::new("/dev/shm")),
+            ..TargetRoom::ram(self.pages.length_granule())
+        }
+    }
+
     fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {
         Ok((
             HeapBacking::Directory {
@@ -71,6 +79,22 @@ impl Kind for Shm {
                 .into(),
         )
     }
+}
+
+/// The free space of a tmpfs (its own limit, besides MemAvailable), as `check_tmpfs_room`
+/// counts it.
+pub(super) fn tmpfs_limit(dir: &Path) -> Option<Limit> {
+    let facts = dax::fs_facts(dir).ok()?;
+    Some(Limit {
+        bytes: facts.available_bytes,
+        what: format!(
+            "the free space of {} ({} of its {} tmpfs limit)",
+            dir.display(),
+            Bytes(facts.available_bytes).human(),
+            Bytes(facts.total_bytes).human()
+        ),
+        remedy: format!("remove files you no longer need from {}", dir.display()),
+    })
 }
 
 /// Refuses a target /dev/shm cannot hold: tmpfs has its own size limit (half of RAM by
