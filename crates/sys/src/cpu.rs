@@ -137,6 +137,17 @@ impl CpuFeatures {
         }
     }
 
+    /// What every x86-64 CPU has (`clflush`, SSE2's `movnti`, the fences) and nothing
+    /// more: the oldest CPU pmscope runs on, for tests of fallbacks on any machine.
+    pub fn baseline() -> CpuFeatures {
+        CpuFeatures {
+            clflush: true,
+            movnti: true,
+            fences: true,
+            ..CpuFeatures::default()
+        }
+    }
+
     /// No features at all (non-x86 hosts).
     #[cfg(not(target_arch = "x86_64"))]
     pub fn detect() -> CpuFeatures {
