@@ -649,6 +649,7 @@ impl<const W: usize> KmerTable<W> for TxPmTable<W> {
             warnings: self.warnings.clone(),
             // Inside libpmemobj: not visible from here.
             persist: None,
+            persister: None,
             parts: Vec::new(),
         }
     }
@@ -833,7 +834,10 @@ mod tests {
             expected_distinct: expected,
             parallel: 2,
             pool,
-            persist: pmscope_persist::PersistStrategy::Clflush,
+            persist: pmscope_persist::PersistChoice::Named(
+                pmscope_persist::PersistStrategy::Clflush,
+            ),
+            features: pmscope_sys::cpu::CpuFeatures::detect(),
             inputs: 42,
             partition: None,
         }
