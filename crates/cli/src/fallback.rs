@@ -3,7 +3,6 @@
 //! user named explicitly is refused in one sentence (exit 2). CPUID (`CpuFeatures::detect`)
 //! is the only authority on what may be executed.
 
-use crate::error::usage;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
@@ -11,10 +10,10 @@ use pmscope_persist::{PersistChoice, Persister};
 use pmscope_sys::cpu::CpuFeatures;
 
 /// The persister of `--persist` as given (`None`: not given, the default's fallback): an
-/// unknown name, or a named strategy this CPU lacks, is a usage error.
+/// unknown name, or a named strategy this CPU lacks, is a usage error (the strategy's own
+/// error, which carries its exit code).
 pub fn persister(given: Option<&str>, f: &CpuFeatures) -> Result<Persister> {
-    let choice = PersistChoice::parse(given).map_err(|e| usage(format!("--persist: {e}")))?;
-    Ok(Persister::choose(choice, f)?)
+    Ok(Persister::choose(PersistChoice::parse(given)?, f)?)
 }
 
 /// The record's note that a default fell back to an older instruction (code

@@ -47,8 +47,9 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
     let threads = a.threads.map(|n| n.0).unwrap_or(allowed.len().max(1));
     check_threads(threads, &allowed).map_err(usage)?;
     // static-pm's persister; a named strategy this CPU lacks is refused here, at once.
-    let persister = crate::fallback::persister(a.persist.as_deref(), &ctx.features)?;
-    let choice = pmscope_persist::PersistChoice::parse(a.persist.as_deref())?;
+    let choice = pmscope_persist::PersistChoice::parse(a.persist.as_deref())
+        .map_err(|e| usage(format!("--persist: {e}")))?;
+    let persister = pmscope_persist::Persister::choose(choice, &ctx.features)?;
     let persist = persister.strategy();
     let (specs, map_options) = ctx.targets(&a.targets.as_target_args(), &["shm:4k"])?;
     if specs.len() != 1 {
