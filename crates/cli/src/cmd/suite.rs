@@ -472,12 +472,11 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
         let left_out = leave_out_what_this_cpu_lacks(&mut argv, &ctx.features);
         if human && !left_out.is_empty() {
             eprintln!(
-                "[{}/{}] {}: {} left out, {}",
+                "[{}/{}] {}: {} left out, this CPU lacks their instructions (see `pmscope list ops`)",
                 i + 1,
                 steps.len(),
                 s.name,
                 left_out.join(", "),
-                "this CPU lacks their instructions (see `pmscope list ops`)"
             );
         }
         argv.extend(common.iter().cloned());
