@@ -22,10 +22,15 @@ fn persist_help() -> String {
         .map(|s| s.name())
         .collect();
     format!(
-        "Persist strategy: {} (see `pmscope list strategies`)",
-        names.join(", ")
+        "Persist strategy: {} (see `pmscope list strategies`). Default: {}",
+        names.join(", "),
+        PERSIST_DEFAULT_HELP
     )
 }
+
+/// What `--persist` defaults to, for every option that takes a strategy.
+const PERSIST_DEFAULT_HELP: &str =
+    "clwb, or where the CPU lacks it clflushopt, else clflush (the record says which)";
 
 fn probe_help() -> String {
     format!(
@@ -520,9 +525,11 @@ pub struct ProbeArgs {
     /// Timed visits per point [default: 10000].
     #[arg(long)]
     pub count: Option<Count>,
-    /// chase-write: the write made at each visit, store+clwb or ntstore.
-    #[arg(long, default_value = "store+clwb")]
-    pub write: String,
+    /// chase-write: the write made at each visit: store+clwb, store+clflushopt,
+    /// store+clflush or ntstore [default: store+clwb, or where the CPU lacks clwb
+    /// store+clflushopt, else store+clflush].
+    #[arg(long)]
+    pub write: Option<String>,
     /// CPU to pin the measuring thread to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
@@ -716,8 +723,8 @@ pub struct InstArgs {
     /// 003 Figures 6-7); the records always carry them.
     #[arg(long)]
     pub histograms: bool,
-    /// Instruction width in bytes for accesses of 64 bytes and more (default: the widest
-    /// the CPU has: 64 with AVX-512, 32 with AVX2).
+    /// Instruction width in bytes for accesses of 64 bytes and more: 16 (SSE2), 32 (AVX2)
+    /// or 64 (AVX-512F) [default: the widest the CPU has].
     #[arg(long)]
     pub width: Option<usize>,
     /// CPU to pin the measuring thread to.
@@ -737,10 +744,10 @@ pub struct SyncArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    /// Instruction unit in bytes: 8, 16, 32 or 64 (each 64-byte block is 64/unit
-    /// instructions).
-    #[arg(long, default_value_t = 32)]
-    pub unit: usize,
+    /// Instruction unit in bytes: 8, 16, 32 (AVX2) or 64 (AVX-512F); each 64-byte block is
+    /// 64/unit instructions [default: 32, pmmeter's; 16 on a CPU without AVX2].
+    #[arg(long)]
+    pub unit: Option<usize>,
     /// Pattern: seq, rand (lines in a precomputed random order) or both.
     #[arg(long, default_value = "both")]
     pub pattern: String,
@@ -777,8 +784,8 @@ pub struct RapArgs {
     /// Targets and mapping options (default: dram:4k).
     #[command(flatten)]
     pub targets: TargetArgs,
-    #[arg(long, default_value = "clwb", help = persist_help())]
-    pub persist: String,
+    #[arg(long, value_name = "STRATEGY", help = persist_help())]
+    pub persist: Option<String>,
     /// Distances d in lines (sweep axis).
     #[arg(
         long,
@@ -839,7 +846,8 @@ pub struct BandwidthArgs {
     /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
-    /// Vector width in bytes: 64 (AVX-512) or 32 (AVX2). Default: the widest the CPU has.
+    /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2). Default: the widest
+    /// the CPU has.
     #[arg(long)]
     pub width: Option<usize>,
     /// Mixed reads and writes: `split` (k readers and n-k writers, every k) or a ratio R:W
@@ -968,9 +976,10 @@ pub struct KmerBenchArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<Count>,
     /// How static-pm makes stores durable: clflush, clflushopt, clwb, ntstore, none or
-    /// msync (tx-pm persists inside libpmemobj).
-    #[arg(long, default_value = "clwb", value_name = "STRATEGY")]
-    pub persist: String,
+    /// msync (tx-pm persists inside libpmemobj). Default: clwb, or where the CPU lacks it
+    /// clflushopt, else clflush (the record says which).
+    #[arg(long, value_name = "STRATEGY")]
+    pub persist: Option<String>,
     /// The one memory target every table is placed on and its mapping options.
     #[command(flatten)]
     pub targets: KmerTargetArgs,
@@ -998,9 +1007,10 @@ pub struct KmerRunArgs {
     #[arg(long, value_name = "PATH")]
     pub pool: Option<PathBuf>,
     /// How a persistent table makes stores durable: clflush, clflushopt, clwb, ntstore,
-    /// none or msync.
-    #[arg(long, default_value = "clwb", value_name = "STRATEGY")]
-    pub persist: String,
+    /// none or msync. Default: clwb, or where the CPU lacks it clflushopt, else clflush
+    /// (the record says which; a reopened --pool keeps the strategy it was written with).
+    #[arg(long, value_name = "STRATEGY")]
+    pub persist: Option<String>,
     /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
     pub threads: Option<Count>,

@@ -10,6 +10,7 @@ mod args;
 mod cmd;
 mod context;
 mod error;
+mod fallback;
 mod filedir;
 mod measure;
 mod output;

@@ -321,7 +321,7 @@ mod tests {
 
     fn streamer(op: StreamOp, access: usize) -> Streamer {
         let f = CpuFeatures::detect();
-        Streamer::new(op, if f.avx512f { 64 } else { 32 }, access, &f).unwrap()
+        Streamer::new(op, Streamer::widest(&f), access, &f).unwrap()
     }
 
     /// Each worker's bytes are whole passes over its own view (sequential), whole blocks

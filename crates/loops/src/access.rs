@@ -83,7 +83,8 @@ impl Op {
     }
 
     /// The CPU features the op needs at every width (the width's vector extension comes on
-    /// top: AVX2 for 32-byte, AVX-512F for 64-byte instructions).
+    /// top: AVX2 for 32-byte, AVX-512F for 64-byte instructions; 8- and 16-byte ones are
+    /// SSE2, on every x86-64 CPU).
     pub fn features(self) -> Vec<Feature> {
         let access = match self {
             Op::NtLoad => Some(Feature::Movntdqa),
@@ -240,16 +241,35 @@ fn word_fn(op: Op, fence: FenceKind) -> WordFn {
     pick!(timed_word, op, fence)
 }
 
+/// Refuses timing single accesses on a CPU without `rdtscp`, which closes every such
+/// interval (`pmscope_sys::tsc::stop`): the machine's limit, not the command line's. Every
+/// caller of a single-access timer (`Sequence::time_each`, `timing_overhead`,
+/// `Chaser::time_each`, the probe kernels) is behind this check.
+pub fn check_timing(f: &CpuFeatures) -> Result<(), Unavailable> {
+    if f.rdtscp {
+        Ok(())
+    } else {
+        Err(Unavailable::machine(
+            "timing single accesses",
+            "this CPU lacks rdtscp",
+        ))
+    }
+}
+
 /// A checked access sequence: op, fence and unit width, validated against the CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sequence {
     op: Op,
     fence: FenceKind,
     width: Width,
+    /// Whether the CPU can time single accesses (`rdtscp`): [`Sequence::new`]'s sequences
+    /// can, [`Sequence::stream`]'s only stream.
+    timed: bool,
 }
 
 impl Sequence {
-    /// Checks the sequence against the CPU; an unsupported one is an error, not SIGILL.
+    /// Checks the sequence against the CPU for timing single accesses (and streaming); an
+    /// unsupported one is an error, not SIGILL.
     pub fn new(
         op: Op,
         fence: FenceKind,
@@ -257,13 +277,30 @@ impl Sequence {
         f: &CpuFeatures,
     ) -> Result<Sequence, Unavailable> {
         op.check(width, f)?;
-        if !f.rdtscp {
-            return Err(Unavailable::machine(
-                "timing single accesses",
-                "this CPU lacks rdtscp",
-            ));
-        }
-        Ok(Sequence { op, fence, width })
+        check_timing(f)?;
+        Ok(Sequence {
+            op,
+            fence,
+            width,
+            timed: true,
+        })
+    }
+
+    /// Checks the sequence for streaming only ([`stream_seq`](Self::stream_seq),
+    /// [`stream_idx`](Self::stream_idx)), which needs no `rdtscp`.
+    pub fn stream(
+        op: Op,
+        fence: FenceKind,
+        width: Width,
+        f: &CpuFeatures,
+    ) -> Result<Sequence, Unavailable> {
+        op.check(width, f)?;
+        Ok(Sequence {
+            op,
+            fence,
+            width,
+            timed: false,
+        })
     }
 
     /// The op.
@@ -288,6 +325,10 @@ impl Sequence {
             "access sizes are 8 or multiples of 64"
         );
         assert_eq!(offsets.len(), out.len());
+        assert!(
+            self.timed,
+            "a streaming-only sequence cannot time single accesses"
+        );
         let len = region.len();
         let base = region.as_ptr();
         for &o in offsets {
@@ -353,7 +394,8 @@ impl Sequence {
 }
 
 /// Median ticks of an empty timed interval with the same timestamp discipline: the
-/// overhead to subtract from [`Sequence::time_each`].
+/// overhead to subtract from [`Sequence::time_each`]. Call it only after
+/// [`check_timing`] (or a [`Sequence::new`]) succeeded: it executes `rdtscp`.
 pub fn timing_overhead(n: usize) -> u64 {
     let mut v: Vec<u64> = (0..n.max(1)).map(|_| ops::timed_nothing()).collect();
     v.sort_unstable();
@@ -440,5 +482,45 @@ mod tests {
         assert!(!e.is_usage(), "no rdtscp: no command line helps");
         assert!(Sequence::new(Op::Load, FenceKind::None, Width::W64, &none).is_err());
         assert!(timing_overhead(11) > 0);
+    }
+
+    /// The x86-64 baseline (SSE2, clflush, no rdtscp): every op but the newer flushes and
+    /// movntdqa streams at 16 bytes; timing single accesses is the machine's refusal.
+    #[test]
+    fn the_x86_64_baseline_streams_at_16_bytes_and_refuses_timing() {
+        let old = CpuFeatures::baseline();
+        assert_eq!(Width::widest(&old), Width::W16);
+        for op in OPS {
+            let ok = Sequence::stream(op, FenceKind::Sfence, Width::W16, &old).is_ok();
+            let want = !matches!(op, Op::NtLoad | Op::StoreClflushopt | Op::StoreClwb);
+            assert_eq!(ok, want, "{op}");
+        }
+        let e = Sequence::new(Op::Load, FenceKind::None, Width::W16, &old).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "timing single accesses: this CPU lacks rdtscp"
+        );
+        assert!(!e.is_usage());
+        let westmere = CpuFeatures {
+            movntdqa: true,
+            rdtscp: true,
+            ..old
+        };
+        assert!(Sequence::new(Op::NtLoad, FenceKind::None, Width::W16, &westmere).is_ok());
+        let e = Op::Store.check(Width::W32, &westmere).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "store with 32-byte instructions: this CPU lacks AVX2"
+        );
+        // The 16-byte loops run here whatever this CPU has beyond SSE2.
+        let mut b = Box::new(Buf([0; 8192]));
+        let seq = Sequence::stream(Op::Store, FenceKind::None, Width::W16, &old).unwrap();
+        seq.stream_seq(&mut Region::from_slice(&mut b.0), 1, 2, 5);
+        assert!(
+            b.0[64..192]
+                .chunks(8)
+                .all(|c| u64::from_ne_bytes(c.try_into().unwrap()) == 5)
+        );
+        assert!(b.0[..64].iter().chain(&b.0[192..]).all(|&x| x == 0));
     }
 }

@@ -42,7 +42,8 @@ impl<'r, 'a> Chaser<'r, 'a> {
     }
 
     /// Times `out.len()` single dependent loads, writing raw ticks (timer overhead
-    /// included) into `out`.
+    /// included) into `out`. The timer closes with `rdtscp`: call it only after
+    /// [`crate::access::check_timing`] succeeded.
     pub fn time_each(&mut self, out: &mut [u64]) {
         for t in out.iter_mut() {
             // SAFETY: as in `run`.

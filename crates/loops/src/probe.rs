@@ -11,7 +11,9 @@ use crate::Region;
 use crate::Unavailable;
 use crate::rng::SplitMix64;
 use pmscope_core::vocab::Pattern;
-use pmscope_persist::insn::{Clflush, Clwb, Fence, Flush, Mfence, NtStore, Sfence};
+use pmscope_persist::insn::{
+    Clflush, Clflushopt, Clwb, Fence, Flush, FlushKind, Mfence, NtStore, Sfence,
+};
 use pmscope_sys::cpu::CpuFeatures;
 
 /// Bytes of an XPLine.
@@ -49,18 +51,60 @@ pub fn split_read_write(ws: usize, pattern: Pattern, seed: u64) -> (Vec<usize>, 
 /// The write a visit of [`time_walk`] makes to another line of the XPLine it read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VisitWrite {
-    /// An 8-byte store, `clwb` of its line, `sfence`.
+    /// An 8-byte store, `clwb` of its line, `sfence` (the seed's write).
     StoreClwb,
+    /// An 8-byte store, `clflushopt` of its line, `sfence`.
+    StoreClflushopt,
+    /// An 8-byte store, `clflush` of its line, `sfence`.
+    StoreClflush,
     /// An 8-byte non-temporal store (`movnti`), `sfence`.
     NtStore,
 }
 
+/// Every write, in the order `--write` lists them.
+pub const VISIT_WRITES: [VisitWrite; 4] = [
+    VisitWrite::StoreClwb,
+    VisitWrite::StoreClflushopt,
+    VisitWrite::StoreClflush,
+    VisitWrite::NtStore,
+];
+
 impl VisitWrite {
-    /// The name in records.
+    /// The name in records and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             VisitWrite::StoreClwb => "store+clwb",
+            VisitWrite::StoreClflushopt => "store+clflushopt",
+            VisitWrite::StoreClflush => "store+clflush",
             VisitWrite::NtStore => "ntstore",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<VisitWrite> {
+        VISIT_WRITES.into_iter().find(|w| w.name() == s)
+    }
+
+    /// The write where none is named: a store and the best write-back this CPU has, in
+    /// the persist default's order (`store+clwb`, else `store+clflushopt`, else
+    /// `store+clflush`, which every x86-64 CPU has).
+    pub fn default_for(f: &CpuFeatures) -> VisitWrite {
+        match pmscope_persist::PersistStrategy::default_for(f)
+            .recipe()
+            .flush
+        {
+            FlushKind::Clwb => VisitWrite::StoreClwb,
+            FlushKind::Clflushopt => VisitWrite::StoreClflushopt,
+            _ => VisitWrite::StoreClflush,
+        }
+    }
+
+    fn flush(self) -> FlushKind {
+        match self {
+            VisitWrite::StoreClwb => FlushKind::Clwb,
+            VisitWrite::StoreClflushopt => FlushKind::Clflushopt,
+            VisitWrite::StoreClflush => FlushKind::Clflush,
+            VisitWrite::NtStore => FlushKind::None,
         }
     }
 
@@ -72,8 +116,11 @@ impl VisitWrite {
                 "this CPU lacks rdtscp",
             ));
         }
-        if self == VisitWrite::StoreClwb && !f.clwb {
-            return Err(Unavailable::asked("store+clwb", "this CPU lacks clwb"));
+        if let Some(missing) = self.flush().feature().filter(|&x| !f.has(x)) {
+            return Err(Unavailable::asked(
+                self.name(),
+                format!("this CPU lacks {missing}"),
+            ));
         }
         Ok(())
     }
@@ -171,6 +218,14 @@ pub fn time_walk(
                     (p as *mut u64).write_volatile(i as u64 | 1);
                     Clwb::line(p);
                 }
+                VisitWrite::StoreClflushopt => {
+                    (p as *mut u64).write_volatile(i as u64 | 1);
+                    Clflushopt::line(p);
+                }
+                VisitWrite::StoreClflush => {
+                    (p as *mut u64).write_volatile(i as u64 | 1);
+                    Clflush::line(p);
+                }
                 VisitWrite::NtStore => NtStore::store8(p, i as u64 | 1),
             }
         }
@@ -193,6 +248,32 @@ pub fn time_walk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// chase-write's default write follows the persist default's fallback order.
+    #[test]
+    fn the_default_write_falls_back_to_a_flush_this_cpu_has() {
+        let old = CpuFeatures {
+            rdtscp: true,
+            ..CpuFeatures::baseline()
+        };
+        let opt = CpuFeatures {
+            clflushopt: true,
+            ..old
+        };
+        let wb = CpuFeatures { clwb: true, ..opt };
+        assert_eq!(VisitWrite::default_for(&wb), VisitWrite::StoreClwb);
+        assert_eq!(VisitWrite::default_for(&opt), VisitWrite::StoreClflushopt);
+        assert_eq!(VisitWrite::default_for(&old), VisitWrite::StoreClflush);
+        for f in [old, opt, wb] {
+            assert!(VisitWrite::default_for(&f).check(&f).is_ok());
+        }
+        let e = VisitWrite::StoreClwb.check(&old).unwrap_err();
+        assert_eq!(e.to_string(), "store+clwb: this CPU lacks clwb");
+        assert!(e.is_usage());
+        for w in VISIT_WRITES {
+            assert_eq!(VisitWrite::parse(w.name()), Some(w));
+        }
+    }
 
     #[repr(align(256))]
     struct Buf([u8; 64 << 10]);
@@ -225,7 +306,7 @@ mod tests {
         let mut t = vec![0u64; order.len()];
         time_xpline_reads(&mut r, &order, true, &mut t);
         assert!(b.0.iter().all(|&x| x == 0xAB));
-        for write in [VisitWrite::StoreClwb, VisitWrite::NtStore] {
+        for write in VISIT_WRITES {
             if write.check(&f).is_err() {
                 continue;
             }

@@ -178,17 +178,23 @@ impl<'a> StreamView<'a> {
     }
 }
 
-/// A checked stream: op, vector width (32 or 64 bytes) and access size.
+/// A checked stream: op, vector width (16, 32 or 64 bytes) and access size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Streamer {
     op: StreamOp,
-    wide: bool,
+    width: usize,
     access: usize,
 }
 
 impl Streamer {
-    /// Checks the op against the CPU. `width` is 64 (AVX-512) or 32 (AVX2); `access` is a
-    /// multiple of 64 bytes.
+    /// The widest vector this CPU streams with: 64 (AVX-512F), 32 (AVX2), else 16 (SSE2,
+    /// on every x86-64 CPU). The default of every command that streams.
+    pub fn widest(f: &CpuFeatures) -> usize {
+        crate::access::Width::widest(f).bytes()
+    }
+
+    /// Checks the op against the CPU. `width` is 64 (AVX-512F), 32 (AVX2) or 16 (SSE2);
+    /// `access` is a multiple of 64 bytes.
     pub fn new(
         op: StreamOp,
         width: usize,
@@ -200,8 +206,8 @@ impl Streamer {
         match width {
             64 if !f.avx512f => return fail("this CPU lacks AVX-512F"),
             32 if !f.avx2 => return fail("this CPU lacks AVX2"),
-            64 | 32 => {}
-            _ => return fail("the vector width must be 32 or 64 bytes"),
+            64 | 32 | 16 => {}
+            _ => return fail("the vector width must be 16, 32 or 64 bytes"),
         }
         if op == StreamOp::StoreClwb && !f.clwb {
             return fail("this CPU lacks clwb");
@@ -209,16 +215,17 @@ impl Streamer {
         if access == 0 || !access.is_multiple_of(64) {
             return fail("the access size must be a positive multiple of 64 bytes");
         }
-        Ok(Streamer {
-            op,
-            wide: width == 64,
-            access,
-        })
+        Ok(Streamer { op, width, access })
     }
 
     /// The op.
     pub fn op(&self) -> StreamOp {
         self.op
+    }
+
+    /// The vector width in bytes.
+    pub fn width(&self) -> usize {
+        self.width
     }
 
     /// Bytes of the region an access may start in: the whole region, or its first half
@@ -244,25 +251,31 @@ impl Streamer {
         // SAFETY: the caller's contract.
         unsafe {
             let p = base.add(off);
-            match (self.op, self.wide) {
-                (StreamOp::Read, true) => k::read64(p, bytes, v),
-                (StreamOp::Read, false) => k::read32(p, bytes, v),
-                (StreamOp::Write, true) => k::write64(p, bytes, v),
-                (StreamOp::Write, false) => k::write32(p, bytes, v),
-                (StreamOp::NtStore, true) => k::ntstore64(p, bytes, v),
-                (StreamOp::NtStore, false) => k::ntstore32(p, bytes, v),
-                (StreamOp::StoreClwb, true) => {
-                    k::store_clwb64(p, bytes, v);
+            let dst = base.add(half + off);
+            match (self.op, self.width) {
+                (StreamOp::Read, 64) => k::read64(p, bytes, v),
+                (StreamOp::Read, 32) => k::read32(p, bytes, v),
+                (StreamOp::Read, _) => k::read16(p, bytes, v),
+                (StreamOp::Write, 64) => k::write64(p, bytes, v),
+                (StreamOp::Write, 32) => k::write32(p, bytes, v),
+                (StreamOp::Write, _) => k::write16(p, bytes, v),
+                (StreamOp::NtStore, 64) => k::ntstore64(p, bytes, v),
+                (StreamOp::NtStore, 32) => k::ntstore32(p, bytes, v),
+                (StreamOp::NtStore, _) => k::ntstore16(p, bytes, v),
+                (StreamOp::StoreClwb, w) => {
+                    match w {
+                        64 => k::store_clwb64(p, bytes, v),
+                        32 => k::store_clwb32(p, bytes, v),
+                        _ => k::store_clwb16(p, bytes, v),
+                    }
                     Sfence::fence();
                 }
-                (StreamOp::StoreClwb, false) => {
-                    k::store_clwb32(p, bytes, v);
-                    Sfence::fence();
-                }
-                (StreamOp::Copy, true) => k::copy64(p, base.add(half + off), bytes),
-                (StreamOp::Copy, false) => k::copy32(p, base.add(half + off), bytes),
-                (StreamOp::NtCopy, true) => k::ntcopy64(p, base.add(half + off), bytes),
-                (StreamOp::NtCopy, false) => k::ntcopy32(p, base.add(half + off), bytes),
+                (StreamOp::Copy, 64) => k::copy64(p, dst, bytes),
+                (StreamOp::Copy, 32) => k::copy32(p, dst, bytes),
+                (StreamOp::Copy, _) => k::copy16(p, dst, bytes),
+                (StreamOp::NtCopy, 64) => k::ntcopy64(p, dst, bytes),
+                (StreamOp::NtCopy, 32) => k::ntcopy32(p, dst, bytes),
+                (StreamOp::NtCopy, _) => k::ntcopy16(p, dst, bytes),
             }
         }
     }
@@ -486,9 +499,9 @@ mod tests {
     struct Buf([u8; 1 << 16]);
 
     fn widths(f: &CpuFeatures) -> Vec<usize> {
-        [32, 64]
+        [16, 32, 64]
             .into_iter()
-            .filter(|&w| (w == 32 && f.avx2) || (w == 64 && f.avx512f))
+            .filter(|&w| w == 16 || (w == 32 && f.avx2) || (w == 64 && f.avx512f))
             .collect()
     }
 
@@ -504,6 +517,9 @@ mod tests {
         let f = CpuFeatures::detect();
         for w in widths(&f) {
             for op in STREAM_OPS {
+                if op == StreamOp::StoreClwb && !f.clwb {
+                    continue;
+                }
                 for access in [64usize, 192, 256, 4096] {
                     let s = Streamer::new(op, w, access, &f).unwrap();
                     let mut b = Box::new(Buf([0; 1 << 16]));
@@ -578,8 +594,13 @@ mod tests {
     #[test]
     fn a_pass_covers_the_span() {
         let f = CpuFeatures::detect();
-        let w = if f.avx512f { 64 } else { 32 };
-        let s = Streamer::new(StreamOp::Write, w, 4096, &f).unwrap();
+        for w in widths(&f) {
+            a_pass_covers_the_span_at(w, &f);
+        }
+    }
+
+    fn a_pass_covers_the_span_at(w: usize, f: &CpuFeatures) {
+        let s = Streamer::new(StreamOp::Write, w, 4096, f).unwrap();
         let mut b = Box::new(Buf([0; 1 << 16]));
         let t = s.pass(
             StreamView::of(&mut Region::from_slice(&mut b.0), 1, false)[0],
@@ -587,9 +608,12 @@ mod tests {
         );
         assert_eq!(t.written, 1 << 16);
         assert!(words(&b.0).iter().all(|&x| x == 5));
-        let c = Streamer::new(StreamOp::Copy, w, 4096, &f).unwrap();
+        let c = Streamer::new(StreamOp::Copy, w, 4096, f).unwrap();
         assert_eq!(c.span(1 << 16), 1 << 15);
-        let s = Streamer::new(StreamOp::StoreClwb, w, 192, &f).unwrap();
+        if !f.clwb {
+            return;
+        }
+        let s = Streamer::new(StreamOp::StoreClwb, w, 192, f).unwrap();
         let mut b = Box::new(Buf([0; 1 << 16]));
         let t = s.pass(
             StreamView::of(&mut Region::from_slice(&mut b.0), 1, false)[0],
@@ -679,10 +703,32 @@ mod tests {
         );
     }
 
+    /// Without AVX2 the default width is SSE2's 16 bytes, which every op but store+clwb
+    /// (no clwb) accepts: bandwidth, loaded and numa run on any x86-64 CPU.
+    #[test]
+    fn the_x86_64_baseline_streams_at_16_bytes() {
+        let old = CpuFeatures::baseline();
+        assert_eq!(Streamer::widest(&old), 16);
+        let sandy_bridge = CpuFeatures { avx: true, ..old };
+        assert_eq!(Streamer::widest(&sandy_bridge), 16, "AVX without AVX2");
+        assert_eq!(Streamer::widest(&CpuFeatures { avx2: true, ..old }), 32);
+        for op in STREAM_OPS {
+            let r = Streamer::new(op, 16, 64, &old);
+            assert_eq!(r.is_ok(), op != StreamOp::StoreClwb, "{op:?}");
+        }
+        assert_eq!(
+            Streamer::new(StreamOp::Read, 32, 64, &sandy_bridge)
+                .unwrap_err()
+                .to_string(),
+            "read with 32-byte vectors: this CPU lacks AVX2"
+        );
+    }
+
     #[test]
     fn refusals() {
         let f = CpuFeatures::default();
         assert!(Streamer::new(StreamOp::Read, 64, 64, &f).is_err());
+        assert!(Streamer::new(StreamOp::Read, 8, 64, &f).is_err());
         let g = CpuFeatures {
             avx2: true,
             ..CpuFeatures::default()

@@ -4,7 +4,11 @@
 //!
 //! A [`PersistStrategy`] is a value at the edge (the CLI's `--persist clwb`, a workload's
 //! choice) and is checked against CPUID once, when a [`Persister`] is made: asking for an
-//! instruction the CPU lacks is an error, never SIGILL. That check is the gate, and it is
+//! instruction the CPU lacks is an error, never SIGILL. Where no strategy is named
+//! ([`PersistChoice::Default`]), the default is the best write-back the CPU has: `clwb`,
+//! else `clflushopt`, else `clflush` ([`DEFAULT_ORDER`]; every x86-64 CPU has `clflush`),
+//! and the persister says when it fell back ([`Persister::fallback_note`]) and which
+//! instructions it executes ([`Persister::instructions`]), for the record. That check is the gate, and it is
 //! a convention enforced by `unsafe`, not by the compiler's target features: `clflushopt`
 //! and `clwb` are plain `asm!` in `unsafe fn`s (only the vector non-temporal stores are
 //! `#[target_feature]` functions), so the only safe way to execute a flush is a
@@ -19,7 +23,7 @@
 //! | `clflush`    | `clflush` (ordered, evicts)  | none needed             |
 //! | `clflushopt` | `clflushopt` (weakly ordered)| `sfence`                |
 //! | `clwb`       | `clwb` (may keep the line)   | `sfence`                |
-//! | `ntstore`    | data written with `movnt*`   | `sfence`                |
+//! | `ntstore`    | data written with `movntdq` (16 B, SSE2) / `vmovntdq` (32 B AVX, 64 B AVX-512F); partial lines flushed with the default's write-back | `sfence` |
 //! | `none`       | nothing (eADR or volatile)   | nothing                 |
 //! | `msync`      | nothing                      | `msync(MS_SYNC)` of the pages |
 //!
@@ -41,7 +45,10 @@ mod strategy;
 pub mod words;
 
 pub use domain::domain_warning;
-pub use strategy::{Drain, PersistStrategy, Persister, Recipe, STRATEGIES, StrategyError};
+pub use strategy::{
+    DEFAULT_ORDER, Drain, PersistChoice, PersistStrategy, Persister, Recipe, STRATEGIES,
+    StrategyError,
+};
 pub use words::{PersistCounts, PersistentWords};
 
 /// The cache-line size every flush steps by.

@@ -87,6 +87,54 @@ impl PersistStrategy {
     pub fn missing_feature(self, f: &CpuFeatures) -> Option<Feature> {
         self.feature().filter(|&feature| !f.has(feature))
     }
+
+    /// The strategy used where none is named ([`PersistChoice::Default`]): the first of
+    /// [`DEFAULT_ORDER`] this CPU has — `clwb`, else `clflushopt`, else `clflush`, which
+    /// every x86-64 CPU has. A pure function of the features, so the order is tested on
+    /// any machine.
+    pub fn default_for(f: &CpuFeatures) -> PersistStrategy {
+        DEFAULT_ORDER
+            .into_iter()
+            .find(|s| s.missing_feature(f).is_none())
+            .unwrap_or(PersistStrategy::Clflush)
+    }
+}
+
+/// The default strategy's fallback order: the cheapest write-back first. `clflush` is last
+/// and always there (CPUID.01H:EDX[19] is set on every x86-64 CPU).
+pub const DEFAULT_ORDER: [PersistStrategy; 3] = [
+    PersistStrategy::Clwb,
+    PersistStrategy::Clflushopt,
+    PersistStrategy::Clflush,
+];
+
+/// A strategy as the user chose it: named (`--persist clwb`), or left to the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PersistChoice {
+    /// No `--persist`: [`PersistStrategy::default_for`] this CPU, which falls back from
+    /// `clwb` to `clflushopt` to `clflush` and says so ([`Persister::fallback_note`]).
+    Default,
+    /// A named strategy: refused when the CPU lacks its instruction, never replaced.
+    Named(PersistStrategy),
+}
+
+impl PersistChoice {
+    /// `None` (the option not given) is the default; a name is parsed.
+    pub fn parse(name: Option<&str>) -> Result<PersistChoice, StrategyError> {
+        match name {
+            None => Ok(PersistChoice::Default),
+            Some(n) => n.parse().map(PersistChoice::Named),
+        }
+    }
+
+    /// The strategy this choice means on a CPU with features `f` (a named one whether or
+    /// not the CPU has it: [`Persister::choose`] refuses it then).
+    pub fn strategy(self, f: &CpuFeatures) -> PersistStrategy {
+        match self {
+            PersistChoice::Default => PersistStrategy::default_for(f),
+            PersistChoice::Named(s) => s,
+        }
+    }
 }
 
 /// A strategy as instructions: how the data is stored, flushed per line and drained.
@@ -167,6 +215,8 @@ pub struct Persister {
     /// The flush per line: the strategy's own, or for `ntstore` (whose data written by
     /// ordinary stores is in the cache) the best write-back the CPU has.
     flush: FlushKind,
+    /// Whether the strategy was the default's choice rather than named.
+    defaulted: bool,
 }
 
 impl Persister {
@@ -176,13 +226,8 @@ impl Persister {
             return Err(StrategyError::MissingFeature { strategy, feature });
         }
         let flush = if strategy.recipe().nontemporal {
-            if f.clwb {
-                FlushKind::Clwb
-            } else if f.clflushopt {
-                FlushKind::Clflushopt
-            } else {
-                FlushKind::Clflush
-            }
+            // The default's order, as instructions: clwb, clflushopt, clflush.
+            PersistStrategy::default_for(f).recipe().flush
         } else {
             strategy.recipe().flush
         };
@@ -190,7 +235,73 @@ impl Persister {
             strategy,
             nt_width: f.widest_ntstore(),
             flush,
+            defaulted: false,
         })
+    }
+
+    /// The persister of a choice: a named strategy checked as by [`new`](Self::new), or the
+    /// default's fallback ([`PersistStrategy::default_for`]), which never fails.
+    pub fn choose(choice: PersistChoice, f: &CpuFeatures) -> Result<Persister, StrategyError> {
+        let mut p = Persister::new(choice.strategy(f), f)?;
+        p.defaulted = choice == PersistChoice::Default;
+        Ok(p)
+    }
+
+    /// Whether the strategy was chosen by default rather than named.
+    pub fn defaulted(&self) -> bool {
+        self.defaulted
+    }
+
+    /// When the default fell back from `clwb`: one sentence saying to what and why (the
+    /// missing CPUID features), for the record and the terminal. `None` otherwise.
+    pub fn fallback_note(&self) -> Option<String> {
+        let first = DEFAULT_ORDER[0];
+        if !self.defaulted || self.strategy == first {
+            return None;
+        }
+        let skipped: Vec<&str> = DEFAULT_ORDER
+            .iter()
+            .take_while(|&&s| s != self.strategy)
+            .filter_map(|s| s.feature().map(|f| f.name()))
+            .collect();
+        Some(format!(
+            "the default persist strategy is {first}, but this CPU lacks {}, so {} is used",
+            skipped.join(" and "),
+            self.strategy
+        ))
+    }
+
+    /// The instructions this persister executes, for records: `clflush`,
+    /// `clflushopt+sfence`, `clwb+sfence`, `movntdq (16-byte)+sfence, clflush for partial
+    /// lines`, `none` or `msync`.
+    pub fn instructions(&self) -> String {
+        let r = self.strategy.recipe();
+        let drain = match r.drain {
+            Drain::Fence(FenceKind::None) => String::new(),
+            Drain::Fence(fence) => format!("+{}", fence.name()),
+            Drain::Msync => return "msync".into(),
+        };
+        if r.nontemporal {
+            let store = match self.nt_width {
+                64 | 32 => "vmovntdq",
+                _ => "movntdq",
+            };
+            return format!(
+                "{store} ({}-byte){drain}, {} for partial lines",
+                self.nt_width,
+                self.flush.name()
+            );
+        }
+        match self.flush {
+            FlushKind::None => "none".into(),
+            flush => format!("{}{drain}", flush.name()),
+        }
+    }
+
+    /// The per-line write-back this persister executes (for `ntstore`, the one used for
+    /// lines written by ordinary stores).
+    pub fn flush_kind(&self) -> FlushKind {
+        self.flush
     }
 
     /// The strategy.
@@ -199,7 +310,8 @@ impl Persister {
     }
 
     /// The width in bytes of the non-temporal stores `ntstore` uses, chosen from CPUID:
-    /// 64 (AVX-512F), 32 (AVX) or 16 (SSE2 `movnti` pairs).
+    /// 64 (AVX-512F `vmovntdq zmm`), 32 (AVX `vmovntdq ymm`) or 16 (SSE2 `movntdq xmm`,
+    /// which every x86-64 CPU has).
     pub fn nt_width(&self) -> usize {
         self.nt_width
     }
@@ -312,7 +424,8 @@ unsafe fn persist_range<F: Flush, D: Fence>(range: &[u8]) {
     D::fence();
 }
 
-/// Copies one 64-byte line with non-temporal stores of `wide` bytes.
+/// Copies one 64-byte line with non-temporal stores of `wide` bytes (64, 32 or 16; 8
+/// stores with `movnti`, for tests of the narrowest form).
 ///
 /// # Safety
 /// `wide` must be 64 only if the CPU has AVX-512F, 32 only if it has AVX.
@@ -326,6 +439,8 @@ unsafe fn ntstore_line(dst: &mut [u8; 64], src: &[u8; 64], wide: usize) {
         64 => unsafe { nt_line64(d, s) },
         // SAFETY: the caller guarantees AVX; d is 64- hence 32-byte aligned.
         32 => unsafe { nt_line32(d, s) },
+        // SAFETY: SSE2 is baseline on x86-64; d is 64- hence 16-byte aligned.
+        16 => unsafe { nt_line16(d, s) },
         _ => {
             for i in 0..8 {
                 let v = u64::from_ne_bytes(src[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
@@ -333,6 +448,22 @@ unsafe fn ntstore_line(dst: &mut [u8; 64], src: &[u8; 64], wide: usize) {
                 unsafe { NtStore::store8(d.add(i * 8), v) };
             }
         }
+    }
+}
+
+/// # Safety
+/// `s` is readable for 64 bytes, `d` writable and 16-byte aligned (SSE2 is baseline).
+#[inline(always)]
+unsafe fn nt_line16(d: *mut u8, s: *const u8) {
+    use core::arch::x86_64::{__m128i, _mm_loadu_si128};
+    for i in 0..4 {
+        // SAFETY: the caller's contract; each 16-byte quarter is inside the 64 bytes.
+        unsafe {
+            NtStore::store16(
+                d.add(i * 16),
+                _mm_loadu_si128(s.add(i * 16).cast::<__m128i>()),
+            )
+        };
     }
 }
 
@@ -401,6 +532,78 @@ mod tests {
         );
         assert!(Persister::new(PersistStrategy::None, &none).is_ok());
         assert!(Persister::new(PersistStrategy::Msync, &none).is_ok());
+    }
+
+    /// The default's fallback order as a function of the features: this must fail when
+    /// the order changes or a missing instruction is chosen (SIGILL on such a CPU).
+    #[test]
+    fn the_default_falls_back_from_clwb_to_clflushopt_to_clflush() {
+        let old = CpuFeatures::baseline(); // the x86-64 baseline: clflush, no clflushopt/clwb
+        let skylake_client = CpuFeatures {
+            clflushopt: true,
+            ..old
+        };
+        let modern = CpuFeatures {
+            clwb: true,
+            ..skylake_client
+        };
+        assert_eq!(PersistStrategy::default_for(&modern), PersistStrategy::Clwb);
+        assert_eq!(
+            PersistStrategy::default_for(&skylake_client),
+            PersistStrategy::Clflushopt
+        );
+        assert_eq!(PersistStrategy::default_for(&old), PersistStrategy::Clflush);
+        for (f, want_note) in [
+            (modern, None),
+            (
+                skylake_client,
+                Some(
+                    "the default persist strategy is clwb, but this CPU lacks clwb, so clflushopt is used",
+                ),
+            ),
+            (
+                old,
+                Some(
+                    "the default persist strategy is clwb, but this CPU lacks clwb and clflushopt, so clflush is used",
+                ),
+            ),
+        ] {
+            let p = Persister::choose(PersistChoice::Default, &f).unwrap();
+            assert!(p.defaulted());
+            assert_eq!(p.fallback_note().as_deref(), want_note);
+            assert_eq!(
+                p.flush_kind().feature().map(|x| f.has(x)),
+                Some(true),
+                "the chosen flush exists on this CPU"
+            );
+        }
+        let p = Persister::choose(PersistChoice::Default, &old).unwrap();
+        assert_eq!(
+            (p.strategy(), p.instructions().as_str()),
+            (PersistStrategy::Clflush, "clflush")
+        );
+        // A named strategy is never replaced: the CPU lacking it is a usage error.
+        let e = Persister::choose(PersistChoice::Named(PersistStrategy::Clwb), &old).unwrap_err();
+        assert!(e.is_usage());
+        let named = Persister::choose(PersistChoice::Named(PersistStrategy::Clflush), &modern);
+        assert_eq!(named.unwrap().fallback_note(), None);
+        // ntstore flushes its partial lines with the same order, at the SSE2 width.
+        let nt = Persister::new(PersistStrategy::Ntstore, &old).unwrap();
+        assert_eq!((nt.nt_width(), nt.flush_kind()), (16, FlushKind::Clflush));
+        assert_eq!(
+            nt.instructions(),
+            "movntdq (16-byte)+sfence, clflush for partial lines"
+        );
+        let nt = Persister::new(PersistStrategy::Ntstore, &skylake_client).unwrap();
+        assert_eq!(nt.flush_kind(), FlushKind::Clflushopt);
+        assert_eq!(
+            PersistChoice::parse(None).unwrap().strategy(&old),
+            PersistStrategy::Clflush
+        );
+        assert_eq!(
+            PersistChoice::parse(Some("clwb")).unwrap(),
+            PersistChoice::Named(PersistStrategy::Clwb)
+        );
     }
 
     #[test]
@@ -474,7 +677,7 @@ mod tests {
     fn narrow_ntstore_paths() {
         // Force each non-temporal width this CPU supports, not only the widest.
         let f = CpuFeatures::detect();
-        for (width, ok) in [(16, true), (32, f.avx), (64, f.avx512f)] {
+        for (width, ok) in [(8, true), (16, true), (32, f.avx), (64, f.avx512f)] {
             if !ok {
                 continue;
             }
@@ -482,6 +685,7 @@ mod tests {
                 strategy: PersistStrategy::Ntstore,
                 nt_width: width,
                 flush: FlushKind::Clflush,
+                defaulted: false,
             };
             let mut buf = vec![0u8; 1024];
             let src = pattern(1000, width as u8);

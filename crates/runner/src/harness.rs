@@ -182,6 +182,14 @@ impl<'s> Harness<'s> {
         &self.env
     }
 
+    /// Adds a finding every later record carries (and the terminal shows once): what the
+    /// command chose for this CPU, such as a default that fell back to an older instruction.
+    pub fn note(&mut self, w: Warning) {
+        if !self.env.contains(&w) {
+            self.env.push(w);
+        }
+    }
+
     /// A record of `experiment` not tied to one target (it carries the environment
     /// findings).
     pub fn record(&self, experiment: &str) -> Record {

@@ -62,6 +62,35 @@ pub enum Feature {
 }
 
 impl Feature {
+    /// Every feature, in `pmscope info`'s order.
+    pub const ALL: [Feature; 9] = [
+        Feature::Clflush,
+        Feature::Clflushopt,
+        Feature::Clwb,
+        Feature::Movnti,
+        Feature::Movntdqa,
+        Feature::Avx,
+        Feature::Avx2,
+        Feature::Avx512f,
+        Feature::Rdtscp,
+    ];
+
+    /// The CPUID bit that reports it (AVX and AVX-512F also need the OS to save their
+    /// registers, XCR0), for messages that say why an instruction is unavailable.
+    pub fn cpuid(self) -> &'static str {
+        match self {
+            Feature::Clflush => "CPUID.01H:EDX[19]",
+            Feature::Clflushopt => "CPUID.(EAX=07H,ECX=0):EBX[23]",
+            Feature::Clwb => "CPUID.(EAX=07H,ECX=0):EBX[24]",
+            Feature::Movnti => "CPUID.01H:EDX[26]",
+            Feature::Movntdqa => "CPUID.01H:ECX[19]",
+            Feature::Avx => "CPUID.01H:ECX[28]",
+            Feature::Avx2 => "CPUID.(EAX=07H,ECX=0):EBX[5]",
+            Feature::Avx512f => "CPUID.(EAX=07H,ECX=0):EBX[16]",
+            Feature::Rdtscp => "CPUID.80000001H:EDX[27]",
+        }
+    }
+
     /// The name `pmscope info` lists it by.
     pub fn name(self) -> &'static str {
         match self {
@@ -137,6 +166,17 @@ impl CpuFeatures {
         }
     }
 
+    /// What every x86-64 CPU has (`clflush`, SSE2's `movnti`, the fences) and nothing
+    /// more: the oldest CPU pmscope runs on, for tests of fallbacks on any machine.
+    pub fn baseline() -> CpuFeatures {
+        CpuFeatures {
+            clflush: true,
+            movnti: true,
+            fences: true,
+            ..CpuFeatures::default()
+        }
+    }
+
     /// No features at all (non-x86 hosts).
     #[cfg(not(target_arch = "x86_64"))]
     pub fn detect() -> CpuFeatures {
@@ -161,6 +201,20 @@ impl CpuFeatures {
             (self.hypervisor, "hypervisor"),
         ];
         all.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
+    }
+
+    /// The features of [`Feature::ALL`] this CPU lacks, plus `movdir64b`: what `pmscope
+    /// info` lists as absent.
+    pub fn absent(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Feature::ALL
+            .into_iter()
+            .filter(|&x| !self.has(x))
+            .map(Feature::name)
+            .collect();
+        if !self.movdir64b {
+            out.push("movdir64b");
+        }
+        out
     }
 
     /// Whether the CPU has `feature`.
@@ -337,6 +391,24 @@ mod tests {
             f.invariant_tsc,
             flags.contains(&"constant_tsc") && flags.contains(&"nonstop_tsc")
         );
+    }
+
+    #[test]
+    fn the_baseline_lacks_every_newer_instruction() {
+        let absent = CpuFeatures::baseline().absent();
+        for name in [
+            "clflushopt",
+            "clwb",
+            "avx",
+            "avx2",
+            "avx512f",
+            "rdtscp",
+            "movdir64b",
+        ] {
+            assert!(absent.contains(&name), "{name} in {absent:?}");
+        }
+        assert!(!absent.contains(&"clflush") && !absent.contains(&"movnti"));
+        assert_eq!(Feature::Clwb.cpuid(), "CPUID.(EAX=07H,ECX=0):EBX[24]");
     }
 
     #[test]

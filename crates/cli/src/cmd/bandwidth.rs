@@ -98,6 +98,8 @@ pub fn thread_roles(
 struct Plan {
     specs: Vec<TargetSpec>,
     opts: MapOptions,
+    /// What the defaults left out or chose on this CPU, for every record.
+    notes: Vec<pmscope_core::warning::Warning>,
     mix: Mix,
     ops: Vec<StreamOp>,
     patterns: Vec<bool>,
@@ -180,10 +182,37 @@ fn plan(ctx: &mut Context, a: &BandwidthArgs) -> Result<Plan> {
     for &t in &threads {
         check_threads(t, &cpus).map_err(usage)?;
     }
+    let f = &ctx.features;
     let width = match a.width {
-        Some(w) => w,
-        None if ctx.features.avx512f => 64,
-        None => 32,
+        Some(w) => {
+            Streamer::new(StreamOp::Read, w, 64, f)
+                .map_err(|e| usage(format!("--width {w}: {}", e.reason)))?;
+            w
+        }
+        None => Streamer::widest(f),
+    };
+    // A named op this CPU lacks is refused now; the default list leaves it out and the
+    // records say so.
+    let mut notes = Vec::new();
+    let ops: Vec<StreamOp> = if a.ops.is_some() {
+        for &op in &ops {
+            Streamer::new(op, width, 64, f)?;
+        }
+        ops
+    } else {
+        let (ok, lacking): (Vec<StreamOp>, Vec<StreamOp>) = ops
+            .into_iter()
+            .partition(|&op| Streamer::new(op, width, 64, f).is_ok());
+        for op in lacking {
+            if let Err(e) = Streamer::new(op, width, 64, f) {
+                notes.push(crate::fallback::note(format!(
+                    "{} is left out of the default ops: {}",
+                    op.name(),
+                    e.reason
+                )));
+            }
+        }
+        ok
     };
     // auto: each thread's region is its share of the memory; the smallest point's threads
     // together (one region with --shared) must not fit in the last-level cache.
@@ -215,6 +244,7 @@ fn plan(ctx: &mut Context, a: &BandwidthArgs) -> Result<Plan> {
     Ok(Plan {
         specs,
         opts,
+        notes,
         mix,
         ops,
         patterns,
@@ -271,6 +301,9 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     let features = ctx.features;
     // The timer is calibrated for the records; streams are timed by their own clock.
     let mut h = ctx.start(sink, &p.cpus, Some(p.per_thread), false)?;
+    for w in &p.notes {
+        h.note(w.clone());
+    }
     h.per_target(&p.specs, map_bytes, &p.opts, None, |run, m| {
         let mut region = Region::from_slice(m.bytes_mut());
         let views = StreamView::of(&mut region, max_threads, p.shared);

@@ -42,6 +42,9 @@ struct CpuInfo {
     cpus_online: Vec<usize>,
     features: cpu::CpuFeatures,
     feature_names: Vec<&'static str>,
+    /// The instructions pmscope may use that this CPU lacks (CPUID), which commands refuse
+    /// or replace with the documented fallbacks.
+    absent_features: Vec<&'static str>,
     caches: Vec<cpu::Cache>,
     last_level_cache_bytes: Option<u64>,
 }
@@ -113,6 +116,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
             vendor: cpu::vendor(),
             cpus_online: environment::online_cpus(root),
             feature_names: f.names(),
+            absent_features: f.absent(),
             features: f,
             last_level_cache_bytes: cpu::last_level_cache_bytes(&caches),
             caches,
@@ -169,16 +173,8 @@ fn print_human(i: &Info) {
         format_list(&i.cpu.cpus_online)
     );
     println!("features      {}", i.cpu.feature_names.join(" "));
-    let missing: Vec<&str> = [
-        ("clflushopt", i.cpu.features.clflushopt),
-        ("clwb", i.cpu.features.clwb),
-        ("avx512f", i.cpu.features.avx512f),
-        ("movdir64b", i.cpu.features.movdir64b),
-    ]
-    .iter()
-    .filter(|(_, on)| !on)
-    .map(|(n, _)| *n)
-    .collect();
+    // From CPUID, as every check before an instruction runs.
+    let missing = &i.cpu.absent_features;
     if !missing.is_empty() {
         println!("absent        {}", missing.join(" "));
     }

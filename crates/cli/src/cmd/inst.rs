@@ -136,12 +136,30 @@ fn plan(ctx: &mut Context, a: &InstArgs) -> Result<Plan> {
     let count = a
         .count
         .map_or(if a.full { 1_000_000 } else { 100_000 }, |c| c.0);
+    let f = &ctx.features;
     let width = match a.width {
         Some(w) => {
-            Width::from_bytes(w).ok_or_else(|| usage(format!("--width {w}: use 16, 32 or 64")))?
+            let width = Width::from_bytes(w)
+                .ok_or_else(|| usage(format!("--width {w}: use 16, 32 or 64")))?;
+            Op::Store
+                .check(width, f)
+                .map_err(|e| usage(format!("--width {w}: {}", e.reason)))?;
+            width
         }
-        None => Width::widest(&ctx.features),
+        None => Width::widest(f),
     };
+    // Ops named with --ops must run here; the default list marks what this CPU lacks as
+    // unsupported cells. Every cell is timed alone, closed by rdtscp (the machine's limit).
+    if a.ops.is_some() {
+        for op in &ops {
+            if let Some(missing) = op.features().into_iter().find(|&x| !f.has(x)) {
+                return Err(usage(format!(
+                    "--ops {op}: this CPU lacks {missing} (see `pmscope list ops`)"
+                )));
+            }
+        }
+    }
+    pmscope_loops::access::check_timing(f)?;
     let mut cells: Vec<Cell> = Vec::new();
     for (oi, _) in ops.iter().enumerate() {
         for (fi, _) in fences.iter().enumerate() {

@@ -252,10 +252,12 @@ fn run_job(
         KmerTableKind::StaticPm => TableKind::StaticPm,
         KmerTableKind::TxPm => TableKind::TxPm,
     };
-    let persist: pmscope_persist::PersistStrategy = r
-        .persist
-        .parse()
+    let persist = pmscope_persist::PersistChoice::parse(r.persist.as_deref())
         .map_err(|e| usage(format!("--persist: {e}")))?;
+    // A named strategy this CPU lacks is refused before anything is read or mapped.
+    if table == TableKind::StaticPm {
+        pmscope_persist::Persister::choose(persist, &ctx.features)?;
+    }
     if r.pool.is_some() && table == TableKind::Volatile {
         return Err(usage(
             "--pool holds a persistent table; add --table static-pm or --table tx-pm",
@@ -312,6 +314,7 @@ fn run_job(
         table,
         pool: r.pool.clone(),
         persist,
+        features: ctx.features,
         partition: partition.clone(),
     };
     let report = job::run(&job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
@@ -465,6 +468,12 @@ fn to_record(ctx: &Context, r: &Report, partition: Option<&NodePlan>) -> Record 
         "partition",
         if partition.is_some() { "nodes" } else { "none" },
     );
+    // Where pmscope persists (static-pm): the strategy actually used and its instructions,
+    // and the note when the default fell back.
+    if let Some(p) = &r.table.persister {
+        rec = crate::fallback::persist_params(rec, p);
+        rec.warnings.extend(crate::fallback::persist_note(p));
+    }
     if let Some(plan) = partition {
         let subs: Vec<serde_json::Value> = r
             .table

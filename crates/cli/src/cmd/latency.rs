@@ -83,6 +83,8 @@ struct Plan {
     samples: usize,
     /// Whether the sweep's end is `auto`.
     size_source: Source,
+    /// What the defaults left out on this CPU, for every record.
+    note: Option<pmscope_core::warning::Warning>,
 }
 
 fn plan(ctx: &mut Context, a: &LatencyArgs) -> Result<Plan> {
@@ -101,6 +103,20 @@ fn plan(ctx: &mut Context, a: &LatencyArgs) -> Result<Plan> {
     }
     // --full changes only the defaults: an explicit option always wins.
     let reps = a.reps.map_or(if a.full { 15 } else { 5 }, |r| r.0);
+    // The distribution times single loads, closed by rdtscp: asked for on a CPU without
+    // it, the machine refuses; by default it is left out, and the records say so.
+    let timing = pmscope_loops::access::check_timing(&ctx.features);
+    let (samples, note) = match (a.samples, timing) {
+        (Some(n), Err(e)) if n > 0 => return Err(e.into()),
+        (None, Err(e)) => (
+            0,
+            Some(crate::fallback::note(format!(
+                "the per-load distribution (--samples) is left out: {}",
+                e.reason
+            ))),
+        ),
+        (n, _) => (n.unwrap_or(if a.full { 1_000_000 } else { 200_000 }), None),
+    };
     Ok(Plan {
         targets,
         opts,
@@ -117,10 +133,9 @@ fn plan(ctx: &mut Context, a: &LatencyArgs) -> Result<Plan> {
             reps,
             rep_ns: if a.full { 200e6 } else { 40e6 },
         },
-        samples: a
-            .samples
-            .unwrap_or(if a.full { 1_000_000 } else { 200_000 }),
+        samples,
         size_source,
+        note,
     })
 }
 
@@ -141,6 +156,9 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
         sink.human(),
     );
     let mut h = ctx.start(sink, &[p.cpu], Some(max_ws), p.samples > 0)?;
+    if let Some(w) = &p.note {
+        h.note(w.clone());
+    }
     let timer = *h.timer();
     h.per_target(&p.targets, max_ws, &p.opts, None, |run, mapping| {
         let executor = run.executor();

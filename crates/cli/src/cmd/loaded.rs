@@ -305,7 +305,7 @@ fn plan(ctx: &mut Context, a: &LoadedArgs) -> Result<Plan> {
     let probe_bytes = probe_region.bytes;
     let traffic_bytes = traffic_region.bytes;
     let access_bytes = a.traffic_access.0 as usize;
-    let width = if ctx.features.avx512f { 64 } else { 32 };
+    let width = Streamer::widest(&ctx.features);
     let read = Streamer::new(StreamOp::Read, width, access_bytes, &ctx.features)?;
     let write = Streamer::new(
         writing.unwrap_or(StreamOp::Write),
@@ -316,6 +316,8 @@ fn plan(ctx: &mut Context, a: &LoadedArgs) -> Result<Plan> {
     if let Probe::Persist(op, fence) = probe {
         Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)?;
     }
+    // Every probe times single operations (the chase's loads too): rdtscp closes them.
+    access::check_timing(&ctx.features)?;
     let samples = a
         .samples
         .map_or(if a.full { 200_000 } else { 50_000 }, |s| s.0);

@@ -84,7 +84,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
     let (_, opts) = ctx.targets(&a.targets, &[])?;
     let chosen = ctx.size(a.size, Want::one("--size", SIZE_FLOOR), &specs, &opts);
     let (size, source) = (chosen.bytes, chosen.source.name());
-    let width = if ctx.features.avx512f { 64 } else { 32 };
+    let width = Streamer::widest(&ctx.features);
     let read = Streamer::new(StreamOp::Read, width, ACCESS, &ctx.features)?;
     let reps = a.reps.map_or(3, |r| r.0);
     let duration = Duration::from_secs_f64(a.duration.map_or(0.15, |d| d.0));

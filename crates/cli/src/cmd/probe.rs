@@ -54,15 +54,27 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
     let width = Width::widest(&features);
     let load = Sequence::new(Op::Load, FenceKind::None, width, &features)?;
     let nt = Sequence::new(Op::NtStore, FenceKind::Sfence, width, &features)?;
-    let write = match a.write.as_str() {
-        "store+clwb" => VisitWrite::StoreClwb,
-        "ntstore" => VisitWrite::NtStore,
-        other => {
-            return Err(crate::error::usage(format!(
-                "--write {other}: use store+clwb or ntstore"
-            )));
-        }
+    let write = match a.write.as_deref() {
+        None => VisitWrite::default_for(&features),
+        Some(name) => VisitWrite::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = probe::VISIT_WRITES.iter().map(|w| w.name()).collect();
+            crate::error::usage(format!("--write {name}: use {}", names.join(", ")))
+        })?,
     };
+    // The default write falls back as the persist default does, and the records say so.
+    let write_note =
+        (a.kind == ProbeKind::ChaseWrite && a.write.is_none() && write != VisitWrite::StoreClwb)
+            .then(|| {
+                crate::fallback::note(format!(
+                    "the default write is store+clwb, but this CPU lacks {}, so {} is used",
+                    if write == VisitWrite::StoreClflush {
+                        "clwb and clflushopt"
+                    } else {
+                        "clwb"
+                    },
+                    write.name()
+                ))
+            });
     if a.kind == ProbeKind::ChaseWrite {
         write.check(&features)?;
     }
@@ -163,6 +175,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
     let kind = a.kind.name();
     let human = sink.human();
     let mut h = ctx.start(sink, &[cpu], Some(max_ws), true)?;
+    if let Some(w) = write_note {
+        h.note(w);
+    }
     let timer: Timer = *h.timer();
     h.per_target(&specs, max_ws, &opts, None, |run, m| {
         let executor = run.executor();

@@ -73,7 +73,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
     let size = chosen.bytes;
     let source = chosen.source.name();
     let cpus = pmscope_sys::affinity::allowed_cpus()?;
-    let width = if ctx.features.avx512f { 64 } else { 32 };
+    let width = Streamer::widest(&ctx.features);
     let read = Streamer::new(StreamOp::Read, width, 64 << 10, &ctx.features)?;
     sink.text(&format!(
         "pmscope quick: {} on {} ({} CPUs, {} NUMA node{})\n",

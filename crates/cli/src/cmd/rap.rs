@@ -72,8 +72,8 @@ pub const REGION_FLOOR: u64 = 256 << 20;
 
 fn plan(ctx: &mut Context, a: &RapArgs) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let strategy: PersistStrategy = a.persist.parse()?;
-    let persister = Persister::new(strategy, &ctx.features)?;
+    let persister = crate::fallback::persister(a.persist.as_deref(), &ctx.features)?;
+    let strategy = persister.strategy();
     let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)?;
     let distances: Vec<usize> = parse_axis(&a.distances, AxisKind::Count)
         .map_err(|e| usage(e.to_string()))?
@@ -127,6 +127,9 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
         sink.human(),
     );
     let mut h = ctx.start(sink, &[p.cpu], Some(p.region_bytes), true)?;
+    if let Some(w) = crate::fallback::persist_note(persister) {
+        h.note(w);
+    }
     let timer = *h.timer();
     h.per_target(
         &p.specs,
@@ -190,9 +193,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                     }
                     Ok((idle, curve))
                 })??;
-            let mut base = run
-                .record("rap-idle")
-                .param("persist", strategy.name())
+            let mut base = crate::fallback::persist_params(run.record("rap-idle"), persister)
                 .param("region_bytes", p.region_bytes)
                 .param("size_source", p.size_source.name())
                 .param("samples", samples);
@@ -200,9 +201,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             base.summary = Some(idle);
             run.emit(&base)?;
             for (d, s) in curve {
-                let mut r = run
-                    .record("rap")
-                    .param("persist", strategy.name())
+                let mut r = crate::fallback::persist_params(run.record("rap"), persister)
                     .param("region_bytes", p.region_bytes)
                     .param("size_source", p.size_source.name())
                     .param("samples", samples)

@@ -376,6 +376,31 @@ fn join(targets: &[TargetSpec]) -> String {
         .join(", ")
 }
 
+/// A study's bandwidth steps name their ops; on a CPU without an op's instructions (no
+/// clwb: store+clwb) the op is left out of the step rather than failing the study, as the
+/// command's own default list does. Returns the ops left out.
+fn leave_out_what_this_cpu_lacks(
+    argv: &mut [String],
+    f: &pmscope_sys::cpu::CpuFeatures,
+) -> Vec<String> {
+    use pmscope_loops::stream::{StreamOp, Streamer};
+    if argv.get(1).map(String::as_str) != Some("bandwidth") {
+        return Vec::new();
+    }
+    let Some(at) = argv.iter().position(|x| x == "--ops") else {
+        return Vec::new();
+    };
+    let Some(list) = argv.get(at + 1).cloned() else {
+        return Vec::new();
+    };
+    let width = Streamer::widest(f);
+    let (keep, out): (Vec<&str>, Vec<&str>) = list.split(',').partition(|name| {
+        StreamOp::parse(name).is_none_or(|op| Streamer::new(op, width, 64, f).is_ok())
+    });
+    argv[at + 1] = keep.join(",");
+    out.into_iter().map(str::to_string).collect()
+}
+
 pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
     let steps = steps(a.study, a.full);
     let resumed = match &a.resume {
@@ -446,6 +471,16 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
         }
         let mut argv: Vec<String> = vec!["pmscope".into()];
         argv.extend(s.argv.iter().map(|x| x.to_string()));
+        let left_out = leave_out_what_this_cpu_lacks(&mut argv, &ctx.features);
+        if human && !left_out.is_empty() {
+            eprintln!(
+                "[{}/{}] {}: {} left out, this CPU lacks their instructions (see `pmscope list ops`)",
+                i + 1,
+                steps.len(),
+                s.name,
+                left_out.join(", "),
+            );
+        }
         argv.extend(common.iter().cloned());
         if let Some(c) = &a.cpus {
             let list = pmscope_core::cpulist::format_list(&c.0);
@@ -514,6 +549,28 @@ mod tests {
     use super::*;
 
     /// Every step of every study is a command line the parser accepts.
+    #[test]
+    fn the_steps_leave_out_ops_this_cpu_lacks() {
+        let old = pmscope_sys::cpu::CpuFeatures::baseline();
+        for study in [Study::Basic, Study::Table5, Study::Sync] {
+            for full in [false, true] {
+                for s in steps(study, full) {
+                    let mut argv: Vec<String> = vec!["pmscope".into()];
+                    argv.extend(s.argv.iter().map(|x| x.to_string()));
+                    let out = leave_out_what_this_cpu_lacks(&mut argv, &old);
+                    assert!(out.iter().all(|o| o == "store+clwb"), "{out:?}");
+                    assert!(!argv.iter().any(|x| x.contains("store+clwb")), "{argv:?}");
+                }
+            }
+        }
+        let mut argv: Vec<String> = ["pmscope", "bandwidth", "--ops", "read,store+clwb"]
+            .map(String::from)
+            .to_vec();
+        let modern = pmscope_sys::cpu::CpuFeatures { clwb: true, ..old };
+        assert!(leave_out_what_this_cpu_lacks(&mut argv, &modern).is_empty());
+        assert_eq!(argv[3], "read,store+clwb");
+    }
+
     #[test]
     fn every_step_parses() {
         for study in [Study::Basic, Study::Table5, Study::Sync] {

@@ -17,13 +17,15 @@ use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::vocab::Pattern;
+use pmscope_core::warning::Warning;
 use pmscope_loops::Region;
-use pmscope_loops::access::{FenceKind, Sequence, Width, store_value};
+use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::catalog;
 use pmscope_loops::rng::SplitMix64;
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::harness::repeat_dropping_first;
+use pmscope_sys::cpu::CpuFeatures;
 use std::time::{Duration, Instant};
 
 /// Lines per call between clock checks: long enough that the check costs nothing, short
@@ -63,11 +65,34 @@ fn stream_for(
     (done, start.elapsed().as_secs_f64())
 }
 
+/// The instruction unit: `--unit` checked against the CPU (a width it lacks is a usage
+/// error), or pmmeter's 32 bytes, 16 on a CPU without AVX2 (with the record's note).
+fn unit(given: Option<usize>, f: &CpuFeatures) -> Result<(Width, Option<Warning>)> {
+    match given {
+        Some(n) => {
+            let w = Width::from_bytes(n)
+                .ok_or_else(|| usage(format!("--unit {n}: use 8, 16, 32 or 64")))?;
+            Op::Store
+                .check(w, f)
+                .map_err(|e| usage(format!("--unit {n}: {}", e.reason)))?;
+            Ok((w, None))
+        }
+        None if Op::Store.check(Width::W32, f).is_ok() => Ok((Width::W32, None)),
+        None => Ok((
+            Width::W16,
+            Some(crate::fallback::note(
+                "the default unit is pmmeter's 32 bytes, but this CPU lacks AVX2, so 16-byte (SSE2) instructions are used",
+            )),
+        )),
+    }
+}
+
 /// What `sync` measures, validated before anything is mapped.
 struct Plan {
     specs: Vec<TargetSpec>,
     opts: MapOptions,
     unit: Width,
+    unit_note: Option<Warning>,
     patterns: Vec<bool>,
     plus_f: FenceKind,
     region_bytes: u64,
@@ -84,8 +109,7 @@ pub const REGION_FLOOR: u64 = 1 << 30;
 
 fn plan(ctx: &mut Context, a: &SyncArgs) -> Result<Plan> {
     let (specs, mut opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let unit = Width::from_bytes(a.unit)
-        .ok_or_else(|| usage(format!("--unit {}: use 8, 16, 32 or 64", a.unit)))?;
+    let (unit, unit_note) = unit(a.unit, &ctx.features)?;
     let patterns = parse_patterns(&a.pattern)?;
     let plus_f = match a.fence.as_str() {
         "mfence" => FenceKind::Mfence,
@@ -107,6 +131,7 @@ fn plan(ctx: &mut Context, a: &SyncArgs) -> Result<Plan> {
         specs,
         opts,
         unit,
+        unit_note,
         patterns,
         plus_f,
         region_bytes: region.bytes,
@@ -139,6 +164,9 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     );
     // The timer is calibrated for the records; streams are timed by their own clock.
     let mut h = ctx.start(sink, cpus, Some(p.region_bytes), false)?;
+    if let Some(w) = &p.unit_note {
+        h.note(w.clone());
+    }
     h.per_target(&p.specs, p.region_bytes, &p.opts, None, |run, m| {
         let executor = run.executor();
         let lines_per_thread = m.len() / threads / 64;
@@ -154,7 +182,8 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             for &random in &p.patterns {
                 run.check_interrupt()?;
                 let pattern = Pattern::from_random(random).name();
-                let seq = match row.sequence(unit, &features) {
+                // Streams only: no single access is timed, so no rdtscp is needed.
+                let seq = match Sequence::stream(op, fence, unit, &features) {
                     Ok(s) => s,
                     Err(e) => {
                         let r = run

@@ -707,7 +707,10 @@ mod tests {
                             expected_distinct: 40_000,
                             parallel: 1,
                             pool: None,
-                            persist: pmscope_persist::PersistStrategy::Clflush,
+                            persist: pmscope_persist::PersistChoice::Named(
+                                pmscope_persist::PersistStrategy::Clflush,
+                            ),
+                            features: pmscope_sys::cpu::CpuFeatures::detect(),
                             inputs: 1,
                             partition: None,
                         };

@@ -30,9 +30,10 @@ use super::table::partition::{NodePlan, PartitionedTable};
 use super::table::{Create, Entry, KmerTable, TableError, TableKind, TableRequest, WithTable};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_mapping::{MapOptions, TargetSpec};
-use pmscope_persist::PersistStrategy;
+use pmscope_persist::PersistChoice;
 use pmscope_runner::interrupt::{self, Interrupted};
 use pmscope_runner::pin::PinError;
+use pmscope_sys::cpu::CpuFeatures;
 use rayon::prelude::*;
 use std::io::Write;
 use std::path::PathBuf;
@@ -124,8 +125,10 @@ pub struct Job {
     pub table: TableKind,
     /// A pool file a persistent table creates or reopens (none: a fresh pool on the target).
     pub pool: Option<PathBuf>,
-    /// How a persistent table makes its stores durable.
-    pub persist: PersistStrategy,
+    /// How a persistent table makes its stores durable: named, or the default's fallback.
+    pub persist: PersistChoice,
+    /// The CPU (CPUID): which flushes a persistent table may execute.
+    pub features: CpuFeatures,
     /// `--partition nodes`: one sub-table per node of the plan, its workers pinned there
     /// (`threads` must be the plan's); `None`: one table.
     pub partition: Option<NodePlan>,
@@ -499,6 +502,7 @@ impl<const W: usize> Run<'_, W> {
             parallel: self.job.threads,
             pool: None,
             persist: self.job.persist,
+            features: self.job.features,
             inputs: 0,
             partition: self.job.partition.as_ref(),
         }

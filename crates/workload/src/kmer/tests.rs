@@ -70,7 +70,8 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         preview: 0,
         table: TableKind::default(),
         pool: None,
-        persist: pmscope_persist::PersistStrategy::Clflush,
+        persist: pmscope_persist::PersistChoice::Named(pmscope_persist::PersistStrategy::Clflush),
+        features: pmscope_sys::cpu::CpuFeatures::detect(),
         partition: None,
     }
 }
@@ -372,6 +373,63 @@ fn refusal(j: &Job) -> String {
     }
 }
 
+/// On a CPU without clwb and clflushopt (the x86-64 baseline), static-pm's default
+/// persists with clflush, which every x86-64 CPU has, and its facts say so; a pool it wrote
+/// reopens on a CPU with clwb under the default with the strategy it was written with. This
+/// must fail when the fallback picks an instruction the features lack, or none.
+#[test]
+fn static_pm_falls_back_to_clflush_without_clwb_and_clflushopt() {
+    use pmscope_persist::{PersistChoice, PersistStrategy};
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &[b"ACGTTGCAAGGCTTACAGGATTACA".to_vec()]);
+    let count = Operation::Count { genomes: vec![a] };
+    let mut j = job(count, 7, 1);
+    let want = written(&j);
+    j.table = TableKind::StaticPm;
+    j.persist = PersistChoice::Default;
+    j.features = pmscope_sys::cpu::CpuFeatures::baseline();
+    let report = run(&j, None).unwrap();
+    let p = report
+        .table
+        .persister
+        .expect("static-pm reports its persister");
+    assert_eq!(p.strategy(), PersistStrategy::Clflush);
+    assert_eq!(p.instructions(), "clflush");
+    assert!(p.defaulted());
+    assert_eq!(
+        p.fallback_note().as_deref(),
+        Some(
+            "the default persist strategy is clwb, but this CPU lacks clwb and clflushopt, so clflush is used"
+        )
+    );
+    let (flushes, _) = report.table.persist.unwrap();
+    assert!(flushes > 0, "clflush really ran");
+    assert_eq!(written(&j), want, "the counts are the volatile table's");
+    // A named strategy this CPU lacks is refused, not replaced.
+    j.persist = PersistChoice::Named(PersistStrategy::Clwb);
+    let m = refusal(&j);
+    assert!(
+        m.contains("needs clwb, which this CPU does not have"),
+        "{m}"
+    );
+    // A pool written with the fallback keeps it on a CPU that has clwb.
+    let pool = dir.path().join("pool");
+    j.persist = PersistChoice::Default;
+    j.pool = Some(pool);
+    assert_eq!(written(&j), want);
+    j.features = pmscope_sys::cpu::CpuFeatures {
+        clflushopt: true,
+        clwb: true,
+        ..j.features
+    };
+    let report = run(&j, None).unwrap();
+    assert_eq!(
+        report.table.persister.map(|p| p.strategy()),
+        Some(PersistStrategy::Clflush),
+        "a reopened pool keeps the strategy it was written with"
+    );
+}
+
 #[test]
 fn static_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     let dir = tempfile::tempdir().unwrap();
@@ -415,7 +473,8 @@ fn static_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
     assert!(m.contains("is counting other genomes"), "{m}");
     // Other persist strategy.
     let mut other_persist = j.clone();
-    other_persist.persist = pmscope_persist::PersistStrategy::None;
+    other_persist.persist =
+        pmscope_persist::PersistChoice::Named(pmscope_persist::PersistStrategy::None);
     let m = refusal(&other_persist);
     assert!(m.contains("was written with --persist clflush"), "{m}");
     assert_eq!(

@@ -37,10 +37,11 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
         .map_err(|e| anyhow!("reading the CPUs pmscope may use: {e}"))?;
     let threads = a.threads.map(|n| n.0).unwrap_or(allowed.len().max(1));
     check_threads(threads, &allowed).map_err(usage)?;
-    let persist: pmscope_persist::PersistStrategy = a
-        .persist
-        .parse()
+    // static-pm's persister; a named strategy this CPU lacks is refused here, at once.
+    let choice = pmscope_persist::PersistChoice::parse(a.persist.as_deref())
         .map_err(|e| usage(format!("--persist: {e}")))?;
+    let persister = pmscope_persist::Persister::choose(choice, &ctx.features)?;
+    let persist = persister.strategy();
     let (specs, map_options) = ctx.targets(&a.targets.as_target_args(), &["shm:4k"])?;
     if specs.len() != 1 {
         return Err(usage(
@@ -85,7 +86,8 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
             preview: 0,
             table,
             pool: None,
-            persist,
+            persist: choice,
+            features: ctx.features,
             partition: None,
         };
         let report = job::run(&job, None).map_err(job_error)?;
@@ -106,6 +108,8 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
             .param("threads", r.threads)
             .param("table", table.name())
             .param("persist", persist.to_string())
+            .param("persist_default", persister.defaulted())
+            .param("persist_instructions", persister.instructions())
             .param("flush_count", flush_count(*table, r))
             .param("persist_means", persist_means(*table, r, persist))
             .param(
@@ -137,6 +141,8 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
         rec.target = Some(r.table.target.clone());
         rec.threads = r.placements.clone();
         rec.warnings.extend(r.table.warnings.iter().cloned());
+        rec.warnings
+            .extend(crate::fallback::persist_note(&persister));
         for w in &environment {
             if !rec.warnings.contains(w) {
                 rec.warnings.push(w.clone());

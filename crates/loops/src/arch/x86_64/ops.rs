@@ -14,7 +14,10 @@ use pmscope_sys::tsc;
 
 /// A memory access instruction family at four widths. Every method requires `p` to be
 /// valid for the access and aligned to its width, and the CPU to have the width's feature
-/// (16: SSE2, or SSE4.1 for movntdqa; 32: AVX, or AVX2 for vmovntdqa; 64: AVX-512F).
+/// (16: SSE2, baseline on x86-64, or SSE4.1 for movntdqa; 32: AVX2; 64: AVX-512F). The
+/// 16-byte methods and loops enable nothing beyond SSE2, so the compiler cannot put a newer
+/// instruction into them: `movntdqa` is written as `asm!` (the assembler needs no feature)
+/// and reached only after `Op::check` saw SSE4.1.
 pub trait Access {
     /// # Safety
     /// See the trait docs.
@@ -47,10 +50,9 @@ impl Access for Load {
             asm!("mov {x}, qword ptr [{p}]", p = in(reg) p, x = out(reg) _, options(nostack, readonly, preserves_flags))
         }
     }
-    #[target_feature(enable = "sse4.1")]
-    #[inline]
+    #[inline(always)]
     unsafe fn a16(p: *mut u8, _v: __m128i) {
-        // SAFETY: the trait's contract.
+        // SAFETY: the trait's contract (SSE2).
         unsafe {
             asm!("movdqa {x}, xmmword ptr [{p}]", p = in(reg) p, x = out(xmm_reg) _, options(nostack, readonly, preserves_flags))
         }
@@ -78,10 +80,9 @@ impl Access for NtLoad {
     unsafe fn a8(_p: *mut u8, _v: u64) {
         unreachable!("movntdqa has no 8-byte form")
     }
-    #[target_feature(enable = "sse4.1")]
-    #[inline]
+    #[inline(always)]
     unsafe fn a16(p: *mut u8, _v: __m128i) {
-        // SAFETY: the trait's contract (SSE4.1).
+        // SAFETY: the trait's contract (SSE4.1, checked by `Op::check`).
         unsafe {
             asm!("movntdqa {x}, xmmword ptr [{p}]", p = in(reg) p, x = out(xmm_reg) _, options(nostack, readonly, preserves_flags))
         }
@@ -112,10 +113,9 @@ impl Access for Store {
             asm!("mov qword ptr [{p}], {v}", p = in(reg) p, v = in(reg) v, options(nostack, preserves_flags))
         }
     }
-    #[target_feature(enable = "sse4.1")]
-    #[inline]
+    #[inline(always)]
     unsafe fn a16(p: *mut u8, v: __m128i) {
-        // SAFETY: the trait's contract.
+        // SAFETY: the trait's contract (SSE2).
         unsafe {
             asm!("movdqa xmmword ptr [{p}], {v}", p = in(reg) p, v = in(xmm_reg) v, options(nostack, preserves_flags))
         }
@@ -144,10 +144,9 @@ impl Access for NtStore {
         // SAFETY: the trait's contract.
         unsafe { insn::NtStore::store8(p, v) }
     }
-    #[target_feature(enable = "sse4.1")]
-    #[inline]
+    #[inline(always)]
     unsafe fn a16(p: *mut u8, v: __m128i) {
-        // SAFETY: the trait's contract (SSE4.1 implies SSE2).
+        // SAFETY: the trait's contract (SSE2).
         unsafe { insn::NtStore::store16(p, v) }
     }
     #[target_feature(enable = "avx2")]
@@ -253,7 +252,7 @@ width!(seq64, idx64, timed64, "avx512f", 64, a64, |v: u64| {
 width!(seq32, idx32, timed32, "avx2", 32, a32, |v: u64| {
     core::arch::x86_64::_mm256_set1_epi64x(v as i64)
 });
-width!(seq16, idx16, timed16, "sse4.1", 16, a16, |v: u64| {
+width!(seq16, idx16, timed16, "sse2", 16, a16, |v: u64| {
     core::arch::x86_64::_mm_set1_epi64x(v as i64)
 });
 width!(seq8, idx8, timed8, "sse2", 8, a8, |v: u64| v);

@@ -1,5 +1,7 @@
 //! Streaming loops for bandwidth, written as likwid-bench writes its kernels: four 64-byte
-//! lines per iteration, one vector instruction per access, a pointer compare to end. Each
+//! lines per iteration, one vector instruction per access, a pointer compare to end. Three
+//! widths: 64 bytes (AVX-512F), 32 (AVX2) and 16 (SSE2, which every x86-64 CPU has: the
+//! width of CPUs without AVX2, likwid's `_sse` kernels). Each
 //! function handles `bytes` (a multiple of 64) from `p`; a tail shorter than 256 bytes is
 //! done a line at a time. `copy` reads `src` and writes `dst`. Loop heads are aligned to
 //! 64 bytes (`.p2align 6`), where Debian's likwid-bench build has its kernels' loops.
@@ -92,6 +94,48 @@ macro_rules! stream32 {
     };
 }
 
+macro_rules! stream16 {
+    ($name:ident, $body4:literal, $body1:literal) => {
+        /// # Safety
+        /// `p` is 64-byte aligned and valid for `bytes` bytes (a multiple of 64); SSE2 is
+        /// baseline x86-64 (a `clwb` in the body needs the CPU to have it).
+        pub unsafe fn $name(p: *mut u8, bytes: usize, v: u64) {
+            let end = p as usize + bytes;
+            let end4 = p as usize + bytes / 256 * 256;
+            // SAFETY: the loops stay inside [p, p + bytes); the caller vouches for it.
+            unsafe {
+                asm!(
+                    "movq xmm0, {v}",
+                    "punpcklqdq xmm0, xmm0",
+                    "cmp {p}, {end4}",
+                    "jae 3f",
+                    ".p2align 6",
+                    "2:",
+                    $body4,
+                    "add {p}, 256",
+                    "cmp {p}, {end4}",
+                    "jb 2b",
+                    "3:",
+                    "cmp {p}, {end}",
+                    "jae 5f",
+                    "4:",
+                    $body1,
+                    "add {p}, 64",
+                    "cmp {p}, {end}",
+                    "jb 4b",
+                    "5:",
+                    p = inout(reg) p => _,
+                    end = in(reg) end,
+                    end4 = in(reg) end4,
+                    v = in(reg) v,
+                    out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
 stream64!(
     read64,
     "vmovdqa64 zmm1, [{p}]\nvmovdqa64 zmm2, [{p} + 64]\nvmovdqa64 zmm3, [{p} + 128]\nvmovdqa64 zmm4, [{p} + 192]",
@@ -131,6 +175,27 @@ stream32!(
     store_clwb32,
     "vmovdqa [{p}], ymm0\nvmovdqa [{p} + 32], ymm0\nclwb [{p}]\nvmovdqa [{p} + 64], ymm0\nvmovdqa [{p} + 96], ymm0\nclwb [{p} + 64]\nvmovdqa [{p} + 128], ymm0\nvmovdqa [{p} + 160], ymm0\nclwb [{p} + 128]\nvmovdqa [{p} + 192], ymm0\nvmovdqa [{p} + 224], ymm0\nclwb [{p} + 192]",
     "vmovdqa [{p}], ymm0\nvmovdqa [{p} + 32], ymm0\nclwb [{p}]"
+);
+
+stream16!(
+    read16,
+    "movdqa xmm1, [{p}]\nmovdqa xmm2, [{p} + 16]\nmovdqa xmm3, [{p} + 32]\nmovdqa xmm4, [{p} + 48]\nmovdqa xmm1, [{p} + 64]\nmovdqa xmm2, [{p} + 80]\nmovdqa xmm3, [{p} + 96]\nmovdqa xmm4, [{p} + 112]\nmovdqa xmm1, [{p} + 128]\nmovdqa xmm2, [{p} + 144]\nmovdqa xmm3, [{p} + 160]\nmovdqa xmm4, [{p} + 176]\nmovdqa xmm1, [{p} + 192]\nmovdqa xmm2, [{p} + 208]\nmovdqa xmm3, [{p} + 224]\nmovdqa xmm4, [{p} + 240]",
+    "movdqa xmm1, [{p}]\nmovdqa xmm2, [{p} + 16]\nmovdqa xmm3, [{p} + 32]\nmovdqa xmm4, [{p} + 48]"
+);
+stream16!(
+    write16,
+    "movdqa [{p}], xmm0\nmovdqa [{p} + 16], xmm0\nmovdqa [{p} + 32], xmm0\nmovdqa [{p} + 48], xmm0\nmovdqa [{p} + 64], xmm0\nmovdqa [{p} + 80], xmm0\nmovdqa [{p} + 96], xmm0\nmovdqa [{p} + 112], xmm0\nmovdqa [{p} + 128], xmm0\nmovdqa [{p} + 144], xmm0\nmovdqa [{p} + 160], xmm0\nmovdqa [{p} + 176], xmm0\nmovdqa [{p} + 192], xmm0\nmovdqa [{p} + 208], xmm0\nmovdqa [{p} + 224], xmm0\nmovdqa [{p} + 240], xmm0",
+    "movdqa [{p}], xmm0\nmovdqa [{p} + 16], xmm0\nmovdqa [{p} + 32], xmm0\nmovdqa [{p} + 48], xmm0"
+);
+stream16!(
+    ntstore16,
+    "movntdq [{p}], xmm0\nmovntdq [{p} + 16], xmm0\nmovntdq [{p} + 32], xmm0\nmovntdq [{p} + 48], xmm0\nmovntdq [{p} + 64], xmm0\nmovntdq [{p} + 80], xmm0\nmovntdq [{p} + 96], xmm0\nmovntdq [{p} + 112], xmm0\nmovntdq [{p} + 128], xmm0\nmovntdq [{p} + 144], xmm0\nmovntdq [{p} + 160], xmm0\nmovntdq [{p} + 176], xmm0\nmovntdq [{p} + 192], xmm0\nmovntdq [{p} + 208], xmm0\nmovntdq [{p} + 224], xmm0\nmovntdq [{p} + 240], xmm0",
+    "movntdq [{p}], xmm0\nmovntdq [{p} + 16], xmm0\nmovntdq [{p} + 32], xmm0\nmovntdq [{p} + 48], xmm0"
+);
+stream16!(
+    store_clwb16,
+    "movdqa [{p}], xmm0\nmovdqa [{p} + 16], xmm0\nmovdqa [{p} + 32], xmm0\nmovdqa [{p} + 48], xmm0\nclwb [{p}]\nmovdqa [{p} + 64], xmm0\nmovdqa [{p} + 80], xmm0\nmovdqa [{p} + 96], xmm0\nmovdqa [{p} + 112], xmm0\nclwb [{p} + 64]\nmovdqa [{p} + 128], xmm0\nmovdqa [{p} + 144], xmm0\nmovdqa [{p} + 160], xmm0\nmovdqa [{p} + 176], xmm0\nclwb [{p} + 128]\nmovdqa [{p} + 192], xmm0\nmovdqa [{p} + 208], xmm0\nmovdqa [{p} + 224], xmm0\nmovdqa [{p} + 240], xmm0\nclwb [{p} + 192]",
+    "movdqa [{p}], xmm0\nmovdqa [{p} + 16], xmm0\nmovdqa [{p} + 32], xmm0\nmovdqa [{p} + 48], xmm0\nclwb [{p}]"
 );
 
 macro_rules! copy64 {
@@ -261,4 +326,58 @@ copy32!(
     /// with an `sfence`.
     ntcopy32,
     "vmovntdq"
+);
+
+macro_rules! copy16 {
+    ($(#[$doc:meta])* $name:ident, $store:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Both 64-byte aligned and valid for `bytes` (a multiple of 64) bytes, not
+        /// overlapping; SSE2 is baseline x86-64.
+        pub unsafe fn $name(src: *const u8, dst: *mut u8, bytes: usize) {
+            let end = src as usize + bytes;
+            // SAFETY: both ranges are valid for `bytes`; the loop advances both pointers
+            // together, a line at a time.
+            unsafe {
+                asm!(
+                    "cmp {s}, {end}",
+                    "jae 3f",
+                    ".p2align 6",
+                    "2:",
+                    "movdqa xmm1, [{s}]",
+                    "movdqa xmm2, [{s} + 16]",
+                    "movdqa xmm3, [{s} + 32]",
+                    "movdqa xmm4, [{s} + 48]",
+                    concat!($store, " [{d}], xmm1"),
+                    concat!($store, " [{d} + 16], xmm2"),
+                    concat!($store, " [{d} + 32], xmm3"),
+                    concat!($store, " [{d} + 48], xmm4"),
+                    "add {s}, 64",
+                    "add {d}, 64",
+                    "cmp {s}, {end}",
+                    "jb 2b",
+                    "3:",
+                    s = inout(reg) src => _,
+                    d = inout(reg) dst => _,
+                    end = in(reg) end,
+                    out("xmm1") _, out("xmm2") _, out("xmm3") _, out("xmm4") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+copy16!(
+    /// As [`copy64`] with 16-byte SSE2 loads and stores, a line per iteration (likwid's
+    /// `copy_sse`: four loads, then four stores).
+    copy16,
+    "movdqa"
+);
+copy16!(
+    /// As [`copy16`] with non-temporal stores (likwid's `copy_mem_sse`). The caller drains
+    /// with an `sfence`.
+    ntcopy16,
+    "movntdq"
 );

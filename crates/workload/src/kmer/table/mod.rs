@@ -26,7 +26,8 @@ use super::encode::Kmer;
 use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
 use pmscope_mapping::{MapOptions, TargetSpec};
-use pmscope_persist::PersistStrategy;
+use pmscope_persist::{PersistChoice, Persister};
+use pmscope_sys::cpu::CpuFeatures;
 use std::path::Path;
 
 /// A genome's number as tables store it: 1, 2, ... in insertion order (0 is never used).
@@ -162,8 +163,11 @@ pub struct TableRequest<'a> {
     pub parallel: usize,
     /// A pool file to create or reopen (persistent tables; others ignore it).
     pub pool: Option<&'a Path>,
-    /// How a persistent table makes its stores durable.
-    pub persist: PersistStrategy,
+    /// How a persistent table makes its stores durable: named, or the default's fallback
+    /// for `features` (clwb, else clflushopt, else clflush).
+    pub persist: PersistChoice,
+    /// The CPU the table runs on (CPUID): which flushes it may execute.
+    pub features: CpuFeatures,
     /// A fingerprint of the genomes inserted, so a reopened pool resumes only its own job.
     pub inputs: u64,
     /// The nodes of a partitioned table ([`partition`]); other tables ignore it.
@@ -202,6 +206,9 @@ pub struct TableFacts {
     pub warnings: Vec<Warning>,
     /// (flushes, fences) a persistent table issued.
     pub persist: Option<(u64, u64)>,
+    /// How it persisted, where pmscope persists (static-pm): the strategy actually used,
+    /// whether it was the default's fallback, the instructions.
+    pub persister: Option<Persister>,
     /// The sub-tables of a partitioned table, one per node (empty: one table).
     pub parts: Vec<partition::PartFacts>,
 }

@@ -367,6 +367,8 @@ impl<const W: usize, T: KmerTable<W>> KmerTable<W> for PartitionedTable<W, T> {
             .iter()
             .filter_map(|f| f.persist)
             .reduce(|a, b| (a.0 + b.0, a.1 + b.1));
+        // Every sub-table resolved the same request on the same CPU.
+        facts.persister = subs[0].persister;
         facts.warnings = Vec::new();
         for (p, f) in self.parts.iter().zip(&subs) {
             let part = PartFacts {

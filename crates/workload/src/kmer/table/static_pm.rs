@@ -66,7 +66,9 @@ use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
 use pmscope_mapping::Mapping;
 use pmscope_mapping::pool::Pool;
-use pmscope_persist::{PersistCounts, PersistStrategy, PersistentWords, Persister, STRATEGIES};
+use pmscope_persist::{
+    PersistChoice, PersistCounts, PersistStrategy, PersistentWords, Persister, STRATEGIES,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "PMSCKMER" little-endian: the first word of every pool.
@@ -710,6 +712,7 @@ impl<const W: usize, M: PersistentWords + PoolInfo> KmerTable<W> for StaticPm<W,
             target: self.mem.target_record(),
             warnings: self.mem.target_warnings(),
             persist: Some(self.mem.counts()),
+            persister: Some(self.mem.persister()),
             parts: Vec::new(),
         }
     }
@@ -754,6 +757,8 @@ pub trait PoolInfo {
     fn target_warnings(&self) -> Vec<Warning>;
     /// (flushes, fences) issued so far.
     fn counts(&self) -> (u64, u64);
+    /// The persister every flush and fence goes through.
+    fn persister(&self) -> Persister;
 }
 
 impl PersistentWords for PoolWords {
@@ -814,6 +819,9 @@ impl PoolInfo for PoolWords {
     fn counts(&self) -> (u64, u64) {
         self.counts.get()
     }
+    fn persister(&self) -> Persister {
+        self.persister
+    }
 }
 
 /// The production table.
@@ -824,7 +832,9 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
     const MAX_GENOMES: u64 = MAX_GENOMES;
 
     fn create(r: &TableRequest<'_>) -> Result<Self, TableError> {
-        let persister = Persister::new(r.persist, &pmscope_sys::cpu::CpuFeatures::detect())
+        // CPUID decides: a named strategy the CPU lacks is refused, the default falls back
+        // (clwb, clflushopt, clflush) and the table's facts say to what.
+        let persister = Persister::choose(r.persist, &r.features)
             .map_err(|e| TableError::Refused(e.to_string()))?;
         let capacity = ((r.expected_distinct as f64 / TARGET_LOAD).ceil() as usize)
             .max(64)
@@ -839,12 +849,28 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
             Some(path) if path.exists() => {
                 let pool = Pool::open(path, r.map_options)?;
                 let what = path.display().to_string();
-                let t = Self::open(words(Backing::Pool(pool)), &what, Some(r.k), Some(r.inputs))
-                    .map_err(TableError::Refused)?;
-                if t.header.strategy != r.persist {
+                let mut t =
+                    Self::open(words(Backing::Pool(pool)), &what, Some(r.k), Some(r.inputs))
+                        .map_err(TableError::Refused)?;
+                let written = t.header.strategy;
+                // Without --persist, a reopened pool keeps the strategy it was written with
+                // (where this CPU has it).
+                if r.persist == PersistChoice::Default
+                    && written != persister.strategy()
+                    && written.missing_feature(&r.features).is_none()
+                {
+                    t.mem.persister = Persister::new(written, &r.features)
+                        .map_err(|e| TableError::Refused(e.to_string()))?;
+                }
+                let used = t.mem.persister.strategy();
+                if let Some(missing) = written.missing_feature(&r.features) {
                     return Err(TableError::Refused(format!(
-                        "{what} was written with --persist {}, not {}; give --persist {}",
-                        t.header.strategy, r.persist, t.header.strategy
+                        "{what} was written with --persist {written}, which needs {missing}, which this CPU does not have; resume it on a CPU with {missing}"
+                    )));
+                }
+                if written != used {
+                    return Err(TableError::Refused(format!(
+                        "{what} was written with --persist {written}, not {used}; give --persist {written}"
                     )));
                 }
                 Ok(t)
@@ -855,7 +881,7 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
                     words(Backing::Pool(pool)),
                     r.k,
                     capacity,
-                    r.persist,
+                    persister.strategy(),
                     r.inputs,
                 ))
             }
@@ -865,7 +891,7 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
                     words(Backing::Mapping(m)),
                     r.k,
                     capacity,
-                    r.persist,
+                    persister.strategy(),
                     r.inputs,
                 ))
             }

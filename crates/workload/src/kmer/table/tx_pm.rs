@@ -657,6 +657,7 @@ impl<const W: usize> KmerTable<W> for TxPmTable<W> {
             warnings: self.warnings.clone(),
             // Inside libpmemobj: not visible from here.
             persist: None,
+            persister: None,
             parts: Vec::new(),
         }
     }
@@ -845,7 +846,10 @@ mod tests {
             expected_distinct: expected,
             parallel: 2,
             pool,
-            persist: pmscope_persist::PersistStrategy::Clflush,
+            persist: pmscope_persist::PersistChoice::Named(
+                pmscope_persist::PersistStrategy::Clflush,
+            ),
+            features: pmscope_sys::cpu::CpuFeatures::detect(),
             inputs: 42,
             partition: None,
         }

@@ -327,6 +327,7 @@ impl<const W: usize> KmerTable<W> for VolatileTable<W> {
             target: self.target_record(),
             warnings: self.warnings(),
             persist: None,
+            persister: None,
             parts: Vec::new(),
         }
     }
