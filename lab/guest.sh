@@ -135,29 +135,42 @@ commands() {
 	step "pmscope-numa" ./pmscope numa --size 16MiB --reps 1 --duration 0.02
 }
 
-# The old-CPU layout: the guest CPU must lack what the host's has, and every command line of
-# crates/cli/tests/data/old_cpu_commands.txt ("exit-code<TAB>command line") must end with its
-# expected exit code and never with a signal (SIGILL is 132) or a panic.
+# The old-CPU layout: the guest CPU must lack what the host's has, and every line of
+# crates/cli/tests/data/old_cpu_commands.txt ("exit-code<TAB>command line[<TAB>first line of
+# stderr]") must end with its exit code, its first stderr line where one is given, and never
+# with a signal (SIGILL is 132) or a panic. The lines run in order in one scratch directory
+# (later ones read what earlier ones wrote), with this payload's pmscope first on PATH.
 old_cpu_commands() {
 	for flag in avx2 avx512f clwb clflushopt; do
 		step "cpu-lacks-$flag" sh -c "! grep -qw $flag /proc/cpuinfo"
 	done
 	step "pmscope-info[old cpu]" sh -c './pmscope info > /out/info.txt 2>&1; rc=$?; cat /out/info.txt; exit $rc'
 	[ -f old_cpu_commands.txt ] || { step "old_cpu_commands.txt in the payload" false; return; }
+	payload=$PWD
+	mkdir -p /tmp/old-cpu
 	n=0
-	while IFS='	' read -r want cmdline; do
+	tab=$(printf '\t')
+	while IFS="$tab" read -r want cmdline first; do
 		case $want in '' | '#'*) continue ;; esac
 		n=$((n + 1))
-		step "old-cpu-$n[$cmdline]" expect_exit "$want" "$cmdline"
+		step "old-cpu-$n[$cmdline]" expect_exit "$payload" "$want" "$cmdline" "$first"
 	done <old_cpu_commands.txt
+	cd "$payload" || exit 1
 }
-expect_exit() { # code command-line: exit code as wanted, no panic, no signal
-	# shellcheck disable=SC2086 # the command line is a word list
-	eval "./pmscope $2" >/tmp/old.out 2>&1
+expect_exit() { # payload code command-line first-stderr-line
+	(
+		cd /tmp/old-cpu || exit 1
+		PATH="$1:$PATH" PMSCOPE_RESULTS=./results.sqlite sh -c "$3" >/tmp/old.out 2>/tmp/old.err
+	)
 	rc=$?
-	head -n 5 /tmp/old.out
-	if grep -q 'panicked' /tmp/old.out; then echo "a panic"; return 1; fi
-	[ "$rc" = "$1" ] || { echo "exit $rc, wanted $1"; return 1; }
+	head -n 5 /tmp/old.out /tmp/old.err
+	if grep -q 'panicked' /tmp/old.err; then echo "a panic"; return 1; fi
+	[ "$rc" = "$2" ] || { echo "exit $rc, wanted $2"; return 1; }
+	if [ -n "$4" ] && [ "$(head -n 1 /tmp/old.err)" != "$4" ]; then
+		echo "first line of stderr: $(head -n 1 /tmp/old.err)"
+		echo "wanted:               $4"
+		return 1
+	fi
 }
 
 # ---------------------------------------------------------------- the boot's steps

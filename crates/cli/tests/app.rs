@@ -453,11 +453,11 @@ mod needs_fsdax {
     /// the mount, `dax=always` and statx's DAX inode; nothing is left in the mount, running
     /// or listening.
     #[test]
-    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and redis in the payload: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and redis in the payload: runs in the lab guest via lab/stage.sh"]
     fn redis_append_only_file_on_the_dax_mount_is_recorded_as_dax() {
         let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
             panic!(
-                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by lab/stage.sh)"
             )
         });
         let port = free_port();

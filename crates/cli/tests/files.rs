@@ -504,15 +504,15 @@ fn interrupted_fs_and_fio_leave_no_directory_and_no_fio() {
 mod needs_fsdax {
     use super::*;
 
-    /// The real fio (shipped in the guest payload by .ci/labvm-stage) on ext4 -o dax: the
+    /// The real fio (shipped in the guest payload by lab/stage.sh) on ext4 -o dax: the
     /// records carry the DAX mount and what the kernel granted there, and fio's JSON was
     /// read (bandwidth, IOPS, percentiles).
     #[test]
-    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and fio in the payload: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and fio in the payload: runs in the lab guest via lab/stage.sh"]
     fn fio_on_the_dax_mount_records_dax_and_reads_fios_json() {
         let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
             panic!(
-                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by lab/stage.sh)"
             )
         });
         let t = format!("file:{mnt}");

@@ -3,7 +3,7 @@
 //!
 //! Each module is named for what its tests need and every test is `#[ignore]`d with that
 //! reason, so `cargo test` elsewhere lists them as ignored, never as passed;
-//! `.ci/labvm-stage` runs them inside the qemu lab guest (`../shared/labvm`), where a
+//! `lab/stage.sh` runs them inside the project's qemu lab guest (`lab/vm.sh`), where a
 //! missing `LABVM_*` variable fails the test. The mapping-level tests are in
 //! `crates/mapping/tests/hardware.rs`.
 //!
@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 /// The value of a variable the lab guest sets (`/etc/labvm/env`); missing is a failure.
 fn lab(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
-        panic!("{var} is not set: this test needs the lab guest (run by .ci/labvm-stage)")
+        panic!("{var} is not set: this test needs the lab guest (run by lab/stage.sh)")
     })
 }
 
@@ -95,7 +95,7 @@ mod needs_fsdax {
     use pmscope_sys::cpu::CpuFeatures;
 
     #[test]
-    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via lab/stage.sh"]
     fn verify_records_dax_map_sync_and_the_fault_evidence() {
         let mnt = lab("LABVM_FSDAX_MNT");
         let r = verify_json(&[
@@ -158,7 +158,7 @@ mod needs_fsdax {
     }
 
     #[test]
-    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and a CPU with clwb and clflushopt: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and a CPU with clwb and clflushopt: runs in the lab guest via lab/stage.sh"]
     fn every_persist_strategy_runs_on_a_map_sync_mapping() {
         let mnt = lab("LABVM_FSDAX_MNT");
         let opts = MapOptions {
@@ -225,7 +225,7 @@ mod needs_fsdax {
     }
 
     #[test]
-    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via lab/stage.sh"]
     fn fs_records_the_dax_mount_the_dax_inode_and_map_sync() {
         let mnt = lab("LABVM_FSDAX_MNT");
         let rs = fs_records(&mnt);
@@ -323,7 +323,7 @@ mod needs_fsdax {
     /// writes and reads go through dax_iomap_rw and never through the page cache's
     /// generic_perform_write; on tmpfs the other way round.
     #[test]
-    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and the function tracer: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT) and the function tracer: runs in the lab guest via lab/stage.sh"]
     fn fs_on_dax_goes_through_dax_iomap_rw_and_not_the_page_cache() {
         let mnt = lab("LABVM_FSDAX_MNT");
         let functions = ["dax_iomap_rw", "generic_perform_write"];
@@ -340,7 +340,7 @@ mod needs_legacy_pmem {
 
     /// The memmap= region (e820) is listed as DRAM emulating pmem, beside the NFIT ones.
     #[test]
-    #[ignore = "needs a memmap= (e820) pmem region (LABVM_LEGACY_PMEM): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a memmap= (e820) pmem region (LABVM_LEGACY_PMEM): runs in the lab guest via lab/stage.sh"]
     fn info_tells_emulated_regions_from_nvdimms() {
         lab("LABVM_LEGACY_PMEM");
         let o = pmscope(&["info", "--json"]);
@@ -366,7 +366,7 @@ mod needs_devdax {
     use super::*;
 
     #[test]
-    #[ignore = "needs a devdax device (LABVM_DEVDAX): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a devdax device (LABVM_DEVDAX): runs in the lab guest via lab/stage.sh"]
     fn verify_refuses_without_destroy_data_and_maps_2m_pages_with_it() {
         let dev = lab("LABVM_DEVDAX");
         let target = format!("devdax:{dev}");
@@ -397,7 +397,7 @@ mod needs_memonly_node {
     /// node included, each with its pages verified on the node it names. (Under TCG the
     /// guest's nodes are all host memory, so the cells' figures are not compared.)
     #[test]
-    #[ignore = "needs a memory-only NUMA node and two CPU nodes (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a memory-only NUMA node and two CPU nodes (LABVM_MEMONLY_NODE): runs in the lab guest via lab/stage.sh"]
     fn numa_matrix_covers_every_cpu_node_and_the_memory_only_node() {
         let memonly: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
         let out = success(&pmscope(&[
@@ -470,7 +470,7 @@ mod needs_memonly_node {
     }
 
     #[test]
-    #[ignore = "needs a NUMA node with memory, no CPUs and HMAT figures (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a NUMA node with memory, no CPUs and HMAT figures (LABVM_MEMONLY_NODE): runs in the lab guest via lab/stage.sh"]
     fn info_lists_the_memory_only_node_with_its_hmat_figures() {
         let id: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
         let n = info_node(id);
@@ -525,7 +525,7 @@ mod needs_memonly_node {
     /// node (and the output says so), and exactly the counts of one table; for the
     /// volatile table on dram and the static-pm table on shm (tmpfs honours the binding).
     #[test]
-    #[ignore = "needs two CPU nodes and a memory-only NUMA node (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs two CPU nodes and a memory-only NUMA node (LABVM_MEMONLY_NODE): runs in the lab guest via lab/stage.sh"]
     fn kmer_count_partitioned_by_node_places_each_sub_table_on_its_node() {
         let memonly: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
         let cpu_nodes = sysfs_cpu_nodes();
@@ -665,7 +665,7 @@ mod needs_kmem_node {
     }
 
     #[test]
-    #[ignore = "needs a dax/kmem (CXL-like) node onlined from pmem (LABVM_KMEM_NODE, labvm --kmem): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a dax/kmem (CXL-like) node onlined from pmem (LABVM_KMEM_NODE, lab/vm.sh -l kmem): runs in the lab guest via lab/stage.sh"]
     fn info_lists_the_kmem_node_as_memory_only_in_a_lower_tier() {
         let id: u64 = lab("LABVM_KMEM_NODE").parse().unwrap();
         let n = info_node(id);

@@ -245,11 +245,11 @@ mod needs_fsdax {
     use super::*;
 
     #[test]
-    #[ignore = "needs fsdax: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs fsdax: runs in the lab guest via lab/stage.sh"]
     fn static_pm_killed_at_random_moments_resumes_to_exact_counts_on_fsdax() {
         let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
             panic!(
-                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by lab/stage.sh)"
             )
         });
         let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 //! Bad targets fail before the program starts; exit statuses pass through; a program
 //! started by a wrapper still reports (the WIP library's python bug).
 //!
-//! The lab guest runs `needs_fsdax` and `needs_memonly_node` (.ci/labvm-stage), with the
+//! The lab guest runs `needs_fsdax` and `needs_memonly_node` (lab/stage.sh), with the
 //! probe compiled on the host (`PMSCOPE_RUN_PROBE`) and the binary at `PMSCOPE_BIN`.
 
 use serde_json::Value;
@@ -348,7 +348,7 @@ mod needs_fsdax {
     use super::*;
 
     #[test]
-    #[ignore = "needs fsdax: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs fsdax: runs in the lab guest via lab/stage.sh"]
     fn run_places_large_buffers_in_map_sync_files_on_fsdax() {
         let mnt = std::env::var("LABVM_FSDAX_MNT")
             .expect("LABVM_FSDAX_MNT is not set: this test needs the lab guest");
@@ -387,7 +387,7 @@ mod needs_memonly_node {
     use super::*;
 
     #[test]
-    #[ignore = "needs memonly_node: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs memonly_node: runs in the lab guest via lab/stage.sh"]
     fn run_places_large_buffers_on_the_memory_only_node() {
         let node: u32 = std::env::var("LABVM_MEMONLY_NODE")
             .expect("LABVM_MEMONLY_NODE is not set: this test needs the lab guest")

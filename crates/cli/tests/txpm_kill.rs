@@ -282,11 +282,11 @@ mod needs_fsdax {
     use super::*;
 
     #[test]
-    #[ignore = "needs fsdax: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs fsdax: runs in the lab guest via lab/stage.sh"]
     fn tx_pm_killed_on_fsdax_passes_pmempool_check_and_resumes_exactly() {
         let mnt = std::env::var("LABVM_FSDAX_MNT").unwrap_or_else(|_| {
             panic!(
-                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by .ci/labvm-stage)"
+                "LABVM_FSDAX_MNT is not set: this test needs the lab guest (run by lab/stage.sh)"
             )
         });
         let dir = tempfile::tempdir_in(PathBuf::from(mnt)).unwrap();

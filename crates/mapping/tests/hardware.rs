@@ -3,8 +3,8 @@
 //!
 //! Each module is named for what its tests need (`needs_fsdax`, `needs_devdax`, ...), and
 //! every test is `#[ignore]`d with that reason, so `cargo test` on an ordinary machine lists
-//! them as ignored — never as passed. `.ci/labvm-stage` runs them (`--ignored --exact`)
-//! inside the qemu lab guest of `../shared/labvm`, which provides each requirement through a
+//! them as ignored — never as passed. `lab/stage.sh` runs them (`--ignored --exact`)
+//! inside the project's qemu lab guest (`lab/vm.sh`), which provides each requirement through a
 //! `LABVM_*` variable; there a missing variable fails the test instead of skipping it.
 //!
 //! Wherever possible a test checks pmscope's verdict against an independent account of what
@@ -22,7 +22,7 @@ use std::process::Command;
 /// runs where its hardware is absent, which is a failure: the stage promised it.
 fn lab(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
-        panic!("{var} is not set: this test needs the lab guest (run by .ci/labvm-stage)")
+        panic!("{var} is not set: this test needs the lab guest (run by lab/stage.sh)")
     })
 }
 
@@ -195,7 +195,7 @@ mod needs_fsdax {
     use super::*;
 
     #[test]
-    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount (LABVM_FSDAX_MNT): runs in the lab guest via lab/stage.sh"]
     fn file_is_map_sync_and_recorded_as_dax() {
         let mnt = lab("LABVM_FSDAX_MNT");
         let m = map(&spec(&format!("file:{mnt}")), 64 << 20, &MapOptions::host()).unwrap();
@@ -243,7 +243,7 @@ mod needs_fsdax {
     }
 
     #[test]
-    #[ignore = "needs a real fsdax mount with 2 MiB-aligned extents (LABVM_FSDAX_MNT) and tracefs: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a real fsdax mount with 2 MiB-aligned extents (LABVM_FSDAX_MNT) and tracefs: runs in the lab guest via lab/stage.sh"]
     fn page_size_by_fault_count_matches_the_kernels_pmd_faults() {
         let mnt = lab("LABVM_FSDAX_MNT");
         let len = 64 << 20;
@@ -323,7 +323,7 @@ mod needs_legacy_pmem {
     }
 
     #[test]
-    #[ignore = "needs a raw DAX-capable pmem block device it may reformat (LABVM_LEGACY_PMEM) and tracefs: runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a raw DAX-capable pmem block device it may reformat (LABVM_LEGACY_PMEM) and tracefs: runs in the lab guest via lab/stage.sh"]
     fn misaligned_dax_file_gets_4k_pages_and_says_why() {
         let dev = lab("LABVM_LEGACY_PMEM");
         // Block groups of 32760 blocks: ext4's buddy allocator aligns extents to the group
@@ -375,7 +375,7 @@ mod needs_devdax {
     }
 
     #[test]
-    #[ignore = "needs a devdax device with 2 MiB alignment (LABVM_DEVDAX): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a devdax device with 2 MiB alignment (LABVM_DEVDAX): runs in the lab guest via lab/stage.sh"]
     fn maps_at_its_alignment_with_2m_pages() {
         let dev = lab("LABVM_DEVDAX");
         let name = Path::new(&dev).file_name().unwrap().to_str().unwrap();
@@ -409,7 +409,7 @@ mod needs_devdax {
     }
 
     #[test]
-    #[ignore = "needs a devdax device (LABVM_DEVDAX): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a devdax device (LABVM_DEVDAX): runs in the lab guest via lab/stage.sh"]
     fn refuses_without_destroy_data_and_the_kernel_refuses_unaligned_lengths() {
         let dev = lab("LABVM_DEVDAX");
         let e = map(
@@ -450,7 +450,7 @@ mod needs_memonly_node {
     use super::*;
 
     #[test]
-    #[ignore = "needs a NUMA node with memory and no CPUs (LABVM_MEMONLY_NODE): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a NUMA node with memory and no CPUs (LABVM_MEMONLY_NODE): runs in the lab guest via lab/stage.sh"]
     fn node_binding_places_every_page_on_the_memory_only_node() {
         assert_every_page_on(lab("LABVM_MEMONLY_NODE").parse().unwrap());
     }
@@ -460,7 +460,7 @@ mod needs_kmem_node {
     use super::*;
 
     #[test]
-    #[ignore = "needs a dax/kmem (CXL-like) node onlined from pmem (LABVM_KMEM_NODE, labvm --kmem): runs in the lab guest via .ci/labvm-stage"]
+    #[ignore = "needs a dax/kmem (CXL-like) node onlined from pmem (LABVM_KMEM_NODE, lab/vm.sh -l kmem): runs in the lab guest via lab/stage.sh"]
     fn node_binding_places_every_page_on_the_kmem_node() {
         assert_every_page_on(lab("LABVM_KMEM_NODE").parse().unwrap());
     }

@@ -630,7 +630,7 @@ mod tests {
         }
 
         #[test]
-        #[ignore = "needs a CPU with AVX2 and without AVX-512 (the TCG lab guest): runs in the lab guest via .ci/labvm-stage"]
+        #[ignore = "needs a CPU with AVX2 and without AVX-512 (the TCG lab guest): runs in the lab guest via lab/stage.sh"]
         fn ntstore_picks_32_byte_stores_and_every_strategy_executes() {
             let flags = cpuinfo_flags();
             let has = |f: &str| flags.iter().any(|x| x == f);
