@@ -41,7 +41,7 @@ run_test() { # binary test-name
 
 # The layout's pmscope command lines: a boot's `commands` step.
 commands() {
-	# What each layout must provide (labvm.sh exports these when its setup succeeded).
+	# What each layout must provide (lab/init.sh exports these when its setup succeeded).
 	case $layout in
 	pmem | oldcpu) need="LABVM_FSDAX_MNT LABVM_DEVDAX LABVM_LEGACY_PMEM LABVM_MEMONLY_NODE" ;;
 	kmem) need="LABVM_FSDAX_MNT LABVM_MEMONLY_NODE LABVM_KMEM_NODE" ;;
