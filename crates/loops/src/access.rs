@@ -276,13 +276,11 @@ impl Sequence {
         width: Width,
         f: &CpuFeatures,
     ) -> Result<Sequence, Unavailable> {
-        op.check(width, f)?;
+        let streamed = Self::stream(op, fence, width, f)?;
         check_timing(f)?;
         Ok(Sequence {
-            op,
-            fence,
-            width,
             timed: true,
+            ..streamed
         })
     }
 
