@@ -5,6 +5,7 @@
 
 use anyhow::Result;
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 use pmscope_core::warning::Warning;
 use pmscope_persist::{PersistChoice, Persister};
 use pmscope_sys::cpu::CpuFeatures;
@@ -34,7 +35,7 @@ pub fn persist_note(p: &Persister) -> Option<Warning> {
 /// The record's persistence parameters: the strategy used, whether it was the default's
 /// choice, and the instructions it executes (`clflush`, `clwb+sfence`, ...).
 pub fn persist_params(r: Record, p: &Persister) -> Record {
-    r.param("persist", p.strategy().name())
-        .param("persist_default", p.defaulted())
-        .param("persist_instructions", p.instructions())
+    r.param(p::PERSIST, p.strategy().name())
+        .param(p::PERSIST_DEFAULT, p.defaulted())
+        .param(p::PERSIST_INSTRUCTIONS, p.instructions())
 }

@@ -12,6 +12,7 @@ use crate::context::Context;
 use crate::error::usage;
 use anyhow::Result;
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_sys::mountinfo::MountInfo;
 use std::path::{Path, PathBuf};
@@ -42,16 +43,16 @@ impl DirTarget {
 /// description of a directory every record of file I/O carries (`fs`, `fio`, and the
 /// append-only file of `app redis --aof-on`).
 pub fn describe_directory(r: Record, dir: &Path, mount: Option<&MountInfo>) -> Record {
-    r.param("directory", dir.display().to_string())
-        .param("fs_type", mount.map(|m| m.fstype.clone()))
-        .param("mount_point", mount.map(|m| m.mount_point.clone()))
-        .param("mount_options", mount.map(|m| m.options()))
+    r.param(p::DIRECTORY, dir.display().to_string())
+        .param(p::FS_TYPE, mount.map(|m| m.fstype.clone()))
+        .param(p::MOUNT_POINT, mount.map(|m| m.mount_point.clone()))
+        .param(p::MOUNT_OPTIONS, mount.map(|m| m.options()))
         .param(
-            "device",
+            p::DEVICE,
             mount.map(|m| format!("{} ({})", m.source, m.device_number)),
         )
-        .param("dax", mount.and_then(|m| m.dax()))
-        .param("journal", mount.and_then(|m| m.journal()))
+        .param(p::DAX, mount.and_then(|m| m.dax()))
+        .param(p::JOURNAL, mount.and_then(|m| m.journal()))
 }
 
 /// The `file:DIR` targets of `command` (at least one), preflighted, with their mounts.

@@ -5,6 +5,7 @@
 
 use crate::achieved::Achieved;
 use crate::summary::{LogHistogram, Summary};
+use crate::vocab::{ParamKey, ValueKey};
 use crate::warning::Warning;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -162,30 +163,70 @@ impl Record {
     }
 
     /// Sets one parameter.
-    pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Record {
-        self.params.insert(key.to_string(), value.into());
+    pub fn param(mut self, key: ParamKey, value: impl Into<serde_json::Value>) -> Record {
+        self.params.insert(key.name().to_string(), value.into());
         self
     }
 
     /// Sets one named figure. A non-finite figure (no faults: infinite bytes per fault) is
     /// left out: JSON has no infinity, and a record must read back as it was written.
-    pub fn value(mut self, key: &str, v: f64) -> Record {
+    pub fn value(mut self, key: ValueKey, v: f64) -> Record {
         if v.is_finite() {
-            self.values.insert(key.to_string(), v);
+            self.values.insert(key.name().to_string(), v);
         }
         self
+    }
+
+    // The reads. One policy for every reader (the terminal tables, the report, the store's
+    // comparisons): a key that is absent, or holds another type, reads as `None`; the
+    // reader says what it shows instead.
+
+    /// A parameter as stored.
+    pub fn get(&self, key: ParamKey) -> Option<&serde_json::Value> {
+        self.params.get(key.name())
+    }
+
+    /// A string parameter.
+    pub fn text(&self, key: ParamKey) -> Option<&str> {
+        self.get(key).and_then(|v| v.as_str())
+    }
+
+    /// An unsigned integer parameter.
+    pub fn count(&self, key: ParamKey) -> Option<u64> {
+        self.get(key).and_then(|v| v.as_u64())
+    }
+
+    /// A boolean parameter.
+    pub fn flag(&self, key: ParamKey) -> Option<bool> {
+        self.get(key).and_then(|v| v.as_bool())
+    }
+
+    /// A numeric parameter.
+    pub fn number(&self, key: ParamKey) -> Option<f64> {
+        self.get(key).and_then(|v| v.as_f64())
+    }
+
+    /// A named figure.
+    pub fn val(&self, key: ValueKey) -> Option<f64> {
+        self.values.get(key.name()).copied()
+    }
+
+    /// The target's spec as given, for records of one target.
+    pub fn spec(&self) -> Option<&str> {
+        self.target.as_ref().map(|t| t.spec.as_str())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::{p, v};
 
     #[test]
     fn serialises_with_version_and_round_trips() {
         let r = Record::new("verify", vec!["pmscope".into()], SystemSummary::default())
-            .param("threads", 2)
-            .value("prefault_ms", 1.5);
+            .param(p::THREADS, 2)
+            .value(v::PREFAULT_MS, 1.5);
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"schema_version\":2"));
         let back: Record = serde_json::from_str(&json).unwrap();
@@ -198,8 +239,8 @@ mod tests {
     #[test]
     fn a_record_without_faults_reads_back() {
         let mut r = Record::new("run", vec![], SystemSummary::default())
-            .value("bytes_per_fault", f64::INFINITY)
-            .value("served_bytes", 4096.0);
+            .value(v::BYTES_PER_FAULT, f64::INFINITY)
+            .value(v::SERVED_BYTES, 4096.0);
         assert!(!r.values.contains_key("bytes_per_fault"));
         // As `pmscope run` wrote it (serde_json writes the infinite quotient as null).
         let achieved: crate::achieved::Achieved = serde_json::from_str(

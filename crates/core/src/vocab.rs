@@ -45,7 +45,7 @@ impl std::fmt::Display for Pattern {
 }
 
 /// One documented key of `params` or `values`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Key {
     /// The key as it appears in records.
     pub name: &'static str,
@@ -68,211 +68,246 @@ pub struct ExperimentDoc {
     pub values: &'static [&'static str],
 }
 
-macro_rules! keys {
-    ($($name:literal => $doc:literal,)*) => { &[$(Key { name: $name, doc: $doc },)*] };
+/// A key of `params`: the only way to name one (see the constants in [`p`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamKey(pub Key);
+
+/// A key of `values`: the only way to name one (see the constants in [`v`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueKey(pub Key);
+
+impl ParamKey {
+    /// The key as records spell it.
+    pub const fn name(self) -> &'static str {
+        self.0.name
+    }
 }
 
-/// Every parameter key, in the order the doc lists them.
-pub const PARAMS: &[Key] = keys! {
-    "access_bytes" => "bytes per access (one block of a stream, one timed access)",
-    "cpu_node" => "the NUMA node whose CPUs ran the workers",
-    "block_bytes" => "bytes per block of a sync stream (64)",
-    "delay_ns" => "busy wait after every traffic access (MLC's injected delay); 0 = flat out",
-    "duration_s" => "seconds per repetition",
-    "element_bytes" => "bytes per chain element (the stride of sequential chains)",
-    "directory" => "the directory a command wrote into",
-    "executor" => "`null` when the samples are synthetic (a test run that measured nothing)",
-    "fence" => "`none`, `sfence` or `mfence` after each access",
-    "flush_count" => "where a table's flushes and fences were counted: `persister` (pmscope issues them), `none issued` (volatile) or `not counted (inside libpmemobj)`",
-    "persist_means" => "how a table's stores reach persistence: static-pm's --persist strategy, or for tx-pm libpmem's choice (CPU flushes on DAX or with PMEM_IS_PMEM_FORCE=1, msync elsewhere)",
-    "flushed_before" => "whether each loaded line was flushed just before (so memory, not a cache, answers)",
-    "genome_files" => "the genome files, in the order given",
-    "genome_count_histogram" => "k-mers by the number of in-group genomes holding them",
-    "genomes_inserted" => "genomes inserted into the table",
-    "genomes_subtracted" => "out-group genomes looked up",
-    "distance_lines" => "lines between a persist and the load that reads it back",
-    "decoupled" => "whether the walk's addresses come from a DRAM array (only the dereference reads the target)",
-    "k" => "k-mer length",
-    "kernel" => "the PolyBench kernel (`pmscope poly`, seed 000 Table 1)",
-    "data_bytes" => "bytes of the kernel's arrays, all on the target",
-    "perf_counters" => "`available`, or `unavailable: ` and why (dTLB and LLC misses are then absent, never estimated)",
-    "preset" => "the dataset preset: `mini`, `small`, `medium`, `large` or `seed`",
-    "problem_size" => "the kernel's size parameter n at the preset",
-    "variant" => "`ref` (textbook loop order) or `opt` (locality-optimised: interchanged, tiled)",
-    "knee_found" => "whether the curve has a knee (a rise above 25 % between neighbouring working sets)",
-    "lines" => "cache lines of each 256-byte XPLine accessed (1..4)",
-    "memory_node" => "the NUMA node the memory was bound to (the target's verified placement says where it really is)",
-    "mode" => "read-only, write-only or interleaved",
-    "mix" => "the threads' roles, e.g. `1R+1W`, `2:1` (empty: every thread runs `op`)",
-    "mixer" => "whether chain pointers are spread over the element offsets",
-    "op" => "the operation (see `pmscope list ops`)",
-    "operation" => "the k-mer job: `primers`, `count`, `union`, `intersect`, `subtract`",
-    "option" => "pmmeter's name of the synchronisation option",
-    "partition" => "`none` (one k-mer table) or `nodes` (one sub-table per NUMA node with CPUs)",
-    "nodes_without_cpus" => "NUMA nodes with memory but no usable CPU: given no sub-table",
-    "pattern" => "`seq`, `rand` or `random-in-page`",
-    "persist" => "the persist strategy actually used (without --persist: clwb, else clflushopt, else clflush, the first this CPU has)",
-    "persist_default" => "whether the persist strategy was the default's choice for this CPU (no --persist) rather than named",
-    "persist_instructions" => "the instructions the persist strategy executed: `clflush`, `clflushopt+sfence`, `clwb+sfence`, `movntdq (16-byte)+sfence, clflush for partial lines`, `none`, `msync`",
-    "probe" => "what the loaded-latency probe does, or which buffer probe ran",
-    "probe_region_bytes" => "bytes the probe chain covers",
-    "program" => "the program `pmscope run` ran, with its arguments",
-    "region_bytes" => "bytes mapped and used",
-    "region_per_thread_bytes" => "bytes each thread streams over",
-    "samples" => "individually timed accesses",
-    "pool" => "the pool file of a persistent table",
-    "seed" => "random seed",
-    "shared" => "whether all threads stream over one shared region",
-    "size_bytes" => "bytes mapped",
-    "size_source" => "how the working set or region of the record was chosen: `auto` (the option was left at its default, sized to the machine: 4x the last-level cache, at least the command's old fixed default, capped by available memory and --max-mem; a `size-capped` warning says when the cap applied) or `explicit` (given on the command line)",
-    "sub_tables" => "per sub-table of `--partition nodes`: node, worker CPUs, k-mers inserted, distinct k-mers, slots, bytes, target, pages by node (move_pages) and the fraction on its own node",
-    "table" => "the k-mer table kind",
-    "targets" => "the targets compared, with their verified page size",
-    "threads" => "worker threads",
-    "threshold_bytes" => "allocations of at least this many bytes were placed on the target",
-    "tlb_window_pages" => "random order only within groups of this many 4 KiB pages (null: whole region)",
-    "traffic_access_bytes" => "bytes per traffic access",
-    "traffic_op" => "what the traffic writes with (`write`, `ntstore`, `store+clwb`, `copy`), or `read` for read-only traffic",
-    "traffic_pattern" => "the order the traffic visits its region: `seq`, or `rand` (every block once per pass)",
-    "traffic_region_bytes" => "bytes each traffic thread streams over",
-    "traffic_rw" => "traffic reads:writes per round",
-    "traffic_size_source" => "`auto` or `explicit`, as `size_source`, for the traffic region",
-    "traffic_threads" => "threads generating traffic",
-    "snp_rate" => "substitutions per base of a synthetic strain",
-    "indel_rate" => "insertions or deletions per base of a synthetic strain",
-    "strains" => "synthetic strains derived from the reference",
-    "software_prefetch" => "whether a prefetcht0 of the next XPLine was issued at each visit",
-    "unit_bytes" => "bytes per instruction of a sync stream (default 32, pmmeter's; 16 on a CPU without AVX2)",
-    "unsupported" => "why the cell could not run on this CPU (no metric then)",
-    "vector_bytes" => "vector register width of the stream loops: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2), the widest the CPU has unless --width names one",
-    "write" => "the write made at each visit: store+clwb, store+clflushopt, store+clflush or ntstore (by default store+clwb, else the best flush this CPU has)",
-    "width_bytes" => "bytes per instruction of an access",
-    "working_set_bytes" => "bytes the chain covers",
-    "aof_directory" => "the directory redis kept its append-only file in (fsync after every write), made inside `directory`, whose file system the fs keys describe",
-    "clients" => "concurrent client connections of the load generator",
-    "key_bytes" => "bytes per key",
-    "percentiles_bucketed" => "whether p50/p99 are the upper bounds of power-of-two buckets (memaslap) rather than exact",
-    "placement" => "pmscope run's report of where the server's large allocations landed: its params and values",
-    "requests" => "requests per client run (redis-benchmark -n)",
-    "server" => "the key-value server (`memcached`, `redis`)",
-    "set_fraction" => "fraction of SET operations in the mix",
-    "target" => "the target spec the server's heap was placed on",
-    "value_bytes" => "bytes per value",
-    "workload" => "the load: memcached `get-heavy` (10 % SET) or `set-heavy` (50 % SET); redis `set`, `get` or `mset` (ten pairs)",
-    "file_op" => "the file operation: `create`, `append-4k`, `overwrite-4k`, `overwrite-512`, `read-4k` (open, the I/O, fsync if asked, close)",
-    "fsync" => "whether each operation (each write, for fio) is followed by fsync",
-    "io_bytes" => "bytes per read or write call",
-    "fs_type" => "the file system of the directory (from /proc/self/mountinfo)",
-    "mount_point" => "where that file system is mounted",
-    "mount_options" => "its mount and super-block options (dax=, data=...)",
-    "device" => "its mount source (`/dev/pmem0`) and device number (`259:0`)",
-    "dax" => "the DAX mode the mount options ask for (`always`, `never`, `inode`; null: not given); the target's persistence says whether MAP_SYNC was granted",
-    "inode_dax" => "whether statx marks the measured file's inode (redis: its append-only file's) DAX (STATX_ATTR_DAX: its reads and writes bypass the page cache); null: the kernel cannot say",
-    "journal" => "ext4's data journaling mode (`ordered`, `journal`, `writeback`; null: not given)",
-    "jobs" => "fio jobs (processes), each on its own file",
-    "rw" => "fio's workload: `read`, `randread`, `write` or `randwrite`",
-    "file_bytes" => "bytes of each job's file",
-    "ioengine" => "fio's I/O engine",
-    "fio_version" => "the fio that ran, as it reports itself",
-};
+impl ValueKey {
+    /// The key as records spell it.
+    pub const fn name(self) -> &'static str {
+        self.0.name
+    }
+}
+
+/// Declares each key once: a typed constant in module `$module` and a row of `$table`
+/// (the documentation's order).
+macro_rules! keys {
+    ($kind:ident in $module:ident, $table:ident: $($id:ident = $name:literal => $doc:literal,)*) => {
+        #[doc = concat!("The `", stringify!($table), "` keys as typed constants.")]
+        pub mod $module {
+            use super::{Key, $kind};
+            $(
+                #[doc = $doc]
+                pub const $id: $kind = $kind(Key { name: $name, doc: $doc });
+            )*
+        }
+        #[doc = concat!("Every `", stringify!($table), "` key, in the order the doc lists them.")]
+        pub const $table: &[Key] = &[$($module::$id.0,)*];
+    };
+}
+
+keys! {
+    ParamKey in p, PARAMS:
+    ACCESS_BYTES = "access_bytes" => "bytes per access (one block of a stream, one timed access)",
+    CPU_NODE = "cpu_node" => "the NUMA node whose CPUs ran the workers",
+    BLOCK_BYTES = "block_bytes" => "bytes per block of a sync stream (64)",
+    DELAY_NS = "delay_ns" => "busy wait after every traffic access (MLC's injected delay); 0 = flat out",
+    DURATION_S = "duration_s" => "seconds per repetition",
+    ELEMENT_BYTES = "element_bytes" => "bytes per chain element (the stride of sequential chains)",
+    DIRECTORY = "directory" => "the directory a command wrote into",
+    EXECUTOR = "executor" => "`null` when the samples are synthetic (a test run that measured nothing)",
+    FENCE = "fence" => "`none`, `sfence` or `mfence` after each access",
+    FLUSH_COUNT = "flush_count" => "where a table's flushes and fences were counted: `persister` (pmscope issues them), `none issued` (volatile) or `not counted (inside libpmemobj)`",
+    PERSIST_MEANS = "persist_means" => "how a table's stores reach persistence: static-pm's --persist strategy, or for tx-pm libpmem's choice (CPU flushes on DAX or with PMEM_IS_PMEM_FORCE=1, msync elsewhere)",
+    FLUSHED_BEFORE = "flushed_before" => "whether each loaded line was flushed just before (so memory, not a cache, answers)",
+    GENOME_FILES = "genome_files" => "the genome files, in the order given",
+    GENOME_COUNT_HISTOGRAM = "genome_count_histogram" => "k-mers by the number of in-group genomes holding them",
+    GENOMES_INSERTED = "genomes_inserted" => "genomes inserted into the table",
+    GENOMES_SUBTRACTED = "genomes_subtracted" => "out-group genomes looked up",
+    DISTANCE_LINES = "distance_lines" => "lines between a persist and the load that reads it back",
+    DECOUPLED = "decoupled" => "whether the walk's addresses come from a DRAM array (only the dereference reads the target)",
+    K = "k" => "k-mer length",
+    KERNEL = "kernel" => "the PolyBench kernel (`pmscope poly`, seed 000 Table 1)",
+    DATA_BYTES = "data_bytes" => "bytes of the kernel's arrays, all on the target",
+    PERF_COUNTERS = "perf_counters" => "`available`, or `unavailable: ` and why (dTLB and LLC misses are then absent, never estimated)",
+    PRESET = "preset" => "the dataset preset: `mini`, `small`, `medium`, `large` or `seed`",
+    PROBLEM_SIZE = "problem_size" => "the kernel's size parameter n at the preset",
+    VARIANT = "variant" => "`ref` (textbook loop order) or `opt` (locality-optimised: interchanged, tiled)",
+    KNEE_FOUND = "knee_found" => "whether the curve has a knee (a rise above 25 % between neighbouring working sets)",
+    LINES = "lines" => "cache lines of each 256-byte XPLine accessed (1..4)",
+    MEMORY_NODE = "memory_node" => "the NUMA node the memory was bound to (the target's verified placement says where it really is)",
+    MODE = "mode" => "read-only, write-only or interleaved",
+    MIX = "mix" => "the threads' roles, e.g. `1R+1W`, `2:1` (empty: every thread runs `op`)",
+    MIXER = "mixer" => "whether chain pointers are spread over the element offsets",
+    OP = "op" => "the operation (see `pmscope list ops`)",
+    OPERATION = "operation" => "the k-mer job: `primers`, `count`, `union`, `intersect`, `subtract`",
+    OPTION = "option" => "pmmeter's name of the synchronisation option",
+    PARTITION = "partition" => "`none` (one k-mer table) or `nodes` (one sub-table per NUMA node with CPUs)",
+    NODES_WITHOUT_CPUS = "nodes_without_cpus" => "NUMA nodes with memory but no usable CPU: given no sub-table",
+    PATTERN = "pattern" => "`seq`, `rand` or `random-in-page`",
+    PERSIST = "persist" => "the persist strategy actually used (without --persist: clwb, else clflushopt, else clflush, the first this CPU has)",
+    PERSIST_DEFAULT = "persist_default" => "whether the persist strategy was the default's choice for this CPU (no --persist) rather than named",
+    PERSIST_INSTRUCTIONS = "persist_instructions" => "the instructions the persist strategy executed: `clflush`, `clflushopt+sfence`, `clwb+sfence`, `movntdq (16-byte)+sfence, clflush for partial lines`, `none`, `msync`",
+    PROBE = "probe" => "what the loaded-latency probe does, or which buffer probe ran",
+    PROBE_REGION_BYTES = "probe_region_bytes" => "bytes the probe chain covers",
+    PROGRAM = "program" => "the program `pmscope run` ran, with its arguments",
+    REGION_BYTES = "region_bytes" => "bytes mapped and used",
+    REGION_PER_THREAD_BYTES = "region_per_thread_bytes" => "bytes each thread streams over",
+    SAMPLES = "samples" => "individually timed accesses",
+    POOL = "pool" => "the pool file of a persistent table",
+    SEED = "seed" => "random seed",
+    SHARED = "shared" => "whether all threads stream over one shared region",
+    SIZE_BYTES = "size_bytes" => "bytes mapped",
+    SIZE_SOURCE = "size_source" => "how the working set or region of the record was chosen: `auto` (the option was left at its default, sized to the machine: 4x the last-level cache, at least the command's old fixed default, capped by available memory and --max-mem; a `size-capped` warning says when the cap applied) or `explicit` (given on the command line)",
+    SUB_TABLES = "sub_tables" => "per sub-table of `--partition nodes`: node, worker CPUs, k-mers inserted, distinct k-mers, slots, bytes, target, pages by node (move_pages) and the fraction on its own node",
+    TABLE = "table" => "the k-mer table kind",
+    TARGETS = "targets" => "the targets compared, with their verified page size",
+    THREADS = "threads" => "worker threads",
+    THRESHOLD_BYTES = "threshold_bytes" => "allocations of at least this many bytes were placed on the target",
+    TLB_WINDOW_PAGES = "tlb_window_pages" => "random order only within groups of this many 4 KiB pages (null: whole region)",
+    TRAFFIC_ACCESS_BYTES = "traffic_access_bytes" => "bytes per traffic access",
+    TRAFFIC_OP = "traffic_op" => "what the traffic writes with (`write`, `ntstore`, `store+clwb`, `copy`), or `read` for read-only traffic",
+    TRAFFIC_PATTERN = "traffic_pattern" => "the order the traffic visits its region: `seq`, or `rand` (every block once per pass)",
+    TRAFFIC_REGION_BYTES = "traffic_region_bytes" => "bytes each traffic thread streams over",
+    TRAFFIC_RW = "traffic_rw" => "traffic reads:writes per round",
+    TRAFFIC_SIZE_SOURCE = "traffic_size_source" => "`auto` or `explicit`, as `size_source`, for the traffic region",
+    TRAFFIC_THREADS = "traffic_threads" => "threads generating traffic",
+    SNP_RATE = "snp_rate" => "substitutions per base of a synthetic strain",
+    INDEL_RATE = "indel_rate" => "insertions or deletions per base of a synthetic strain",
+    STRAINS = "strains" => "synthetic strains derived from the reference",
+    SOFTWARE_PREFETCH = "software_prefetch" => "whether a prefetcht0 of the next XPLine was issued at each visit",
+    UNIT_BYTES = "unit_bytes" => "bytes per instruction of a sync stream (default 32, pmmeter's; 16 on a CPU without AVX2)",
+    UNSUPPORTED = "unsupported" => "why the cell could not run on this CPU (no metric then)",
+    VECTOR_BYTES = "vector_bytes" => "vector register width of the stream loops: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2), the widest the CPU has unless --width names one",
+    WRITE = "write" => "the write made at each visit: store+clwb, store+clflushopt, store+clflush or ntstore (by default store+clwb, else the best flush this CPU has)",
+    WIDTH_BYTES = "width_bytes" => "bytes per instruction of an access",
+    WORKING_SET_BYTES = "working_set_bytes" => "bytes the chain covers",
+    AOF_DIRECTORY = "aof_directory" => "the directory redis kept its append-only file in (fsync after every write), made inside `directory`, whose file system the fs keys describe",
+    CLIENTS = "clients" => "concurrent client connections of the load generator",
+    KEY_BYTES = "key_bytes" => "bytes per key",
+    PERCENTILES_BUCKETED = "percentiles_bucketed" => "whether p50/p99 are the upper bounds of power-of-two buckets (memaslap) rather than exact",
+    PLACEMENT = "placement" => "pmscope run's report of where the server's large allocations landed: its params and values",
+    REQUESTS = "requests" => "requests per client run (redis-benchmark -n)",
+    SERVER = "server" => "the key-value server (`memcached`, `redis`)",
+    SET_FRACTION = "set_fraction" => "fraction of SET operations in the mix",
+    TARGET = "target" => "the target spec the server's heap was placed on",
+    VALUE_BYTES = "value_bytes" => "bytes per value",
+    WORKLOAD = "workload" => "the load: memcached `get-heavy` (10 % SET) or `set-heavy` (50 % SET); redis `set`, `get` or `mset` (ten pairs)",
+    FILE_OP = "file_op" => "the file operation: `create`, `append-4k`, `overwrite-4k`, `overwrite-512`, `read-4k` (open, the I/O, fsync if asked, close)",
+    FSYNC = "fsync" => "whether each operation (each write, for fio) is followed by fsync",
+    IO_BYTES = "io_bytes" => "bytes per read or write call",
+    FS_TYPE = "fs_type" => "the file system of the directory (from /proc/self/mountinfo)",
+    MOUNT_POINT = "mount_point" => "where that file system is mounted",
+    MOUNT_OPTIONS = "mount_options" => "its mount and super-block options (dax=, data=...)",
+    DEVICE = "device" => "its mount source (`/dev/pmem0`) and device number (`259:0`)",
+    DAX = "dax" => "the DAX mode the mount options ask for (`always`, `never`, `inode`; null: not given); the target's persistence says whether MAP_SYNC was granted",
+    INODE_DAX = "inode_dax" => "whether statx marks the measured file's inode (redis: its append-only file's) DAX (STATX_ATTR_DAX: its reads and writes bypass the page cache); null: the kernel cannot say",
+    JOURNAL = "journal" => "ext4's data journaling mode (`ordered`, `journal`, `writeback`; null: not given)",
+    JOBS = "jobs" => "fio jobs (processes), each on its own file",
+    RW = "rw" => "fio's workload: `read`, `randread`, `write` or `randwrite`",
+    FILE_BYTES = "file_bytes" => "bytes of each job's file",
+    IOENGINE = "ioengine" => "fio's I/O engine",
+    FIO_VERSION = "fio_version" => "the fio that ran, as it reports itself",
+}
 
 /// Params that say how a parameter was chosen, not what was measured (`size_source`): a
 /// point measured at a size given explicitly and one the default chose are the same point,
 /// so comparisons leave these out.
 pub const PROVENANCE_PARAMS: &[&str] = &["size_source", "traffic_size_source"];
 
-/// Every value key, in the order the doc lists them.
-pub const VALUES: &[Key] = keys! {
-    "bases" => "bases of the genomes read (of the reference, for kmer-synth)",
-    "candidates_kmers" => "primer candidates: in every in-group genome, in no out-group genome",
-    "cleared_inserts" => "inserts a crash cut short, cleared by recovery",
-    "difference_kmers" => "k-mers of the genomes that no --minus genome has",
-    "genome_counts" => "genome counts held by a pool's k-mers",
-    "genomes_completed" => "genomes a pool holds completely",
-    "genomes_written" => "genome files written",
-    "intersection_kmers" => "k-mers in every in-group genome",
-    "skipped_kmers" => "k-mers skipped for an N or another IUPAC code",
-    "union_kmers" => "distinct k-mers of the in-group genomes",
-    "valid_kmers" => "k-mers a pool holds",
-    "fences_per_insert" => "fences a persistent table issued per insert",
-    "flushes_per_insert" => "cache-line flushes a persistent table issued per insert",
-    "mips_vs_volatile" => "insert rate relative to the volatile table on the same target and genomes",
-    "table_buckets" => "buckets of a chained (tx-pm) table",
-    "after_ns" => "the highest median after the knee",
-    "before_ns" => "the median on the plateau before the knee",
-    "bytes_per_fault" => "mapped bytes per pre-fault minor fault",
-    "checksum" => "position-weighted sum of the kernel's output arrays (the same for both variants)",
-    "dtlb_load_misses" => "data-TLB read misses of one timed run (median), from perf_event",
-    "llc_load_misses" => "last-level cache read misses of one timed run (median), from perf_event",
-    "cv" => "coefficient of variation of the repetitions",
-    "estimated_distinct_kmers" => "HyperLogLog estimate used to size the table",
-    "estimate_cpu_ms" => "CPU time of the estimate phase",
-    "estimate_ms" => "wall time of the estimate phase",
-    "grow_ms" => "wall time the table spent growing between genomes (part of insert_ms)",
-    "insert_cpu_ms" => "CPU time of the insert phase",
-    "hmat_read_latency_ns" => "read latency the firmware declares for the memory node from its nearest initiators (ACPI HMAT, sysfs access0)",
-    "hmat_read_bandwidth_mb_s" => "read bandwidth in MB/s the firmware declares for the memory node from its nearest initiators (ACPI HMAT, sysfs access0)",
-    "insert_mips" => "million inserts per second",
-    "insert_mips_with_growth" => "million inserts per second, the time the table spent growing included",
-    "insert_ms" => "wall time of the insert phase",
-    "inserts" => "k-mers inserted",
-    "knee_bytes" => "the last working set of the plateau: the buffer size as the sweep resolves it",
-    "lookup_hits" => "lookups that found their k-mer",
-    "lookups" => "k-mers looked up",
-    "map_cpu_ms" => "CPU time of mapping the table",
-    "map_ms" => "wall time of mapping the table",
-    "mean_latency_ns" => "mean probe latency",
-    "million_instructions_per_s" => "instructions per second, in millions",
-    "minor_faults" => "minor faults of the pre-fault pass",
-    "output_cpu_ms" => "CPU time of writing the output",
-    "output_ms" => "wall time of writing the output",
-    "parse_cpu_ms" => "CPU time of reading the genomes",
-    "parse_ms" => "wall time of reading the genomes",
-    "peak_rss_bytes" => "peak resident set size of the process",
-    "persist_fences" => "fences a persistent table issued (header and genome bookkeeping included)",
-    "persist_flushes" => "cache-line write-backs a persistent table issued (header and genome bookkeeping included)",
-    "prefault_ms" => "wall time of the pre-fault pass",
-    "read_gb_s" => "read bandwidth (median)",
-    "result_kmers" => "k-mers in the result",
-    "setops_cpu_ms" => "CPU time of the set operation",
-    "setops_ms" => "wall time of the set operation",
-    "slot_bytes" => "bytes per table slot",
-    "table_bytes" => "bytes of the table",
-    "table_grown" => "times the table grew",
-    "table_load_factor" => "occupied slots / slots",
-    "table_slots" => "slots of the table",
-    "timer_overhead_ns" => "cost of an empty timed bracket, subtracted from each timing",
-    "total_cpu_ms" => "CPU time of the whole job",
-    "total_ms" => "wall time of the whole job",
-    "traffic_gb_s" => "bandwidth the traffic threads achieved",
-    "write_gb_s" => "write bandwidth (median)",
-    "mean_us" => "mean latency of a client request, µs",
-    "p50_us" => "median latency of a client request, µs",
-    "p99_us" => "99th-percentile latency of a client request, µs",
-    "max_us" => "largest latency of a client request, µs",
-    "exit_code" => "the program's exit status as a shell gives it (128 + N: killed by signal N)",
-    "processes" => "processes under the program that reported their placement",
-    "served_allocations" => "allocations placed on the target (malloc family and private anonymous mmap)",
-    "served_bytes" => "bytes those allocations asked for",
-    "mapped_bytes" => "bytes mapped on the target for them (rounded to its page granule)",
-    "peak_mapped_bytes" => "most bytes mapped on the target at once (summed over processes)",
-    "mmap_served_allocations" => "of the served allocations, the program's own mmap calls",
-    "refused_allocations" => "allocations the target refused (left to ordinary memory)",
-    "refused_bytes" => "bytes of the refused allocations",
-    "below_threshold_allocations" => "allocations below the threshold, left alone",
-    "below_threshold_bytes" => "bytes of the allocations below the threshold",
-    "verified_regions" => "served regions whose pages were read back from smaps and numa_maps",
-    "resident_bytes" => "resident bytes of the regions read back",
-    "bytes_on_4k" => "resident served bytes on 4 KiB pages",
-    "bytes_on_2m" => "resident served bytes on 2 MiB pages",
-    "bytes_on_1g" => "resident served bytes on 1 GiB pages",
-    "verified_page_bytes" => "the page size holding most resident served bytes",
-    "iops" => "I/O operations per second, all jobs together",
-    "lat_mean_ns" => "mean completion latency of one read or write call",
-    "lat_p50_ns" => "median completion latency (fio's clat percentile)",
-    "lat_p99_ns" => "99th percentile completion latency",
-    "lat_p999_ns" => "99.9th percentile completion latency",
-};
+keys! {
+    ValueKey in v, VALUES:
+    BASES = "bases" => "bases of the genomes read (of the reference, for kmer-synth)",
+    CANDIDATES_KMERS = "candidates_kmers" => "primer candidates: in every in-group genome, in no out-group genome",
+    CLEARED_INSERTS = "cleared_inserts" => "inserts a crash cut short, cleared by recovery",
+    DIFFERENCE_KMERS = "difference_kmers" => "k-mers of the genomes that no --minus genome has",
+    GENOME_COUNTS = "genome_counts" => "genome counts held by a pool's k-mers",
+    GENOMES_COMPLETED = "genomes_completed" => "genomes a pool holds completely",
+    GENOMES_WRITTEN = "genomes_written" => "genome files written",
+    INTERSECTION_KMERS = "intersection_kmers" => "k-mers in every in-group genome",
+    SKIPPED_KMERS = "skipped_kmers" => "k-mers skipped for an N or another IUPAC code",
+    UNION_KMERS = "union_kmers" => "distinct k-mers of the in-group genomes",
+    VALID_KMERS = "valid_kmers" => "k-mers a pool holds",
+    FENCES_PER_INSERT = "fences_per_insert" => "fences a persistent table issued per insert",
+    FLUSHES_PER_INSERT = "flushes_per_insert" => "cache-line flushes a persistent table issued per insert",
+    MIPS_VS_VOLATILE = "mips_vs_volatile" => "insert rate relative to the volatile table on the same target and genomes",
+    TABLE_BUCKETS = "table_buckets" => "buckets of a chained (tx-pm) table",
+    AFTER_NS = "after_ns" => "the highest median after the knee",
+    BEFORE_NS = "before_ns" => "the median on the plateau before the knee",
+    BYTES_PER_FAULT = "bytes_per_fault" => "mapped bytes per pre-fault minor fault",
+    CHECKSUM = "checksum" => "position-weighted sum of the kernel's output arrays (the same for both variants)",
+    DTLB_LOAD_MISSES = "dtlb_load_misses" => "data-TLB read misses of one timed run (median), from perf_event",
+    LLC_LOAD_MISSES = "llc_load_misses" => "last-level cache read misses of one timed run (median), from perf_event",
+    CV = "cv" => "coefficient of variation of the repetitions",
+    ESTIMATED_DISTINCT_KMERS = "estimated_distinct_kmers" => "HyperLogLog estimate used to size the table",
+    ESTIMATE_CPU_MS = "estimate_cpu_ms" => "CPU time of the estimate phase",
+    ESTIMATE_MS = "estimate_ms" => "wall time of the estimate phase",
+    GROW_MS = "grow_ms" => "wall time the table spent growing between genomes (part of insert_ms)",
+    INSERT_CPU_MS = "insert_cpu_ms" => "CPU time of the insert phase",
+    HMAT_READ_LATENCY_NS = "hmat_read_latency_ns" => "read latency the firmware declares for the memory node from its nearest initiators (ACPI HMAT, sysfs access0)",
+    HMAT_READ_BANDWIDTH_MB_S = "hmat_read_bandwidth_mb_s" => "read bandwidth in MB/s the firmware declares for the memory node from its nearest initiators (ACPI HMAT, sysfs access0)",
+    INSERT_MIPS = "insert_mips" => "million inserts per second",
+    INSERT_MIPS_WITH_GROWTH = "insert_mips_with_growth" => "million inserts per second, the time the table spent growing included",
+    INSERT_MS = "insert_ms" => "wall time of the insert phase",
+    INSERTS = "inserts" => "k-mers inserted",
+    KNEE_BYTES = "knee_bytes" => "the last working set of the plateau: the buffer size as the sweep resolves it",
+    LOOKUP_HITS = "lookup_hits" => "lookups that found their k-mer",
+    LOOKUPS = "lookups" => "k-mers looked up",
+    MAP_CPU_MS = "map_cpu_ms" => "CPU time of mapping the table",
+    MAP_MS = "map_ms" => "wall time of mapping the table",
+    MEAN_LATENCY_NS = "mean_latency_ns" => "mean probe latency",
+    MILLION_INSTRUCTIONS_PER_S = "million_instructions_per_s" => "instructions per second, in millions",
+    MINOR_FAULTS = "minor_faults" => "minor faults of the pre-fault pass",
+    OUTPUT_CPU_MS = "output_cpu_ms" => "CPU time of writing the output",
+    OUTPUT_MS = "output_ms" => "wall time of writing the output",
+    PARSE_CPU_MS = "parse_cpu_ms" => "CPU time of reading the genomes",
+    PARSE_MS = "parse_ms" => "wall time of reading the genomes",
+    PEAK_RSS_BYTES = "peak_rss_bytes" => "peak resident set size of the process",
+    PERSIST_FENCES = "persist_fences" => "fences a persistent table issued (header and genome bookkeeping included)",
+    PERSIST_FLUSHES = "persist_flushes" => "cache-line write-backs a persistent table issued (header and genome bookkeeping included)",
+    PREFAULT_MS = "prefault_ms" => "wall time of the pre-fault pass",
+    READ_GB_S = "read_gb_s" => "read bandwidth (median)",
+    RESULT_KMERS = "result_kmers" => "k-mers in the result",
+    SETOPS_CPU_MS = "setops_cpu_ms" => "CPU time of the set operation",
+    SETOPS_MS = "setops_ms" => "wall time of the set operation",
+    SLOT_BYTES = "slot_bytes" => "bytes per table slot",
+    TABLE_BYTES = "table_bytes" => "bytes of the table",
+    TABLE_GROWN = "table_grown" => "times the table grew",
+    TABLE_LOAD_FACTOR = "table_load_factor" => "occupied slots / slots",
+    TABLE_SLOTS = "table_slots" => "slots of the table",
+    TIMER_OVERHEAD_NS = "timer_overhead_ns" => "cost of an empty timed bracket, subtracted from each timing",
+    TOTAL_CPU_MS = "total_cpu_ms" => "CPU time of the whole job",
+    TOTAL_MS = "total_ms" => "wall time of the whole job",
+    TRAFFIC_GB_S = "traffic_gb_s" => "bandwidth the traffic threads achieved",
+    WRITE_GB_S = "write_gb_s" => "write bandwidth (median)",
+    MEAN_US = "mean_us" => "mean latency of a client request, µs",
+    P50_US = "p50_us" => "median latency of a client request, µs",
+    P99_US = "p99_us" => "99th-percentile latency of a client request, µs",
+    MAX_US = "max_us" => "largest latency of a client request, µs",
+    EXIT_CODE = "exit_code" => "the program's exit status as a shell gives it (128 + N: killed by signal N)",
+    PROCESSES = "processes" => "processes under the program that reported their placement",
+    SERVED_ALLOCATIONS = "served_allocations" => "allocations placed on the target (malloc family and private anonymous mmap)",
+    SERVED_BYTES = "served_bytes" => "bytes those allocations asked for",
+    MAPPED_BYTES = "mapped_bytes" => "bytes mapped on the target for them (rounded to its page granule)",
+    PEAK_MAPPED_BYTES = "peak_mapped_bytes" => "most bytes mapped on the target at once (summed over processes)",
+    MMAP_SERVED_ALLOCATIONS = "mmap_served_allocations" => "of the served allocations, the program's own mmap calls",
+    REFUSED_ALLOCATIONS = "refused_allocations" => "allocations the target refused (left to ordinary memory)",
+    REFUSED_BYTES = "refused_bytes" => "bytes of the refused allocations",
+    BELOW_THRESHOLD_ALLOCATIONS = "below_threshold_allocations" => "allocations below the threshold, left alone",
+    BELOW_THRESHOLD_BYTES = "below_threshold_bytes" => "bytes of the allocations below the threshold",
+    VERIFIED_REGIONS = "verified_regions" => "served regions whose pages were read back from smaps and numa_maps",
+    RESIDENT_BYTES = "resident_bytes" => "resident bytes of the regions read back",
+    BYTES_ON_4K = "bytes_on_4k" => "resident served bytes on 4 KiB pages",
+    BYTES_ON_2M = "bytes_on_2m" => "resident served bytes on 2 MiB pages",
+    BYTES_ON_1G = "bytes_on_1g" => "resident served bytes on 1 GiB pages",
+    VERIFIED_PAGE_BYTES = "verified_page_bytes" => "the page size holding most resident served bytes",
+    IOPS = "iops" => "I/O operations per second, all jobs together",
+    LAT_MEAN_NS = "lat_mean_ns" => "mean completion latency of one read or write call",
+    LAT_P50_NS = "lat_p50_ns" => "median completion latency (fio's clat percentile)",
+    LAT_P99_NS = "lat_p99_ns" => "99th percentile completion latency",
+    LAT_P999_NS = "lat_p999_ns" => "99.9th percentile completion latency",
+}
 
 /// Every experiment.
 pub const EXPERIMENTS: &[ExperimentDoc] = &[
@@ -738,6 +773,11 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
     },
 ];
 
+/// The value key spelled `name`, for figures named at run time (a k-mer set's size).
+pub fn value_key(name: &str) -> Option<ValueKey> {
+    VALUES.iter().find(|k| k.name == name).map(|k| ValueKey(*k))
+}
+
 /// The declaration of `experiment`.
 pub fn experiment(name: &str) -> Option<&'static ExperimentDoc> {
     EXPERIMENTS.iter().find(|e| e.name == name)
@@ -762,7 +802,7 @@ pub fn check_record(r: &Record) -> Result<(), String> {
         (Some(m), Some(declared)) if declared.split(" | ").any(|d| d == m) => {}
         (Some(m), _) => return Err(format!("{}: metric '{m}' is not declared", e.name)),
     }
-    if let Some(p) = r.params.get("pattern") {
+    if let Some(p) = r.get(p::PATTERN) {
         let ok = [Pattern::Seq, Pattern::Rand, Pattern::RandomInPage]
             .iter()
             .any(|x| p.as_str() == Some(x.name()));
@@ -832,11 +872,11 @@ mod tests {
     fn records_are_held_to_their_declaration() {
         let base = || Record::new("latency", vec![], Default::default());
         assert_eq!(
-            check_record(&base().param("pattern", "rand").value("cv", 0.1)),
+            check_record(&base().param(p::PATTERN, "rand").value(v::CV, 0.1)),
             Ok(())
         );
-        assert!(check_record(&base().param("pattern", "random")).is_err());
-        assert!(check_record(&base().param("access_bytes", 64)).is_err());
+        assert!(check_record(&base().param(p::PATTERN, "random")).is_err());
+        assert!(check_record(&base().param(p::ACCESS_BYTES, 64)).is_err());
         let mut r = base();
         r.metric = Some("bandwidth_gb_s".into());
         assert!(check_record(&r).is_err());

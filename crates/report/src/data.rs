@@ -3,21 +3,6 @@
 use pmscope_core::record::Record;
 use pmscope_core::units::page_size_name;
 
-/// A string param.
-pub fn s<'a>(r: &'a Record, key: &str) -> Option<&'a str> {
-    r.params.get(key).and_then(|v| v.as_str())
-}
-
-/// An integer param.
-pub fn u(r: &Record, key: &str) -> Option<u64> {
-    r.params.get(key).and_then(|v| v.as_u64())
-}
-
-/// A boolean param.
-pub fn b(r: &Record, key: &str) -> Option<bool> {
-    r.params.get(key).and_then(|v| v.as_bool())
-}
-
 /// The record's metric: the median of its summary.
 pub fn median(r: &Record) -> Option<f64> {
     r.summary.as_ref().map(|s| s.p50).filter(|v| v.is_finite())

@@ -5,6 +5,7 @@ use crate::Run;
 use crate::data;
 use crate::figures::group;
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// One finding.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,14 +78,14 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
     let latency: Vec<&Record> = data::of(records, "latency")
         .filter(|r| data::median(r).is_some())
         .collect();
-    let ws_of = |r: &Record| data::u(r, "working_set_bytes");
+    let ws_of = |r: &Record| r.count(p::WORKING_SET_BYTES);
 
     // Random vs sequential idle latency at the largest working set measured both ways.
     for t in data::targets(latency.iter().copied()) {
         let at = |pattern: &str| -> Vec<(u64, f64)> {
             latency
                 .iter()
-                .filter(|r| data::target(r) == t && data::s(r, "pattern") == Some(pattern))
+                .filter(|r| data::target(r) == t && r.text(p::PATTERN) == Some(pattern))
                 .filter_map(|r| Some((ws_of(r)?, data::median(r)?)))
                 .collect()
         };
@@ -118,7 +119,7 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             let pick = |t: &str| -> Vec<(u64, f64, Option<u64>)> {
                 latency
                     .iter()
-                    .filter(|r| data::target(r) == t && data::s(r, "pattern") == Some("rand"))
+                    .filter(|r| data::target(r) == t && r.text(p::PATTERN) == Some("rand"))
                     .filter_map(|r| Some((ws_of(r)?, data::median(r)?, data::page_size(r))))
                     .collect()
             };
@@ -159,8 +160,8 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             .collect();
         let peak = |ops: &[&str]| {
             mine.iter()
-                .filter(|r| data::s(r, "op").is_some_and(|o| ops.contains(&o)))
-                .filter_map(|r| Some((data::median(r)?, data::s(r, "op")?)))
+                .filter(|r| r.text(p::OP).is_some_and(|o| ops.contains(&o)))
+                .filter_map(|r| Some((data::median(r)?, r.text(p::OP)?)))
                 .max_by(|a, b| a.0.total_cmp(&b.0))
         };
         // Read/write asymmetry of the peaks.
@@ -184,12 +185,12 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             let of_op: Vec<&Record> = mine
                 .iter()
                 .copied()
-                .filter(|r| data::s(r, "op") == Some(op))
+                .filter(|r| r.text(p::OP) == Some(op))
                 .collect();
-            let Some(access) = crate::figures::largest(&of_op, "access_bytes") else {
+            let Some(access) = crate::figures::largest(&of_op, p::ACCESS_BYTES) else {
                 continue;
             };
-            let pattern = if of_op.iter().any(|r| data::s(r, "pattern") == Some("seq")) {
+            let pattern = if of_op.iter().any(|r| r.text(p::PATTERN) == Some("seq")) {
                 "seq"
             } else {
                 "rand"
@@ -199,12 +200,10 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
                     of_op
                         .iter()
                         .filter(|r| {
-                            data::s(r, "pattern") == Some(pattern)
-                                && data::u(r, "access_bytes") == Some(access)
+                            r.text(p::PATTERN) == Some(pattern)
+                                && r.count(p::ACCESS_BYTES) == Some(access)
                         })
-                        .filter_map(|r| {
-                            Some(((), data::u(r, "threads")? as f64, data::median(r)?))
-                        }),
+                        .filter_map(|r| Some(((), r.count(p::THREADS)? as f64, data::median(r)?))),
                 );
                 let Some((_, c)) = curve.first() else {
                     continue;
@@ -233,9 +232,9 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             let of_op: Vec<&Record> = mine
                 .iter()
                 .copied()
-                .filter(|r| data::s(r, "op") == Some(op.as_str()))
+                .filter(|r| r.text(p::OP) == Some(op.as_str()))
                 .collect();
-            let pattern = if of_op.iter().any(|r| data::s(r, "pattern") == Some("rand")) {
+            let pattern = if of_op.iter().any(|r| r.text(p::PATTERN) == Some("rand")) {
                 "rand"
             } else {
                 "seq"
@@ -244,16 +243,16 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
                 let sel: Vec<&Record> = of_op
                     .iter()
                     .copied()
-                    .filter(|r| data::s(r, "pattern") == Some(pattern))
+                    .filter(|r| r.text(p::PATTERN) == Some(pattern))
                     .collect();
-                let Some(threads) = crate::figures::largest(&sel, "threads") else {
+                let Some(threads) = crate::figures::largest(&sel, p::THREADS) else {
                     continue;
                 };
                 let curve = group(
                     sel.iter()
-                        .filter(|r| data::u(r, "threads") == Some(threads))
+                        .filter(|r| r.count(p::THREADS) == Some(threads))
                         .filter_map(|r| {
-                            Some(((), data::u(r, "access_bytes")? as f64, data::median(r)?))
+                            Some(((), r.count(p::ACCESS_BYTES)? as f64, data::median(r)?))
                         }),
                 );
                 let Some((_, c)) = curve.first() else {
@@ -286,14 +285,14 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
         .filter(|r| r.summary.is_some())
         .collect();
     for t in data::targets(inst.iter().copied()) {
-        let pattern = if inst.iter().any(|r| data::s(r, "pattern") == Some("rand")) {
+        let pattern = if inst.iter().any(|r| r.text(p::PATTERN) == Some("rand")) {
             "rand"
         } else {
             "seq"
         };
         let access = inst
             .iter()
-            .filter_map(|r| data::u(r, "access_bytes"))
+            .filter_map(|r| r.count(p::ACCESS_BYTES))
             .filter(|a| *a >= 64)
             .min();
         let Some(access) = access else { continue };

@@ -6,6 +6,7 @@ use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
 use pmscope_core::record::{Record, SystemSummary, TargetRecord};
 use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::vocab::check_record;
+use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
 use pmscope_report::{CacheLevel, FIGURES, Options, Reference, Run, html, observations, svg_files};
 use std::collections::BTreeMap;
@@ -87,22 +88,22 @@ impl Gen {
                     let ns = if pattern == "seq" { base / 3.0 } else { base };
                     out.push(
                         self.rec("latency", t, ns)
-                            .param("pattern", pattern)
-                            .param("element_bytes", 64)
-                            .param("working_set_bytes", ws)
-                            .param("tlb_window_pages", serde_json::Value::Null)
-                            .param("mixer", true)
-                            .param("seed", 1)
-                            .value("cv", 0.02),
+                            .param(p::PATTERN, pattern)
+                            .param(p::ELEMENT_BYTES, 64)
+                            .param(p::WORKING_SET_BYTES, ws)
+                            .param(p::TLB_WINDOW_PAGES, serde_json::Value::Null)
+                            .param(p::MIXER, true)
+                            .param(p::SEED, 1)
+                            .value(v::CV, 0.02),
                     );
                 }
             }
             let mut d = self
                 .rec("latency-distribution", t, 90.0)
-                .param("pattern", "rand")
-                .param("element_bytes", 64)
-                .param("working_set_bytes", 1u64 << 26)
-                .param("samples", 1000);
+                .param(p::PATTERN, "rand")
+                .param(p::ELEMENT_BYTES, 64)
+                .param(p::WORKING_SET_BYTES, 1u64 << 26)
+                .param(p::SAMPLES, 1000);
             d.histogram = Some(LogHistogram {
                 lower: vec![64.0, 90.5, 128.0, 181.0, 256.0],
                 count: vec![10, 800, 150, 30, 10],
@@ -124,14 +125,14 @@ impl Gen {
                                 * (1.0 + ti as f64 * 0.3);
                             let mut r = self
                                 .rec("inst", t, v)
-                                .param("op", op)
-                                .param("fence", fence)
-                                .param("access_bytes", size)
-                                .param("pattern", pattern)
-                                .param("width_bytes", 32)
-                                .param("flushed_before", op == "load")
-                                .param("region_bytes", 1u64 << 30)
-                                .value("timer_overhead_ns", 10.0);
+                                .param(p::OP, op)
+                                .param(p::FENCE, fence)
+                                .param(p::ACCESS_BYTES, size)
+                                .param(p::PATTERN, pattern)
+                                .param(p::WIDTH_BYTES, 32)
+                                .param(p::FLUSHED_BEFORE, op == "load")
+                                .param(p::REGION_BYTES, 1u64 << 30)
+                                .value(v::TIMER_OVERHEAD_NS, 10.0);
                             let samples: Vec<f64> = (0..200)
                                 .map(|i| {
                                     v * (0.8 + (i % 17) as f64 * 0.05 + (i / 190) as f64 * 4.0)
@@ -164,20 +165,20 @@ impl Gen {
                             let v = peak * by_size * by_threads * (1.0 - 0.1 * ti as f64);
                             out.push(
                                 self.rec("bandwidth", t, v)
-                                    .param("op", op)
-                                    .param("pattern", pattern)
-                                    .param("access_bytes", size)
-                                    .param("threads", threads)
-                                    .param("shared", false)
-                                    .param("vector_bytes", 32)
-                                    .param("region_per_thread_bytes", 1u64 << 29)
-                                    .param("duration_s", 0.15)
-                                    .param("mix", "")
+                                    .param(p::OP, op)
+                                    .param(p::PATTERN, pattern)
+                                    .param(p::ACCESS_BYTES, size)
+                                    .param(p::THREADS, threads)
+                                    .param(p::SHARED, false)
+                                    .param(p::VECTOR_BYTES, 32)
+                                    .param(p::REGION_PER_THREAD_BYTES, 1u64 << 29)
+                                    .param(p::DURATION_S, 0.15)
+                                    .param(p::MIX, "")
                                     .value(
                                         if op == "read" {
-                                            "read_gb_s"
+                                            v::READ_GB_S
                                         } else {
-                                            "write_gb_s"
+                                            v::WRITE_GB_S
                                         },
                                         v,
                                     ),
@@ -193,17 +194,17 @@ impl Gen {
             ] {
                 out.push(
                     self.rec("bandwidth", t, r + w)
-                        .param("op", "write")
-                        .param("pattern", "seq")
-                        .param("access_bytes", 4096u64)
-                        .param("threads", 2)
-                        .param("shared", false)
-                        .param("vector_bytes", 32)
-                        .param("region_per_thread_bytes", 1u64 << 29)
-                        .param("duration_s", 0.15)
-                        .param("mix", mix)
-                        .value("read_gb_s", r)
-                        .value("write_gb_s", w),
+                        .param(p::OP, "write")
+                        .param(p::PATTERN, "seq")
+                        .param(p::ACCESS_BYTES, 4096u64)
+                        .param(p::THREADS, 2)
+                        .param(p::SHARED, false)
+                        .param(p::VECTOR_BYTES, 32)
+                        .param(p::REGION_PER_THREAD_BYTES, 1u64 << 29)
+                        .param(p::DURATION_S, 0.15)
+                        .param(p::MIX, mix)
+                        .value(v::READ_GB_S, r)
+                        .value(v::WRITE_GB_S, w),
                 );
             }
             for (i, delay) in [None, Some(3200u64), Some(800), Some(200), Some(50), Some(0)]
@@ -220,18 +221,18 @@ impl Gen {
                 ][i];
                 out.push(
                     self.rec("loaded", t, ns)
-                        .param("probe", "chase")
+                        .param(p::PROBE, "chase")
                         .param(
-                            "delay_ns",
+                            p::DELAY_NS,
                             delay.map(serde_json::Value::from).unwrap_or_default(),
                         )
-                        .param("traffic_threads", if delay.is_some() { 1 } else { 0 })
-                        .param("traffic_rw", "1:0")
-                        .param("traffic_access_bytes", 1024)
-                        .param("probe_region_bytes", 1u64 << 30)
-                        .param("samples", 1000)
-                        .value("traffic_gb_s", bw)
-                        .value("mean_latency_ns", ns),
+                        .param(p::TRAFFIC_THREADS, if delay.is_some() { 1 } else { 0 })
+                        .param(p::TRAFFIC_RW, "1:0")
+                        .param(p::TRAFFIC_ACCESS_BYTES, 1024)
+                        .param(p::PROBE_REGION_BYTES, 1u64 << 30)
+                        .param(p::SAMPLES, 1000)
+                        .value(v::TRAFFIC_GB_S, bw)
+                        .value(v::MEAN_LATENCY_NS, ns),
                 );
             }
             for (option, op, gb) in [
@@ -241,30 +242,30 @@ impl Gen {
             ] {
                 out.push(
                     self.rec("sync", t, gb)
-                        .param("option", option)
-                        .param("op", op)
-                        .param("fence", "mfence")
-                        .param("unit_bytes", 32)
-                        .param("block_bytes", 64)
-                        .param("pattern", "seq")
-                        .param("threads", 1)
-                        .param("region_bytes", 1u64 << 30)
-                        .value("million_instructions_per_s", gb * 30.0),
+                        .param(p::OPTION, option)
+                        .param(p::OP, op)
+                        .param(p::FENCE, "mfence")
+                        .param(p::UNIT_BYTES, 32)
+                        .param(p::BLOCK_BYTES, 64)
+                        .param(p::PATTERN, "seq")
+                        .param(p::THREADS, 1)
+                        .param(p::REGION_BYTES, 1u64 << 30)
+                        .value(v::MILLION_INSTRUCTIONS_PER_S, gb * 30.0),
                 );
             }
             out.push(
                 self.rec("rap-idle", t, 100.0)
-                    .param("persist", "clwb")
-                    .param("region_bytes", 1u64 << 30)
-                    .param("samples", 1000),
+                    .param(p::PERSIST, "clwb")
+                    .param(p::REGION_BYTES, 1u64 << 30)
+                    .param(p::SAMPLES, 1000),
             );
             for d in [0u64, 1, 4, 16, 64, 256] {
                 out.push(
                     self.rec("rap", t, 300.0 / (1.0 + d as f64 / 8.0) + 100.0)
-                        .param("persist", "clwb")
-                        .param("region_bytes", 1u64 << 30)
-                        .param("samples", 1000)
-                        .param("distance_lines", d),
+                        .param(p::PERSIST, "clwb")
+                        .param(p::REGION_BYTES, 1u64 << 30)
+                        .param(p::SAMPLES, 1000)
+                        .param(p::DISTANCE_LINES, d),
                 );
             }
             for op in [
@@ -278,11 +279,11 @@ impl Gen {
                     let ns = if fsync { 9000.0 } else { 3000.0 } * (1.0 + ti as f64);
                     out.push(
                         self.rec("fs-op", t, ns)
-                            .param("file_op", op)
-                            .param("fsync", fsync)
-                            .param("io_bytes", 4096)
-                            .param("samples", 1000)
-                            .param("fs_type", "tmpfs"),
+                            .param(p::FILE_OP, op)
+                            .param(p::FSYNC, fsync)
+                            .param(p::IO_BYTES, 4096)
+                            .param(p::SAMPLES, 1000)
+                            .param(p::FS_TYPE, "tmpfs"),
                     );
                 }
             }
@@ -290,11 +291,11 @@ impl Gen {
                 for jobs in 1..=4u64 {
                     out.push(
                         self.rec("fio", t, 500.0 * jobs as f64 / (1.0 + ti as f64))
-                            .param("rw", rw)
-                            .param("jobs", jobs)
-                            .param("io_bytes", 4096)
-                            .param("fs_type", "tmpfs")
-                            .value("iops", 1e5),
+                            .param(p::RW, rw)
+                            .param(p::JOBS, jobs)
+                            .param(p::IO_BYTES, 4096)
+                            .param(p::FS_TYPE, "tmpfs")
+                            .value(v::IOPS, 1e5),
                     );
                 }
             }
@@ -308,31 +309,34 @@ impl Gen {
             ] {
                 let mut r = self
                     .rec("app-kv", t, kops * faster * 1e3)
-                    .param("server", server)
-                    .param("target", *t)
-                    .param("workload", workload)
-                    .param("value_bytes", value)
-                    .param("clients", 12)
-                    .value("p50_us", 100.0)
-                    .value("p99_us", 900.0);
+                    .param(p::SERVER, server)
+                    .param(p::TARGET, *t)
+                    .param(p::WORKLOAD, workload)
+                    .param(p::VALUE_BYTES, value)
+                    .param(p::CLIENTS, 12)
+                    .value(v::P50_US, 100.0)
+                    .value(v::P99_US, 900.0);
                 if workload == "mset" {
                     r = r
-                        .param("aof_directory", "/mnt/pmem/pmscope-app-1-0")
-                        .param("directory", "/mnt/pmem")
-                        .param("fs_type", "ext4")
-                        .param("dax", "always")
-                        .param("inode_dax", true);
+                        .param(p::AOF_DIRECTORY, "/mnt/pmem/pmscope-app-1-0")
+                        .param(p::DIRECTORY, "/mnt/pmem")
+                        .param(p::FS_TYPE, "ext4")
+                        .param(p::DAX, "always")
+                        .param(p::INODE_DAX, true);
                 }
                 out.push(r);
             }
             for table in ["volatile", "persistent"] {
                 out.push(
                     self.rec("kmer", t, if table == "volatile" { 40.0 } else { 12.0 })
-                        .param("operation", "count")
-                        .param("k", 21)
-                        .param("threads", 2)
-                        .param("table", table)
-                        .value("insert_mips", if table == "volatile" { 40.0 } else { 12.0 }),
+                        .param(p::OPERATION, "count")
+                        .param(p::K, 21)
+                        .param(p::THREADS, 2)
+                        .param(p::TABLE, table)
+                        .value(
+                            v::INSERT_MIPS,
+                            if table == "volatile" { 40.0 } else { 12.0 },
+                        ),
                 );
             }
         }
@@ -347,13 +351,13 @@ impl Gen {
                 for (variant, f) in [("ref", 3.0), ("opt", 1.0)] {
                     out.push(
                         self.rec("poly", t, secs * f * slower)
-                            .param("kernel", k)
-                            .param("variant", variant)
-                            .param("preset", "medium")
-                            .param("problem_size", 600)
-                            .param("data_bytes", 8_640_000)
-                            .param("perf_counters", "unavailable: no PMU")
-                            .value("checksum", 4.6e8),
+                            .param(p::KERNEL, k)
+                            .param(p::VARIANT, variant)
+                            .param(p::PRESET, "medium")
+                            .param(p::PROBLEM_SIZE, 600)
+                            .param(p::DATA_BYTES, 8_640_000)
+                            .param(p::PERF_COUNTERS, "unavailable: no PMU")
+                            .value(v::CHECKSUM, 4.6e8),
                     );
                 }
             }
@@ -361,7 +365,7 @@ impl Gen {
         let mut cmp = self.rec("comparison", "-", 0.0);
         cmp.summary = None;
         cmp.metric = None;
-        cmp = cmp.param("targets", serde_json::json!([{"spec": "dram:4k", "page_size": 4096}, {"spec": "dram:thp", "page_size": 2097152}]));
+        cmp = cmp.param(p::TARGETS, serde_json::json!([{"spec": "dram:4k", "page_size": 4096}, {"spec": "dram:thp", "page_size": 2097152}]));
         cmp.warnings.push(Warning::new(
             "mixed-page-sizes",
             "dram:4k is backed by 4 KiB pages but dram:thp by 2 MiB pages",

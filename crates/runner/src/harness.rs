@@ -22,6 +22,7 @@ use crate::timer::Timer;
 use anyhow::{Context as _, Result};
 use pmscope_core::achieved::Achieved;
 use pmscope_core::record::{Record, SystemSummary, TargetRecord, ThreadPlacement};
+use pmscope_core::vocab::p;
 use pmscope_core::warning::Warning;
 use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
 use pmscope_persist::PersistStrategy;
@@ -75,7 +76,7 @@ impl Session {
     pub fn record(&self, experiment: &str) -> Record {
         let mut r = Record::new(experiment, self.command_line.clone(), self.system.clone());
         if let Some(w) = self.executor.warning() {
-            r = r.param("executor", "null");
+            r = r.param(p::EXECUTOR, "null");
             r.warnings.push(w);
         }
         r
@@ -277,7 +278,7 @@ impl<'s> Harness<'s> {
                 })
             })
             .collect();
-        let mut r = self.record("comparison").param("targets", targets);
+        let mut r = self.record("comparison").param(p::TARGETS, targets);
         r.warnings.extend(cross.iter().cloned());
         self.sink.emit(&r)?;
         Ok(cross)

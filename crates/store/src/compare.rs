@@ -170,6 +170,7 @@ pub fn compare_records(a: &[Record], b: &[Record], match_targets: bool) -> Compa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pmscope_core::vocab::p;
 
     #[test]
     fn direction_follows_the_unit() {
@@ -187,9 +188,9 @@ mod tests {
     fn how_a_size_was_chosen_is_not_a_parameter() {
         let point = |ws: u64, source: Option<&str>| {
             let mut r =
-                Record::new("latency", vec![], Default::default()).param("working_set_bytes", ws);
+                Record::new("latency", vec![], Default::default()).param(p::WORKING_SET_BYTES, ws);
             if let Some(s) = source {
-                r = r.param("size_source", s);
+                r = r.param(p::SIZE_SOURCE, s);
             }
             r.metric = Some("latency_ns".into());
             r.summary = pmscope_core::summary::Summary::of(&[100.0, 101.0, 99.0]);

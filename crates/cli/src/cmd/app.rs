@@ -14,7 +14,8 @@ use crate::context::Context;
 use crate::error::usage;
 use crate::filedir;
 use crate::output::Sink;
-use crate::output::fields::Fields;
+use pmscope_core::vocab::{p, v};
+
 use crate::output::table::Table;
 use anyhow::{Context as _, Result, anyhow, bail};
 use pmscope_core::range::{AxisKind, parse_axis};
@@ -246,8 +247,8 @@ fn measure_target(
         r.target = placement.target.clone();
         if let (Some(d), Some(parent)) = (&aof, &plan.aof_dir) {
             r = filedir::describe_directory(r, parent, plan.aof_mount.as_ref())
-                .param("aof_directory", d.path.display().to_string())
-                .param("inode_dax", aof_inode_dax);
+                .param(p::AOF_DIRECTORY, d.path.display().to_string())
+                .param(p::INODE_DAX, aof_inode_dax);
         }
         out.push(r);
     }
@@ -615,23 +616,23 @@ fn kv_record(
 ) -> Record {
     let mut r = h
         .record("app-kv")
-        .param("server", plan.server.name())
-        .param("target", spec.to_string())
-        .param("workload", w.name)
-        .param("value_bytes", value_bytes)
-        .param("clients", plan.clients)
-        .param("percentiles_bucketed", res.percentiles_bucketed)
-        .value("mean_us", res.mean_us)
-        .value("p50_us", res.p50_us)
-        .value("p99_us", res.p99_us)
-        .value("max_us", res.max_us);
+        .param(p::SERVER, plan.server.name())
+        .param(p::TARGET, spec.to_string())
+        .param(p::WORKLOAD, w.name)
+        .param(p::VALUE_BYTES, value_bytes)
+        .param(p::CLIENTS, plan.clients)
+        .param(p::PERCENTILES_BUCKETED, res.percentiles_bucketed)
+        .value(v::MEAN_US, res.mean_us)
+        .value(v::P50_US, res.p50_us)
+        .value(v::P99_US, res.p99_us)
+        .value(v::MAX_US, res.max_us);
     if plan.server == Server::Memcached {
         r = r
-            .param("key_bytes", MEMCACHED_KEY_BYTES)
-            .param("set_fraction", w.set_fraction)
-            .param("duration_s", plan.duration);
+            .param(p::KEY_BYTES, MEMCACHED_KEY_BYTES)
+            .param(p::SET_FRACTION, w.set_fraction)
+            .param(p::DURATION_S, plan.duration);
     } else {
-        r = r.param("requests", plan.requests);
+        r = r.param(p::REQUESTS, plan.requests);
     }
     r.metric = Some("throughput_ops_s".into());
     r.summary = Some(Summary::of(&[res.ops_per_s]).expect("finite"));
@@ -646,10 +647,10 @@ fn placement_record(
 ) -> Record {
     let mut r = h
         .record("app-placement")
-        .param("server", plan.server.name())
-        .param("target", spec.to_string())
+        .param(p::SERVER, plan.server.name())
+        .param(p::TARGET, spec.to_string())
         .param(
-            "placement",
+            p::PLACEMENT,
             serde_json::json!({ "params": run.params, "values": run.values }),
         );
     for w in run.warnings {
@@ -682,29 +683,32 @@ fn render(records: &[Record], environment: &[String]) -> String {
         .filter(|r| r.experiment == "app-kv")
         .collect();
     let kops = |r: &Record| r.summary.as_ref().map_or(f64::NAN, |x| x.p50) / 1e3;
-    let value = |r: &Record| Bytes(r.count("value_bytes")).to_string();
+    let value = |r: &Record| Bytes(r.count(p::VALUE_BYTES).unwrap_or_default()).to_string();
     let mut out = String::new();
     let mut t = Table::new(&[
         "target", "workload", "value", "kops/s", "mean µs", "p50 µs", "p99 µs",
     ]);
     for r in &kv {
-        let le = if r.flag("percentiles_bucketed") {
+        let le = if r.flag(p::PERCENTILES_BUCKETED).unwrap_or_default() {
             "≤"
         } else {
             ""
         };
         t.row(vec![
-            r.text("target").into(),
-            r.text("workload").into(),
+            r.text(p::TARGET).unwrap_or_default().into(),
+            r.text(p::WORKLOAD).unwrap_or_default().into(),
             value(r),
             format!("{:.1}", kops(r)),
-            format!("{:.0}", r.val("mean_us")),
-            format!("{le}{:.0}", r.val("p50_us")),
-            format!("{le}{:.0}", r.val("p99_us")),
+            format!("{:.0}", r.val(v::MEAN_US).unwrap_or_default()),
+            format!("{le}{:.0}", r.val(v::P50_US).unwrap_or_default()),
+            format!("{le}{:.0}", r.val(v::P99_US).unwrap_or_default()),
         ]);
     }
     let _ = writeln!(out, "{}", t.render());
-    if kv.iter().any(|r| r.flag("percentiles_bucketed")) {
+    if kv
+        .iter()
+        .any(|r| r.flag(p::PERCENTILES_BUCKETED).unwrap_or_default())
+    {
         let _ = writeln!(
             out,
             "(≤: memaslap reports latencies in power-of-two buckets; the bucket's upper bound)"
@@ -713,10 +717,13 @@ fn render(records: &[Record], environment: &[String]) -> String {
     let mut targets: Vec<&str> = Vec::new();
     let mut points: Vec<(&str, u64)> = Vec::new();
     for r in &kv {
-        if !targets.contains(&r.text("target")) {
-            targets.push(r.text("target"));
+        if !targets.contains(&r.text(p::TARGET).unwrap_or_default()) {
+            targets.push(r.text(p::TARGET).unwrap_or_default());
         }
-        let p = (r.text("workload"), r.count("value_bytes"));
+        let p = (
+            r.text(p::WORKLOAD).unwrap_or_default(),
+            r.count(p::VALUE_BYTES).unwrap_or_default(),
+        );
         if !points.contains(&p) {
             points.push(p);
         }
@@ -733,9 +740,9 @@ fn render(records: &[Record], environment: &[String]) -> String {
         for (workload, bytes) in points {
             let of = |target: &str| {
                 kv.iter().find(|r| {
-                    r.text("target") == target
-                        && r.text("workload") == workload
-                        && r.count("value_bytes") == bytes
+                    r.text(p::TARGET).unwrap_or_default() == target
+                        && r.text(p::WORKLOAD).unwrap_or_default() == workload
+                        && r.count(p::VALUE_BYTES).unwrap_or_default() == bytes
                 })
             };
             let first = of(targets[0]).map(|r| kops(r));
@@ -759,7 +766,11 @@ fn render(records: &[Record], environment: &[String]) -> String {
             .as_ref()
             .map(|t| t.achieved.describe())
             .unwrap_or_else(|| "no verified placement".into());
-        let _ = writeln!(out, "  {}: {achieved}", r.text("target"));
+        let _ = writeln!(
+            out,
+            "  {}: {achieved}",
+            r.text(p::TARGET).unwrap_or_default()
+        );
         for w in r.warnings.iter().filter(|w| !environment.contains(&w.code)) {
             let _ = writeln!(out, "    warning: {}", w.message);
         }
@@ -773,10 +784,10 @@ fn render(records: &[Record], environment: &[String]) -> String {
         let _ = writeln!(
             out,
             "\nappend-only file (fsync always) in {}: {} on {} ({}); its inode: {inode}",
-            r.text("directory"),
-            r.text("fs_type"),
-            r.text("device"),
-            r.text("mount_options"),
+            r.text(p::DIRECTORY).unwrap_or_default(),
+            r.text(p::FS_TYPE).unwrap_or_default(),
+            r.text(p::DEVICE).unwrap_or_default(),
+            r.text(p::MOUNT_OPTIONS).unwrap_or_default(),
         );
     }
     out
@@ -789,14 +800,14 @@ mod tests {
 
     fn kv(target: &str, workload: &str, kops: f64) -> Record {
         let mut r = Record::new("app-kv", Vec::new(), SystemSummary::default())
-            .param("server", "memcached")
-            .param("target", target)
-            .param("workload", workload)
-            .param("value_bytes", 1024)
-            .param("percentiles_bucketed", false)
-            .value("mean_us", 100.0)
-            .value("p50_us", 90.0)
-            .value("p99_us", 300.0);
+            .param(p::SERVER, "memcached")
+            .param(p::TARGET, target)
+            .param(p::WORKLOAD, workload)
+            .param(p::VALUE_BYTES, 1024)
+            .param(p::PERCENTILES_BUCKETED, false)
+            .value(v::MEAN_US, 100.0)
+            .value(v::P50_US, 90.0)
+            .value(v::P99_US, 300.0);
         r.summary = Summary::of(&[kops * 1e3]);
         r
     }
@@ -841,7 +852,7 @@ mod tests {
         };
         let placement = |target: &str| {
             let mut r = Record::new("app-placement", Vec::new(), SystemSummary::default())
-                .param("target", target);
+                .param(p::TARGET, target);
             r.warnings = vec![
                 warning("numa-balancing", "automatic NUMA balancing is on"),
                 warning("app-heap-not-placed", "its heap stayed in ordinary memory"),
@@ -864,12 +875,12 @@ mod tests {
     #[test]
     fn the_append_only_files_file_system_is_shown() {
         let r = kv("dram:4k", "mset", 5.0)
-            .param("aof_directory", "/mnt/pmem/pmscope-app-1-0")
-            .param("directory", "/mnt/pmem")
-            .param("fs_type", "ext4")
-            .param("device", "/dev/pmem0 (259:0)")
-            .param("mount_options", "rw,relatime,dax=always")
-            .param("inode_dax", true);
+            .param(p::AOF_DIRECTORY, "/mnt/pmem/pmscope-app-1-0")
+            .param(p::DIRECTORY, "/mnt/pmem")
+            .param(p::FS_TYPE, "ext4")
+            .param(p::DEVICE, "/dev/pmem0 (259:0)")
+            .param(p::MOUNT_OPTIONS, "rw,relatime,dax=always")
+            .param(p::INODE_DAX, true);
         let out = render(&[r], &[]);
         assert!(
             out.contains(

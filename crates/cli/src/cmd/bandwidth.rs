@@ -9,7 +9,8 @@ use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::measure::{Role, stream_for};
 use crate::output::Sink;
-use crate::output::fields::Fields;
+use pmscope_core::vocab::{p, v};
+
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use crate::values::check_threads;
@@ -317,18 +318,18 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                                 measure_point(run, p, &roles, &views, random)?;
                             let mut rec = run
                                 .record("bandwidth")
-                                .param("op", op.name())
-                                .param("pattern", Pattern::from_random(random).name())
-                                .param("access_bytes", size)
-                                .param("threads", n)
-                                .param("shared", p.shared)
-                                .param("vector_bytes", p.width)
-                                .param("region_per_thread_bytes", p.per_thread)
-                                .param("size_source", p.size_source.name())
-                                .param("duration_s", p.duration.as_secs_f64())
-                                .param("mix", label.as_str())
-                                .value("read_gb_s", read)
-                                .value("write_gb_s", written);
+                                .param(p::OP, op.name())
+                                .param(p::PATTERN, Pattern::from_random(random).name())
+                                .param(p::ACCESS_BYTES, size)
+                                .param(p::THREADS, n)
+                                .param(p::SHARED, p.shared)
+                                .param(p::VECTOR_BYTES, p.width)
+                                .param(p::REGION_PER_THREAD_BYTES, p.per_thread)
+                                .param(p::SIZE_SOURCE, p.size_source.name())
+                                .param(p::DURATION_S, p.duration.as_secs_f64())
+                                .param(p::MIX, label.as_str())
+                                .value(v::READ_GB_S, read)
+                                .value(v::WRITE_GB_S, written);
                             rec.metric = Some("bandwidth_gb_s".into());
                             rec.summary = Some(total);
                             run.emit(&rec)?;
@@ -422,28 +423,28 @@ fn render(records: &[Record]) -> String {
     };
     let mut out = format!(
         "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of {} x {:.2} s\n",
-        first.count("vector_bytes"),
-        Bytes(first.count("region_per_thread_bytes")),
-        if first.flag("shared") {
+        first.count(p::VECTOR_BYTES).unwrap_or_default(),
+        Bytes(first.count(p::REGION_PER_THREAD_BYTES).unwrap_or_default()),
+        if first.flag(p::SHARED).unwrap_or_default() {
             " (one shared region)"
         } else {
             ""
         },
         first.summary.as_ref().map_or(0, |s| s.n),
-        first.number("duration_s")
+        first.number(p::DURATION_S).unwrap_or_default()
     );
     let total = |r: &Record| r.summary.as_ref().map_or(0.0, |s| s.p50);
     let mut t = Table::new(&[
         "target", "op", "pattern", "access", "threads", "mix", "GB/s", "cv %", "read", "write",
     ]);
     for r in &points {
-        let label = r.text("mix");
+        let label = r.text(p::MIX).unwrap_or_default();
         t.row(vec![
-            r.spec().to_string(),
-            r.text("op").into(),
-            r.text("pattern").into(),
-            Bytes(r.count("access_bytes")).to_string(),
-            r.count("threads").to_string(),
+            r.spec().unwrap_or_default().to_string(),
+            r.text(p::OP).unwrap_or_default().into(),
+            r.text(p::PATTERN).unwrap_or_default().into(),
+            Bytes(r.count(p::ACCESS_BYTES).unwrap_or_default()).to_string(),
+            r.count(p::THREADS).unwrap_or_default().to_string(),
             if label.is_empty() {
                 "-".into()
             } else {
@@ -451,15 +452,15 @@ fn render(records: &[Record]) -> String {
             },
             format!("{:.2}", total(r)),
             format!("{:.1}", 100.0 * r.summary.as_ref().map_or(0.0, |s| s.cv())),
-            format!("{:.2}", r.val("read_gb_s")),
-            format!("{:.2}", r.val("write_gb_s")),
+            format!("{:.2}", r.val(v::READ_GB_S).unwrap_or_default()),
+            format!("{:.2}", r.val(v::WRITE_GB_S).unwrap_or_default()),
         ]);
     }
     out += &format!("{}\n", t.render());
     let plain_read = |r: &Record, pattern: Pattern| {
-        r.text("op") == StreamOp::Read.name()
-            && r.text("pattern") == pattern.name()
-            && r.text("mix").is_empty()
+        r.text(p::OP).unwrap_or_default() == StreamOp::Read.name()
+            && r.text(p::PATTERN).unwrap_or_default() == pattern.name()
+            && r.text(p::MIX).unwrap_or_default().is_empty()
     };
     for p in points.iter().filter(|r| plain_read(r, Pattern::Rand)) {
         let best_seq = points
@@ -467,16 +468,17 @@ fn render(records: &[Record]) -> String {
             .filter(|q| {
                 q.spec() == p.spec()
                     && plain_read(q, Pattern::Seq)
-                    && q.count("threads") == p.count("threads")
+                    && q.count(p::THREADS).unwrap_or_default()
+                        == p.count(p::THREADS).unwrap_or_default()
             })
             .map(|q| total(q))
             .fold(0.0, f64::max);
         if best_seq > 0.0 {
             out += &format!(
                 "{}: random {} reads, {} thread(s): {:.2} GB/s = {:.2}x sequential reads ({:.2} GB/s)\n",
-                p.spec(),
-                Bytes(p.count("access_bytes")),
-                p.count("threads"),
+                p.spec().unwrap_or_default(),
+                Bytes(p.count(p::ACCESS_BYTES).unwrap_or_default()),
+                p.count(p::THREADS).unwrap_or_default(),
                 total(p),
                 total(p) / best_seq,
                 best_seq

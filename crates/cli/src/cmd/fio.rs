@@ -10,7 +10,8 @@ use crate::context::Context;
 use crate::error::usage;
 use crate::filedir::{self, DirTarget, PROBE_BYTES, WorkDir};
 use crate::output::Sink;
-use crate::output::fields::Fields;
+use pmscope_core::vocab::{p, v};
+
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::{Context as _, Result};
@@ -281,23 +282,23 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &FioArgs) -> Result<()> {
                 })?;
                 let mut r = t
                     .describe(run.record("fio"))
-                    .param("rw", rw.as_str())
+                    .param(p::RW, rw.as_str())
                     .param(
-                        "pattern",
+                        p::PATTERN,
                         Pattern::from_random(rw.starts_with("rand")).name(),
                     )
-                    .param("io_bytes", IO_BYTES)
-                    .param("jobs", jobs)
-                    .param("fsync", is_write(rw))
-                    .param("file_bytes", p.file_bytes)
-                    .param("duration_s", p.runtime_s)
-                    .param("ioengine", "sync")
-                    .param("fio_version", res.version.as_str())
-                    .value("iops", res.iops)
-                    .value("lat_mean_ns", res.clat_mean_ns)
-                    .value("lat_p50_ns", res.clat_p50_ns)
-                    .value("lat_p99_ns", res.clat_p99_ns)
-                    .value("lat_p999_ns", res.clat_p999_ns);
+                    .param(p::IO_BYTES, IO_BYTES)
+                    .param(p::JOBS, jobs)
+                    .param(p::FSYNC, is_write(rw))
+                    .param(p::FILE_BYTES, p.file_bytes)
+                    .param(p::DURATION_S, p.runtime_s)
+                    .param(p::IOENGINE, "sync")
+                    .param(p::FIO_VERSION, res.version.as_str())
+                    .value(v::IOPS, res.iops)
+                    .value(v::LAT_MEAN_NS, res.clat_mean_ns)
+                    .value(v::LAT_P50_NS, res.clat_p50_ns)
+                    .value(v::LAT_P99_NS, res.clat_p99_ns)
+                    .value(v::LAT_P999_NS, res.clat_p999_ns);
                 r.metric = Some("bandwidth_mb_s".into());
                 r.summary = Summary::of(&[res.bw_bytes / 1e6]);
                 run.emit(&r)?;
@@ -320,37 +321,40 @@ fn render(records: &[Record]) {
     let runs: Vec<&Record> = records.iter().filter(|r| r.experiment == "fio").collect();
     let mut specs: Vec<&str> = Vec::new();
     for r in &runs {
-        if !specs.contains(&r.spec()) {
-            specs.push(r.spec());
+        if !specs.contains(&r.spec().unwrap_or_default()) {
+            specs.push(r.spec().unwrap_or_default());
         }
     }
     for &spec in &specs {
-        let of: Vec<&&Record> = runs.iter().filter(|r| r.spec() == spec).collect();
+        let of: Vec<&&Record> = runs
+            .iter()
+            .filter(|r| r.spec().unwrap_or_default() == spec)
+            .collect();
         let first = of[0];
         println!(
             "{spec}: {} on {} ({}); {}, 4 KiB {} calls, fsync after every write, {} s per run",
-            first.text("fs_type"),
-            first.text("device"),
-            first.text("mount_options"),
-            first.text("fio_version"),
-            first.text("ioengine"),
-            first.number("duration_s"),
+            first.text(p::FS_TYPE).unwrap_or_default(),
+            first.text(p::DEVICE).unwrap_or_default(),
+            first.text(p::MOUNT_OPTIONS).unwrap_or_default(),
+            first.text(p::FIO_VERSION).unwrap_or_default(),
+            first.text(p::IOENGINE).unwrap_or_default(),
+            first.number(p::DURATION_S).unwrap_or_default(),
         );
         let mut t = Table::new(&[
             "workload", "jobs", "MB/s", "IOPS", "mean us", "p50 us", "p99 us", "p99.9 us",
         ]);
         for r in of {
             t.row(vec![
-                r.text("rw").into(),
-                r.count("jobs").to_string(),
+                r.text(p::RW).unwrap_or_default().into(),
+                r.count(p::JOBS).unwrap_or_default().to_string(),
                 r.summary
                     .as_ref()
                     .map_or("-".into(), |s| format!("{:.1}", s.p50)),
-                format!("{:.0}", r.val("iops")),
-                format!("{:.2}", r.val("lat_mean_ns") / 1e3),
-                format!("{:.2}", r.val("lat_p50_ns") / 1e3),
-                format!("{:.2}", r.val("lat_p99_ns") / 1e3),
-                format!("{:.2}", r.val("lat_p999_ns") / 1e3),
+                format!("{:.0}", r.val(v::IOPS).unwrap_or_default()),
+                format!("{:.2}", r.val(v::LAT_MEAN_NS).unwrap_or_default() / 1e3),
+                format!("{:.2}", r.val(v::LAT_P50_NS).unwrap_or_default() / 1e3),
+                format!("{:.2}", r.val(v::LAT_P99_NS).unwrap_or_default() / 1e3),
+                format!("{:.2}", r.val(v::LAT_P999_NS).unwrap_or_default() / 1e3),
             ]);
         }
         println!("{}\n", t.render());
@@ -367,14 +371,24 @@ fn side_by_side(runs: &[&Record], specs: &[&str]) -> String {
     let mut t = Table::new(&header);
     let mut points: Vec<(&str, u64)> = Vec::new();
     for r in runs {
-        if !points.contains(&(r.text("rw"), r.count("jobs"))) {
-            points.push((r.text("rw"), r.count("jobs")));
+        if !points.contains(&(
+            r.text(p::RW).unwrap_or_default(),
+            r.count(p::JOBS).unwrap_or_default(),
+        )) {
+            points.push((
+                r.text(p::RW).unwrap_or_default(),
+                r.count(p::JOBS).unwrap_or_default(),
+            ));
         }
     }
     for (rw, jobs) in points {
         let mb_s = |spec: &str| {
             runs.iter()
-                .find(|r| r.spec() == spec && r.text("rw") == rw && r.count("jobs") == jobs)
+                .find(|r| {
+                    r.spec().unwrap_or_default() == spec
+                        && r.text(p::RW).unwrap_or_default() == rw
+                        && r.count(p::JOBS).unwrap_or_default() == jobs
+                })
                 .and_then(|r| r.summary.as_ref())
                 .map(|s| s.p50)
         };

@@ -9,7 +9,8 @@ use crate::context::Context;
 use crate::error::usage;
 use crate::filedir::{self, DirTarget, PROBE_BYTES, WorkDir};
 use crate::output::Sink;
-use crate::output::fields::Fields;
+use pmscope_core::vocab::{p, v};
+
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
@@ -254,20 +255,20 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &FsArgs) -> Result<()> {
                 })??;
                 let mut r = t.describe(
                     run.record("fs-op")
-                        .param("file_op", op.name())
-                        .param("fsync", fsync)
-                        .param("io_bytes", op.io_bytes())
-                        .param("samples", p.samples)
-                        .param("inode_dax", inode_dax),
+                        .param(p::FILE_OP, op.name())
+                        .param(p::FSYNC, fsync)
+                        .param(p::IO_BYTES, op.io_bytes())
+                        .param(p::SAMPLES, p.samples)
+                        .param(p::INODE_DAX, inode_dax),
                 );
                 match outcome {
                     Ok(ns) => {
-                        r = r.value("timer_overhead_ns", timer.overhead_ns());
+                        r = r.value(v::TIMER_OVERHEAD_NS, timer.overhead_ns());
                         r.metric = Some("latency_ns".into());
                         r.summary = Summary::of(&ns);
                         r.histogram = Some(LogHistogram::of(&ns, 4));
                     }
-                    Err(e) => r = r.param("unsupported", format!("{}: {e}", op.name())),
+                    Err(e) => r = r.param(p::UNSUPPORTED, format!("{}: {e}", op.name())),
                 }
                 run.emit(&r)?;
                 progress.inc();
@@ -290,12 +291,15 @@ fn render(records: &[Record]) {
     let ops: Vec<&Record> = records.iter().filter(|r| r.experiment == "fs-op").collect();
     let mut specs: Vec<&str> = Vec::new();
     for r in &ops {
-        if !specs.contains(&r.spec()) {
-            specs.push(r.spec());
+        if !specs.contains(&r.spec().unwrap_or_default()) {
+            specs.push(r.spec().unwrap_or_default());
         }
     }
     for spec in &specs {
-        let of: Vec<&&Record> = ops.iter().filter(|r| r.spec() == *spec).collect();
+        let of: Vec<&&Record> = ops
+            .iter()
+            .filter(|r| r.spec().unwrap_or_default() == *spec)
+            .collect();
         let first = of[0];
         let achieved = first
             .target
@@ -309,10 +313,10 @@ fn render(records: &[Record]) {
         };
         println!(
             "{spec}: {} on {} at {} ({})\n  the measured files' inodes: {inode}; a file mapped there: {achieved}",
-            first.text("fs_type"),
-            first.text("device"),
-            first.text("mount_point"),
-            first.text("mount_options"),
+            first.text(p::FS_TYPE).unwrap_or_default(),
+            first.text(p::DEVICE).unwrap_or_default(),
+            first.text(p::MOUNT_POINT).unwrap_or_default(),
+            first.text(p::MOUNT_OPTIONS).unwrap_or_default(),
         );
         let mut t = Table::new(&[
             "operation",
@@ -324,10 +328,14 @@ fn render(records: &[Record]) {
             "samples",
         ]);
         for r in &of {
-            let fsync = if r.flag("fsync") { "yes" } else { "no" };
+            let fsync = if r.flag(p::FSYNC).unwrap_or_default() {
+                "yes"
+            } else {
+                "no"
+            };
             match &r.summary {
                 Some(s) => t.row(vec![
-                    r.text("file_op").into(),
+                    r.text(p::FILE_OP).unwrap_or_default().into(),
                     fsync.into(),
                     format!("{:.2}", s.p50 / 1e3),
                     format!("{:.2}", s.p90 / 1e3),
@@ -336,9 +344,12 @@ fn render(records: &[Record]) {
                     s.n.to_string(),
                 ]),
                 None => t.row(vec![
-                    r.text("file_op").into(),
+                    r.text(p::FILE_OP).unwrap_or_default().into(),
                     fsync.into(),
-                    format!("unsupported ({})", r.text("unsupported")),
+                    format!(
+                        "unsupported ({})",
+                        r.text(p::UNSUPPORTED).unwrap_or_default()
+                    ),
                     String::new(),
                     String::new(),
                     String::new(),
@@ -355,7 +366,10 @@ fn render(records: &[Record]) {
         let mut t = Table::new(&header);
         let mut keys: Vec<(&str, bool)> = Vec::new();
         for r in &ops {
-            let k = (r.text("file_op"), r.flag("fsync"));
+            let k = (
+                r.text(p::FILE_OP).unwrap_or_default(),
+                r.flag(p::FSYNC).unwrap_or_default(),
+            );
             if !keys.contains(&k) {
                 keys.push(k);
             }
@@ -366,7 +380,9 @@ fn render(records: &[Record]) {
                 row.push(
                     ops.iter()
                         .find(|r| {
-                            r.spec() == *spec && r.text("file_op") == op && r.flag("fsync") == fsync
+                            r.spec().unwrap_or_default() == *spec
+                                && r.text(p::FILE_OP).unwrap_or_default() == op
+                                && r.flag(p::FSYNC).unwrap_or_default() == fsync
                         })
                         .and_then(|r| r.summary.as_ref())
                         .map_or("-".into(), |s| format!("{:.2}", s.p50 / 1e3)),

@@ -8,7 +8,7 @@ use crate::args::InstArgs;
 use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::fields::{Fields, by_target, short_reason};
+use crate::output::fields::{by_target, short_reason};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
@@ -17,6 +17,7 @@ use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
+use pmscope_core::vocab::{p, v};
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
 use pmscope_loops::catalog;
@@ -217,7 +218,7 @@ fn print_histograms(records: &[Record]) {
                 .get("fence")
                 .and_then(|v| v.as_str())
                 .unwrap_or("?"),
-            r.count("access_bytes"),
+            r.count(p::ACCESS_BYTES).unwrap_or_default(),
             r.params
                 .get("pattern")
                 .and_then(|v| v.as_str())
@@ -299,15 +300,18 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             };
             let mut r: Record = run
                 .record("inst")
-                .param("op", ops[c.op_index].name())
-                .param("fence", fences[c.fence_index].name())
-                .param("access_bytes", c.size)
-                .param("pattern", Pattern::from_random(c.random).name())
-                .param("width_bytes", if c.size == 8 { 8 } else { p.width.bytes() })
-                .param("flushed_before", !ops[c.op_index].writes() && !p.no_flush)
-                .param("region_bytes", p.region_bytes)
-                .param("size_source", p.size_source.name())
-                .value("timer_overhead_ns", overhead_ns);
+                .param(p::OP, ops[c.op_index].name())
+                .param(p::FENCE, fences[c.fence_index].name())
+                .param(p::ACCESS_BYTES, c.size)
+                .param(p::PATTERN, Pattern::from_random(c.random).name())
+                .param(
+                    p::WIDTH_BYTES,
+                    if c.size == 8 { 8 } else { p.width.bytes() },
+                )
+                .param(p::FLUSHED_BEFORE, !ops[c.op_index].writes() && !p.no_flush)
+                .param(p::REGION_BYTES, p.region_bytes)
+                .param(p::SIZE_SOURCE, p.size_source.name())
+                .value(v::TIMER_OVERHEAD_NS, overhead_ns);
             match outcome {
                 Outcome::Measured(s, hist) => {
                     r.metric = Some("latency_ns".into());
@@ -315,7 +319,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                     r.histogram = Some(hist);
                 }
                 Outcome::Unsupported(why) => {
-                    r = r.param("unsupported", why);
+                    r = r.param(p::UNSUPPORTED, why);
                 }
             }
             run.emit(&r)?;
@@ -344,8 +348,8 @@ fn render<'r>(records: &'r [Record]) -> String {
     // The vector width of the cells wider than 8 bytes (8-byte cells use 8-byte moves).
     let width = records
         .iter()
-        .filter(|r| r.experiment == "inst" && r.count("access_bytes") != 8)
-        .map(|r| r.count("width_bytes"))
+        .filter(|r| r.experiment == "inst" && r.count(p::ACCESS_BYTES).unwrap_or_default() != 8)
+        .map(|r| r.count(p::WIDTH_BYTES).unwrap_or_default())
         .next()
         .unwrap_or(8);
     let mut header: Vec<String> = vec![
@@ -390,10 +394,12 @@ fn render<'r>(records: &'r [Record]) -> String {
                     }
                 }
                 (None, r) => {
-                    row.push(match r.map(|r| r.text("unsupported")) {
-                        Some(why) if !why.is_empty() => format!("n/a: {}", short_reason(why)),
-                        _ => "-".into(),
-                    });
+                    row.push(
+                        match r.map(|r| r.text(p::UNSUPPORTED).unwrap_or_default()) {
+                            Some(why) if !why.is_empty() => format!("n/a: {}", short_reason(why)),
+                            _ => "-".into(),
+                        },
+                    );
                     row.push("-".into());
                     if i > 0 {
                         row.push("-".into());
@@ -412,10 +418,10 @@ fn render<'r>(records: &'r [Record]) -> String {
 /// A cell of the table, as its records name it.
 fn key(r: &Record) -> (&str, &str, u64, &str) {
     (
-        r.text("op"),
-        r.text("fence"),
-        r.count("access_bytes"),
-        r.text("pattern"),
+        r.text(p::OP).unwrap_or_default(),
+        r.text(p::FENCE).unwrap_or_default(),
+        r.count(p::ACCESS_BYTES).unwrap_or_default(),
+        r.text(p::PATTERN).unwrap_or_default(),
     )
 }
 
@@ -427,15 +433,15 @@ mod tests {
     fn table_has_every_cell_for_every_target() {
         let record = |spec: &str, op: &str, fence: &str, size: u64, pattern: &str, scale: f64| {
             let mut r = Record::new("inst", vec![], Default::default())
-                .param("op", op)
-                .param("fence", fence)
-                .param("access_bytes", size)
-                .param("pattern", pattern)
-                .param("width_bytes", if size == 8 { 8 } else { 32 });
+                .param(p::OP, op)
+                .param(p::FENCE, fence)
+                .param(p::ACCESS_BYTES, size)
+                .param(p::PATTERN, pattern)
+                .param(p::WIDTH_BYTES, if size == 8 { 8 } else { 32 });
             r = crate::output::fields::on_target(r, spec);
             if op == "ntload" && size == 8 {
                 r = r.param(
-                    "unsupported",
+                    p::UNSUPPORTED,
                     "ntload with 8-byte instructions: movntdqa has no 8-byte form",
                 );
             } else {

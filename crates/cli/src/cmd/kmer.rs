@@ -23,6 +23,7 @@ use crate::values::check_threads;
 use anyhow::{Context as _, Result, anyhow};
 use pmscope_core::record::Record;
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::{p, v};
 use pmscope_mapping::TargetSpec;
 use pmscope_workload::kmer::encode::MAX_K;
 use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
@@ -92,15 +93,15 @@ fn recover(ctx: &Context, out: &OutputArgs, r: &KmerRecoverArgs) -> Result<()> {
         .map_err(job_error_table)?;
     let record = ctx
         .record("kmer-recover")
-        .param("pool", r.pool.display().to_string())
-        .param("table", "static-pm")
-        .param("k", h.k)
-        .param("persist", h.strategy.to_string())
-        .value("table_slots", h.capacity as f64)
-        .value("genomes_completed", h.done as f64)
-        .value("valid_kmers", rec.valid as f64)
-        .value("genome_counts", rec.counted as f64)
-        .value("cleared_inserts", rec.cleared as f64);
+        .param(p::POOL, r.pool.display().to_string())
+        .param(p::TABLE, "static-pm")
+        .param(p::K, h.k)
+        .param(p::PERSIST, h.strategy.to_string())
+        .value(v::TABLE_SLOTS, h.capacity as f64)
+        .value(v::GENOMES_COMPLETED, h.done as f64)
+        .value(v::VALID_KMERS, rec.valid as f64)
+        .value(v::GENOME_COUNTS, rec.counted as f64)
+        .value(v::CLEARED_INSERTS, rec.cleared as f64);
     sink.emit(&record)?;
     sink.commit()?;
     if sink.human() {
@@ -127,13 +128,13 @@ fn recover_tx(ctx: &Context, sink: &mut Sink, r: &KmerRecoverArgs) -> Result<()>
         pmscope_workload::kmer::table::tx_pm::check_pool(&r.pool).map_err(job_error_table)?;
     let record = ctx
         .record("kmer-recover")
-        .param("pool", r.pool.display().to_string())
-        .param("table", "tx-pm")
-        .param("k", h.k)
-        .value("table_buckets", h.buckets as f64)
-        .value("genomes_completed", h.done as f64)
-        .value("valid_kmers", c.entries as f64)
-        .value("genome_counts", c.counted as f64);
+        .param(p::POOL, r.pool.display().to_string())
+        .param(p::TABLE, "tx-pm")
+        .param(p::K, h.k)
+        .value(v::TABLE_BUCKETS, h.buckets as f64)
+        .value(v::GENOMES_COMPLETED, h.done as f64)
+        .value(v::VALID_KMERS, c.entries as f64)
+        .value(v::GENOME_COUNTS, c.counted as f64);
     sink.emit(&record)?;
     sink.commit()?;
     if sink.human() {
@@ -403,69 +404,71 @@ fn to_record(ctx: &Context, r: &Report, partition: Option<&NodePlan>) -> Record 
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let mut rec = ctx
         .record("kmer")
-        .param("operation", r.operation)
-        .param("k", r.k)
-        .param("threads", r.threads)
-        .param("table", r.table.kind)
-        .param("genomes_inserted", in_genomes)
-        .param("genomes_subtracted", out_genomes)
+        .param(p::OPERATION, r.operation)
+        .param(p::K, r.k)
+        .param(p::THREADS, r.threads)
+        .param(p::TABLE, r.table.kind)
+        .param(p::GENOMES_INSERTED, in_genomes)
+        .param(p::GENOMES_SUBTRACTED, out_genomes)
         .param(
-            "genome_files",
+            p::GENOME_FILES,
             r.genomes
                 .iter()
                 .map(|g| g.path.display().to_string())
                 .collect::<Vec<_>>(),
         )
-        .value("inserts", r.inserts as f64)
-        .value("lookups", r.lookups as f64)
-        .value("lookup_hits", r.lookup_hits as f64)
+        .value(v::INSERTS, r.inserts as f64)
+        .value(v::LOOKUPS, r.lookups as f64)
+        .value(v::LOOKUP_HITS, r.lookup_hits as f64)
         .value(
-            "bases",
+            v::BASES,
             r.genomes.iter().map(|g| g.bases).sum::<u64>() as f64,
         )
         .value(
-            "skipped_kmers",
+            v::SKIPPED_KMERS,
             r.genomes.iter().map(|g| g.skipped_kmers).sum::<u64>() as f64,
         )
-        .value("estimated_distinct_kmers", r.estimated_distinct as f64)
-        .value("result_kmers", r.result_kmers as f64)
-        .value("parse_ms", ms(r.phases.parse))
-        .value("estimate_ms", ms(r.phases.estimate))
-        .value("map_ms", ms(r.phases.map))
-        .value("insert_ms", ms(r.phases.insert))
-        .value("grow_ms", ms(r.phases.grow))
-        .value("setops_ms", ms(r.phases.setops))
-        .value("output_ms", ms(r.phases.output))
-        .value("total_ms", ms(r.total()))
-        .value("parse_cpu_ms", ms(r.cpu.parse))
-        .value("estimate_cpu_ms", ms(r.cpu.estimate))
-        .value("map_cpu_ms", ms(r.cpu.map))
-        .value("insert_cpu_ms", ms(r.cpu.insert))
-        .value("setops_cpu_ms", ms(r.cpu.setops))
-        .value("output_cpu_ms", ms(r.cpu.output))
-        .value("insert_mips", r.mips())
-        .value("table_bytes", r.table.footprint_bytes as f64)
-        .value("table_slots", r.table.slots as f64)
-        .value("slot_bytes", r.table.slot_bytes as f64)
-        .value("table_load_factor", r.table.load_factor)
-        .value("table_grown", r.table.grown as f64);
+        .value(v::ESTIMATED_DISTINCT_KMERS, r.estimated_distinct as f64)
+        .value(v::RESULT_KMERS, r.result_kmers as f64)
+        .value(v::PARSE_MS, ms(r.phases.parse))
+        .value(v::ESTIMATE_MS, ms(r.phases.estimate))
+        .value(v::MAP_MS, ms(r.phases.map))
+        .value(v::INSERT_MS, ms(r.phases.insert))
+        .value(v::GROW_MS, ms(r.phases.grow))
+        .value(v::SETOPS_MS, ms(r.phases.setops))
+        .value(v::OUTPUT_MS, ms(r.phases.output))
+        .value(v::TOTAL_MS, ms(r.total()))
+        .value(v::PARSE_CPU_MS, ms(r.cpu.parse))
+        .value(v::ESTIMATE_CPU_MS, ms(r.cpu.estimate))
+        .value(v::MAP_CPU_MS, ms(r.cpu.map))
+        .value(v::INSERT_CPU_MS, ms(r.cpu.insert))
+        .value(v::SETOPS_CPU_MS, ms(r.cpu.setops))
+        .value(v::OUTPUT_CPU_MS, ms(r.cpu.output))
+        .value(v::INSERT_MIPS, r.mips())
+        .value(v::TABLE_BYTES, r.table.footprint_bytes as f64)
+        .value(v::TABLE_SLOTS, r.table.slots as f64)
+        .value(v::SLOT_BYTES, r.table.slot_bytes as f64)
+        .value(v::TABLE_LOAD_FACTOR, r.table.load_factor)
+        .value(v::TABLE_GROWN, r.table.grown as f64);
     for (name, n) in &r.sets {
-        rec = rec.value(&format!("{name}_kmers"), *n as f64);
+        let key = pmscope_core::vocab::value_key(&format!("{name}_kmers"))
+            .expect("every k-mer set's size is a declared value");
+        rec = rec.value(key, *n as f64);
     }
     if let (Some((flushes, fences)), Some((per_flush, per_fence))) =
         (r.table.persist, r.persist_per_insert())
     {
         rec = rec
-            .value("persist_flushes", flushes as f64)
-            .value("persist_fences", fences as f64)
-            .value("flushes_per_insert", per_flush)
-            .value("fences_per_insert", per_fence);
+            .value(v::PERSIST_FLUSHES, flushes as f64)
+            .value(v::PERSIST_FENCES, fences as f64)
+            .value(v::FLUSHES_PER_INSERT, per_flush)
+            .value(v::FENCES_PER_INSERT, per_fence);
     }
     if !r.histogram.is_empty() {
-        rec = rec.param("genome_count_histogram", r.histogram.clone());
+        rec = rec.param(p::GENOME_COUNT_HISTOGRAM, r.histogram.clone());
     }
     rec = rec.param(
-        "partition",
+        p::PARTITION,
         if partition.is_some() { "nodes" } else { "none" },
     );
     // Where pmscope persists (static-pm): the strategy actually used and its instructions,
@@ -494,11 +497,11 @@ fn to_record(ctx: &Context, r: &Report, partition: Option<&NodePlan>) -> Record 
             })
             .collect();
         rec = rec
-            .param("sub_tables", subs)
-            .param("nodes_without_cpus", plan.without_cpus.clone());
+            .param(p::SUB_TABLES, subs)
+            .param(p::NODES_WITHOUT_CPUS, plan.without_cpus.clone());
     }
     if let Some(peak) = pmscope_sys::rusage::peak_rss_bytes() {
-        rec = rec.value("peak_rss_bytes", peak as f64);
+        rec = rec.value(v::PEAK_RSS_BYTES, peak as f64);
     }
     rec.metric = Some("insert_mips".into());
     rec.target = Some(r.table.target.clone());
@@ -823,20 +826,20 @@ fn synth(ctx: &Context, out: &OutputArgs, a: &KmerSynthArgs) -> Result<()> {
     })?;
     let record = ctx
         .record("kmer-synth")
-        .param("directory", a.dir.display().to_string())
+        .param(p::DIRECTORY, a.dir.display().to_string())
         .param(
-            "genome_files",
+            p::GENOME_FILES,
             paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>(),
         )
-        .param("strains", a.strains)
-        .param("snp_rate", a.snp_rate)
-        .param("indel_rate", a.indel_rate)
-        .param("seed", a.seed)
-        .value("bases", length as f64)
-        .value("genomes_written", paths.len() as f64);
+        .param(p::STRAINS, a.strains)
+        .param(p::SNP_RATE, a.snp_rate)
+        .param(p::INDEL_RATE, a.indel_rate)
+        .param(p::SEED, a.seed)
+        .value(v::BASES, length as f64)
+        .value(v::GENOMES_WRITTEN, paths.len() as f64);
     sink.emit(&record)?;
     sink.commit()?;
     sink.text(&format!(

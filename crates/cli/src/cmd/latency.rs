@@ -15,6 +15,7 @@ use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::{p, v};
 use pmscope_loops::Region;
 use pmscope_loops::chain::{ChainSpec, Order};
 use pmscope_loops::chase::Chaser;
@@ -197,17 +198,17 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
         for (ws, summary) in points {
             let mut r = run
                 .record("latency")
-                .param("pattern", p.chain.order.pattern().name())
-                .param("element_bytes", p.chain.element)
-                .param("working_set_bytes", ws)
+                .param(p::PATTERN, p.chain.order.pattern().name())
+                .param(p::ELEMENT_BYTES, p.chain.element)
+                .param(p::WORKING_SET_BYTES, ws)
                 .param(
-                    "tlb_window_pages",
+                    p::TLB_WINDOW_PAGES,
                     p.chain.tlb_window_pages.map(|w| w as u64),
                 )
-                .param("mixer", p.chain.mix)
-                .param("seed", p.chain.seed)
-                .param("size_source", p.size_source.name())
-                .value("cv", summary.cv());
+                .param(p::MIXER, p.chain.mix)
+                .param(p::SEED, p.chain.seed)
+                .param(p::SIZE_SOURCE, p.size_source.name())
+                .value(v::CV, summary.cv());
             r.metric = Some("latency_ns".into());
             r.summary = Some(summary);
             run.emit(&r)?;
@@ -215,11 +216,11 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
         if let Some((summary, hist)) = dist {
             let mut r = run
                 .record("latency-distribution")
-                .param("pattern", p.chain.order.pattern().name())
-                .param("element_bytes", p.chain.element)
-                .param("working_set_bytes", max_ws)
-                .param("samples", p.samples)
-                .param("size_source", p.size_source.name());
+                .param(p::PATTERN, p.chain.order.pattern().name())
+                .param(p::ELEMENT_BYTES, p.chain.element)
+                .param(p::WORKING_SET_BYTES, max_ws)
+                .param(p::SAMPLES, p.samples)
+                .param(p::SIZE_SOURCE, p.size_source.name());
             r.metric = Some("latency_ns".into());
             r.summary = Some(summary);
             r.histogram = Some(hist);

@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::error::usage;
 use crate::measure::{LatencyPlan, TrafficMix, chase_latency, delayed_traffic};
 use crate::output::Sink;
-use crate::output::fields::{Fields, by_target};
+use crate::output::fields::by_target;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use crate::values::AutoSize;
@@ -24,6 +24,7 @@ use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
+use pmscope_core::vocab::{p, v};
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width};
 use pmscope_loops::catalog;
@@ -406,26 +407,26 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
             let active = point.delay_ns.is_some();
             let mut r = run
                 .record("loaded")
-                .param("probe", p.probe_name.as_str())
-                .param("delay_ns", point.delay_ns)
+                .param(p::PROBE, p.probe_name.as_str())
+                .param(p::DELAY_NS, point.delay_ns)
                 .param(
-                    "traffic_threads",
+                    p::TRAFFIC_THREADS,
                     if active { p.traffic_threads() } else { 0 },
                 )
-                .param("traffic_rw", p.rw.as_str())
-                .param("traffic_op", p.traffic_op())
+                .param(p::TRAFFIC_RW, p.rw.as_str())
+                .param(p::TRAFFIC_OP, p.traffic_op())
                 .param(
-                    "traffic_pattern",
+                    p::TRAFFIC_PATTERN,
                     Pattern::from_random(p.traffic.random).name(),
                 )
-                .param("traffic_access_bytes", p.access_bytes)
-                .param("probe_region_bytes", p.probe_bytes)
-                .param("size_source", p.probe_source.name())
-                .param("traffic_region_bytes", p.traffic_bytes)
-                .param("traffic_size_source", p.traffic_source.name())
-                .param("samples", p.samples)
-                .value("traffic_gb_s", point.traffic_gb_s)
-                .value("mean_latency_ns", point.mean_ns);
+                .param(p::TRAFFIC_ACCESS_BYTES, p.access_bytes)
+                .param(p::PROBE_REGION_BYTES, p.probe_bytes)
+                .param(p::SIZE_SOURCE, p.probe_source.name())
+                .param(p::TRAFFIC_REGION_BYTES, p.traffic_bytes)
+                .param(p::TRAFFIC_SIZE_SOURCE, p.traffic_source.name())
+                .param(p::SAMPLES, p.samples)
+                .value(v::TRAFFIC_GB_S, point.traffic_gb_s)
+                .value(v::MEAN_LATENCY_NS, point.mean_ns);
             r.metric = Some("latency_ns".into());
             r.summary = Some(point.samples.clone());
             run.emit(&r)?;
@@ -560,11 +561,11 @@ fn render(records: &[Record]) -> String {
     let mut out = String::new();
     for (spec, points) in by_target(records, "loaded") {
         let first = points[0];
-        let probe = first.text("probe");
-        let rw = first.text("traffic_rw");
+        let probe = first.text(p::PROBE).unwrap_or_default();
+        let rw = first.text(p::TRAFFIC_RW).unwrap_or_default();
         let (reads, writes) = rw.split_once(':').unwrap_or(("0", "0"));
         let (reads, writes) = (reads != "0", writes != "0");
-        let written = match first.text("traffic_op") {
+        let written = match first.text(p::TRAFFIC_OP).unwrap_or_default() {
             "" | "write" | "read" => "writes".to_string(),
             op => format!("{op} writes"),
         };
@@ -575,7 +576,7 @@ fn render(records: &[Record]) -> String {
         } else {
             "reads".into()
         };
-        let order = if first.text("traffic_pattern") == Pattern::Rand.name() {
+        let order = if first.text(p::TRAFFIC_PATTERN).unwrap_or_default() == Pattern::Rand.name() {
             " in random order"
         } else {
             ""
@@ -586,17 +587,17 @@ fn render(records: &[Record]) -> String {
             if probe == "chase" {
                 format!(
                     "random chain over {}",
-                    Bytes(first.count("probe_region_bytes"))
+                    Bytes(first.count(p::PROBE_REGION_BYTES).unwrap_or_default())
                 )
             } else {
                 "random lines".into()
             },
             points
                 .iter()
-                .map(|r| r.count("traffic_threads"))
+                .map(|r| r.count(p::TRAFFIC_THREADS).unwrap_or_default())
                 .max()
                 .unwrap_or(0),
-            Bytes(first.count("traffic_access_bytes")),
+            Bytes(first.count(p::TRAFFIC_ACCESS_BYTES).unwrap_or_default()),
         );
         let mut t = Table::new(&[
             "delay",
@@ -615,11 +616,11 @@ fn render(records: &[Record]) -> String {
         for r in &points {
             let s = tail(r);
             t.row(vec![
-                r.maybe_count("delay_ns")
+                r.count(p::DELAY_NS)
                     .map(|d| format!("{d} ns"))
                     .unwrap_or_else(|| "idle".into()),
-                format!("{:.2}", r.val("traffic_gb_s")),
-                format!("{:.1}", r.val("mean_latency_ns")),
+                format!("{:.2}", r.val(v::TRAFFIC_GB_S).unwrap_or_default()),
+                format!("{:.1}", r.val(v::MEAN_LATENCY_NS).unwrap_or_default()),
                 format!("{:.1}", s.0),
                 format!("{:.1}", s.1),
                 format!("{:.1}", s.2),
@@ -627,7 +628,10 @@ fn render(records: &[Record]) -> String {
         }
         out += &format!("{}\n", t.render());
         if let (Some(idle), Some(heavy)) = (points.first(), points.last()) {
-            let (mi, mh) = (idle.val("mean_latency_ns"), heavy.val("mean_latency_ns"));
+            let (mi, mh) = (
+                idle.val(v::MEAN_LATENCY_NS).unwrap_or_default(),
+                heavy.val(v::MEAN_LATENCY_NS).unwrap_or_default(),
+            );
             out += &format!(
                 "heaviest load: {mh:.1} ns mean vs {mi:.1} ns idle ({:+.1}%), p99 {:.1} vs {:.1} ns\n\n",
                 100.0 * (mh / mi - 1.0),

@@ -14,6 +14,7 @@ use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
+use pmscope_core::vocab::{p, v};
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;
@@ -121,13 +122,13 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
             })??;
             let mut r = run
                 .record("numa-latency")
-                .param("cpu_node", c.id)
-                .param("memory_node", memory_node)
-                .param("pattern", Pattern::Rand.name())
-                .param("working_set_bytes", size)
-                .param("size_source", source);
+                .param(p::CPU_NODE, c.id)
+                .param(p::MEMORY_NODE, memory_node)
+                .param(p::PATTERN, Pattern::Rand.name())
+                .param(p::WORKING_SET_BYTES, size)
+                .param(p::SIZE_SOURCE, source);
             if let Some(ns) = declared(memory_node).and_then(|h| h.read_latency_ns) {
-                r = r.value("hmat_read_latency_ns", ns as f64);
+                r = r.value(v::HMAT_READ_LATENCY_NS, ns as f64);
             }
             r.metric = Some("latency_ns".into());
             r.summary = Some(Summary::of(&ns).expect("finite"));
@@ -135,15 +136,15 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &NumaArgs) -> Result<()> {
             let gbs = read_bandwidth(run, &c.cpus, &mut region, read, duration, reps)?;
             let mut r = run
                 .record("numa-bandwidth")
-                .param("cpu_node", c.id)
-                .param("memory_node", memory_node)
-                .param("op", "read")
-                .param("threads", c.cpus.len())
-                .param("access_bytes", ACCESS)
-                .param("working_set_bytes", size)
-                .param("size_source", source);
+                .param(p::CPU_NODE, c.id)
+                .param(p::MEMORY_NODE, memory_node)
+                .param(p::OP, "read")
+                .param(p::THREADS, c.cpus.len())
+                .param(p::ACCESS_BYTES, ACCESS)
+                .param(p::WORKING_SET_BYTES, size)
+                .param(p::SIZE_SOURCE, source);
             if let Some(mb) = declared(memory_node).and_then(|h| h.read_bandwidth_mb_s) {
-                r = r.value("hmat_read_bandwidth_mb_s", mb as f64);
+                r = r.value(v::HMAT_READ_BANDWIDTH_MB_S, mb as f64);
             }
             r.metric = Some("bandwidth_gb_s".into());
             r.summary = Some(Summary::of(&gbs).expect("finite"));

@@ -10,13 +10,14 @@ use crate::args::PolyArgs;
 use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::fields::{Fields, by_target};
+use crate::output::fields::by_target;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::page_size_name;
+use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
 use pmscope_mapping::{MapOptions, MemoryGuard, TargetSpec};
 use pmscope_runner::executor::Executor;
@@ -259,24 +260,24 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 })??;
                 let mut r = run
                     .record("poly")
-                    .param("kernel", k.name)
-                    .param("variant", v.name())
-                    .param("preset", p.preset.name())
-                    .param("problem_size", layout.n)
-                    .param("data_bytes", layout.bytes())
-                    .value("checksum", out.checksum);
+                    .param(p::KERNEL, k.name)
+                    .param(p::VARIANT, v.name())
+                    .param(p::PRESET, p.preset.name())
+                    .param(p::PROBLEM_SIZE, layout.n)
+                    .param(p::DATA_BYTES, layout.bytes())
+                    .value(v::CHECKSUM, out.checksum);
                 r = match &out.misses {
                     Ok(counts) => r
-                        .param("perf_counters", "available")
+                        .param(p::PERF_COUNTERS, "available")
                         .value(
-                            "dtlb_load_misses",
+                            v::DTLB_LOAD_MISSES,
                             median(counts.iter().map(|c| c.dtlb_load_misses)),
                         )
                         .value(
-                            "llc_load_misses",
+                            v::LLC_LOAD_MISSES,
                             median(counts.iter().map(|c| c.llc_load_misses)),
                         ),
-                    Err(why) => r.param("perf_counters", format!("unavailable: {why}")),
+                    Err(why) => r.param(p::PERF_COUNTERS, format!("unavailable: {why}")),
                 };
                 r.warnings
                     .extend(checksum_finding(&seen, k.name, v, &spec, out.checksum));
@@ -352,26 +353,32 @@ fn render(records: &[Record]) -> String {
     let find = |spec: &str, kernel: &str, variant: &str| {
         records.iter().find(|r| {
             r.experiment == "poly"
-                && r.spec() == spec
-                && r.text("kernel") == kernel
-                && r.text("variant") == variant
+                && r.spec().unwrap_or_default() == spec
+                && r.text(p::KERNEL).unwrap_or_default() == kernel
+                && r.text(p::VARIANT).unwrap_or_default() == variant
         })
     };
     let mut kernels: Vec<(&str, u64)> = Vec::new();
     let mut variants: Vec<&str> = Vec::new();
     for r in records.iter().filter(|r| r.experiment == "poly") {
-        if !kernels.iter().any(|(k, _)| *k == r.text("kernel")) {
-            kernels.push((r.text("kernel"), r.count("data_bytes")));
+        if !kernels
+            .iter()
+            .any(|(k, _)| *k == r.text(p::KERNEL).unwrap_or_default())
+        {
+            kernels.push((
+                r.text(p::KERNEL).unwrap_or_default(),
+                r.count(p::DATA_BYTES).unwrap_or_default(),
+            ));
         }
-        if !variants.contains(&r.text("variant")) {
-            variants.push(r.text("variant"));
+        if !variants.contains(&r.text(p::VARIANT).unwrap_or_default()) {
+            variants.push(r.text(p::VARIANT).unwrap_or_default());
         }
     }
     let n = first.summary.as_ref().map_or(0, |s| s.n);
     let cpu = first.threads.first().map_or(0, |t| t.cpu_requested);
     let mut out = format!(
         "PolyBench kernels (seed 000 Table 1), preset {}, single thread on CPU {cpu}: seconds, median of {n} run(s) (one more ran first and was dropped)\n",
-        first.text("preset"),
+        first.text(p::PRESET).unwrap_or_default(),
     );
     let mib = |b: u64| format!("{:.1}", b as f64 / f64::from(1 << 20));
     if targets.len() == 1 {
@@ -390,9 +397,9 @@ fn render(records: &[Record]) -> String {
                 let Some(r) = find(targets[0].0, k, v) else {
                     continue;
                 };
-                let counters = |key: &str| {
-                    if r.text("perf_counters") == "available" {
-                        format!("{:.3e}", r.val(key))
+                let counters = |key: pmscope_core::vocab::ValueKey| {
+                    if r.text(p::PERF_COUNTERS).unwrap_or_default() == "available" {
+                        format!("{:.3e}", r.val(key).unwrap_or_default())
                     } else {
                         "unavailable".into()
                     }
@@ -404,8 +411,8 @@ fn render(records: &[Record]) -> String {
                     seconds(time(r)),
                     format!("{:.1}", 100.0 * r.summary.as_ref().map_or(0.0, |s| s.cv())),
                     page_size(r).map_or("unclear".into(), page_size_name),
-                    counters("dtlb_load_misses"),
-                    counters("llc_load_misses"),
+                    counters(v::DTLB_LOAD_MISSES),
+                    counters(v::LLC_LOAD_MISSES),
                 ]);
             }
         }
@@ -459,9 +466,9 @@ fn spread_note(records: &[Record]) -> String {
         "spread of the repetitions (cv): median {:.1}%, largest {:.1}% ({} {} on {})\n",
         100.0 * cvs[cvs.len() / 2].0,
         100.0 * worst,
-        r.text("kernel"),
-        r.text("variant"),
-        r.spec()
+        r.text(p::KERNEL).unwrap_or_default(),
+        r.text(p::VARIANT).unwrap_or_default(),
+        r.spec().unwrap_or_default()
     )
 }
 
@@ -524,9 +531,9 @@ fn table1(
             .iter()
             .find(|r| {
                 r.experiment == "poly"
-                    && r.spec() == spec
-                    && r.text("kernel") == kernel
-                    && r.text("variant") == variant
+                    && r.spec().unwrap_or_default() == spec
+                    && r.text(p::KERNEL).unwrap_or_default() == kernel
+                    && r.text(p::VARIANT).unwrap_or_default() == variant
             })
             .and_then(time)
     };
@@ -610,12 +617,12 @@ fn counters_note(
     let poly: Vec<&Record> = records.iter().filter(|r| r.experiment == "poly").collect();
     let counted: Vec<&&Record> = poly
         .iter()
-        .filter(|r| r.text("perf_counters") == "available")
+        .filter(|r| r.text(p::PERF_COUNTERS).unwrap_or_default() == "available")
         .collect();
     if counted.is_empty() {
         let why = poly
             .first()
-            .map(|r| r.text("perf_counters"))
+            .map(|r| r.text(p::PERF_COUNTERS).unwrap_or_default())
             .unwrap_or("unavailable");
         return format!("dTLB and LLC misses: {why}\n");
     }
@@ -634,12 +641,14 @@ fn counters_note(
             let mut row = vec![k.to_string(), v.to_string()];
             for (spec, _) in targets {
                 let r = poly.iter().find(|r| {
-                    r.spec() == *spec && r.text("kernel") == *k && r.text("variant") == *v
+                    r.spec().unwrap_or_default() == *spec
+                        && r.text(p::KERNEL).unwrap_or_default() == *k
+                        && r.text(p::VARIANT).unwrap_or_default() == *v
                 });
-                for key in ["dtlb_load_misses", "llc_load_misses"] {
+                for key in [v::DTLB_LOAD_MISSES, v::LLC_LOAD_MISSES] {
                     row.push(match r {
-                        Some(r) if r.text("perf_counters") == "available" => {
-                            format!("{:.3e}", r.val(key))
+                        Some(r) if r.text(p::PERF_COUNTERS).unwrap_or_default() == "available" => {
+                            format!("{:.3e}", r.val(key).unwrap_or_default())
                         }
                         Some(_) => "unavailable".into(),
                         None => "-".into(),
@@ -664,11 +673,11 @@ mod tests {
     fn record(spec: &str, kernel: &str, variant: &str, secs: f64, page: u64) -> Record {
         let mut r = on_target(
             Record::new("poly", vec![], SystemSummary::default())
-                .param("kernel", kernel)
-                .param("variant", variant)
-                .param("preset", "mini")
-                .param("data_bytes", 3_000_000u64)
-                .param("perf_counters", "unavailable: no PMU"),
+                .param(p::KERNEL, kernel)
+                .param(p::VARIANT, variant)
+                .param(p::PRESET, "mini")
+                .param(p::DATA_BYTES, 3_000_000u64)
+                .param(p::PERF_COUNTERS, "unavailable: no PMU"),
             spec,
         );
         r.target.as_mut().unwrap().achieved.page_size = Some(page);

@@ -17,6 +17,7 @@ use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
+use pmscope_core::vocab::{p, v};
 use pmscope_loops::Region;
 use pmscope_loops::access::{FenceKind, Op, Sequence, Width, timing_overhead};
 use pmscope_loops::probe::{self, LINES, VisitWrite, XPLINE};
@@ -33,7 +34,7 @@ type Measure = Box<dyn Fn(&mut Region<'_>, usize) -> Vec<u64> + Sync>;
 
 /// One curve of a probe: its variant's parameters and a point per working set.
 struct Variant {
-    params: Vec<(&'static str, Value)>,
+    params: Vec<(pmscope_core::vocab::ParamKey, Value)>,
     measure: Measure,
 }
 
@@ -85,7 +86,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
         ProbeKind::ReadBuffer => {
             for k in 1..=LINES {
                 variants.push(Variant {
-                    params: vec![("lines", json!(k)), ("pattern", json!("rand"))],
+                    params: vec![(p::LINES, json!(k)), (p::PATTERN, json!("rand"))],
                     measure: Box::new(move |r, ws| {
                         let offs = probe::cycle(&probe::xplines(ws, Pattern::Rand, seed), count);
                         let mut t = vec![0; offs.len()];
@@ -99,7 +100,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
             for p in patterns {
                 for k in 1..=LINES {
                     variants.push(Variant {
-                        params: vec![("lines", json!(k)), ("pattern", json!(p.name()))],
+                        params: vec![(p::LINES, json!(k)), (p::PATTERN, json!(p.name()))],
                         measure: Box::new(move |r, ws| {
                             let offs = probe::cycle(&probe::xplines(ws, p, seed), count);
                             let mut t = vec![0; offs.len()];
@@ -113,7 +114,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
         ProbeKind::RwBuffer => {
             for mode in ["read-only", "write-only", "interleaved"] {
                 variants.push(Variant {
-                    params: vec![("mode", json!(mode)), ("pattern", json!("rand"))],
+                    params: vec![(p::MODE, json!(mode)), (p::PATTERN, json!("rand"))],
                     measure: Box::new(move |r, ws| {
                         let (reads, writes) = probe::split_read_write(ws, Pattern::Rand, seed);
                         let (reads, writes) =
@@ -142,7 +143,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
         ProbeKind::Prefetch => {
             for pf in [false, true] {
                 variants.push(Variant {
-                    params: vec![("software_prefetch", json!(pf)), ("pattern", json!("rand"))],
+                    params: vec![
+                        (p::SOFTWARE_PREFETCH, json!(pf)),
+                        (p::PATTERN, json!("rand")),
+                    ],
                     measure: Box::new(move |r, ws| {
                         let offs = probe::cycle(&probe::xplines(ws, Pattern::Rand, seed), count);
                         let mut t = vec![0; offs.len()];
@@ -157,9 +161,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
                 for decoupled in [false, true] {
                     variants.push(Variant {
                         params: vec![
-                            ("pattern", json!(p.name())),
-                            ("write", json!(write.name())),
-                            ("decoupled", json!(decoupled)),
+                            (p::PATTERN, json!(p.name())),
+                            (p::WRITE, json!(write.name())),
+                            (p::DECOUPLED, json!(decoupled)),
                         ],
                         measure: Box::new(move |r, ws| {
                             let order = probe::xplines(ws, p, seed);
@@ -215,30 +219,30 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
             for (ws, s) in curve {
                 let mut r = run
                     .record("probe")
-                    .param("probe", kind)
-                    .param("working_set_bytes", *ws)
-                    .param("samples", count);
+                    .param(p::PROBE, kind)
+                    .param(p::WORKING_SET_BYTES, *ws)
+                    .param(p::SAMPLES, count);
                 for (k, val) in &v.params {
-                    r = r.param(k, val.clone());
+                    r = r.param(*k, val.clone());
                 }
                 r.metric = Some("latency_ns".into());
                 r.summary = Some(s.clone());
                 run.emit(&r)?;
             }
             let points: Vec<(u64, f64)> = curve.iter().map(|(ws, s)| (*ws, s.p50)).collect();
-            let mut r = run.record("probe-knee").param("probe", kind);
+            let mut r = run.record("probe-knee").param(p::PROBE, kind);
             for (k, val) in &v.params {
-                r = r.param(k, val.clone());
+                r = r.param(*k, val.clone());
             }
             match knee::knee(&points, KNEE_RISE) {
                 Some(k) => {
                     r = r
-                        .param("knee_found", true)
-                        .value("knee_bytes", k.size as f64)
-                        .value("before_ns", k.before)
-                        .value("after_ns", k.after);
+                        .param(p::KNEE_FOUND, true)
+                        .value(v::KNEE_BYTES, k.size as f64)
+                        .value(v::BEFORE_NS, k.before)
+                        .value(v::AFTER_NS, k.after);
                 }
-                None => r = r.param("knee_found", false),
+                None => r = r.param(p::KNEE_FOUND, false),
             }
             run.emit(&r)?;
         }

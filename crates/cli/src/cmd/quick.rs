@@ -14,6 +14,7 @@ use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::{Bytes, page_size_name};
 use pmscope_core::vocab::Pattern;
+use pmscope_core::vocab::p;
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;
@@ -109,9 +110,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         })??;
         let mut r = run
             .record("quick")
-            .param("pattern", Pattern::Rand.name())
-            .param("working_set_bytes", size)
-            .param("size_source", source);
+            .param(p::PATTERN, Pattern::Rand.name())
+            .param(p::WORKING_SET_BYTES, size)
+            .param(p::SIZE_SOURCE, source);
         r.metric = Some("latency_ns".into());
         r.summary = Some(latency);
         run.emit(&r)?;
@@ -119,10 +120,10 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &QuickArgs) -> Result<()> {
         let gbs = read_bandwidth(run, &cpus, &mut region, read, Duration::from_millis(150), 3)?;
         let mut r = run
             .record("quick")
-            .param("op", "read")
-            .param("threads", cpus.len())
-            .param("working_set_bytes", size)
-            .param("size_source", source);
+            .param(p::OP, "read")
+            .param(p::THREADS, cpus.len())
+            .param(p::WORKING_SET_BYTES, size)
+            .param(p::SIZE_SOURCE, source);
         r.metric = Some("bandwidth_gb_s".into());
         r.summary = Some(Summary::of(&gbs).expect("finite"));
         run.emit(&r)

@@ -9,13 +9,14 @@ use crate::args::RapArgs;
 use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::fields::{Fields, by_target};
+use crate::output::fields::by_target;
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
+use pmscope_core::vocab::p;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::rng::SplitMix64;
@@ -194,18 +195,18 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                     Ok((idle, curve))
                 })??;
             let mut base = crate::fallback::persist_params(run.record("rap-idle"), persister)
-                .param("region_bytes", p.region_bytes)
-                .param("size_source", p.size_source.name())
-                .param("samples", samples);
+                .param(p::REGION_BYTES, p.region_bytes)
+                .param(p::SIZE_SOURCE, p.size_source.name())
+                .param(p::SAMPLES, samples);
             base.metric = Some("latency_ns".into());
             base.summary = Some(idle);
             run.emit(&base)?;
             for (d, s) in curve {
                 let mut r = crate::fallback::persist_params(run.record("rap"), persister)
-                    .param("region_bytes", p.region_bytes)
-                    .param("size_source", p.size_source.name())
-                    .param("samples", samples)
-                    .param("distance_lines", d);
+                    .param(p::REGION_BYTES, p.region_bytes)
+                    .param(p::SIZE_SOURCE, p.size_source.name())
+                    .param(p::SAMPLES, samples)
+                    .param(p::DISTANCE_LINES, d);
                 r.metric = Some("latency_ns".into());
                 r.summary = Some(s);
                 run.emit(&r)?;
@@ -223,7 +224,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
 fn render(records: &[Record]) -> String {
     let mut out = String::new();
     for (spec, idle) in by_target(records, "rap-idle") {
-        let persist = idle[0].text("persist");
+        let persist = idle[0].text(p::PERSIST).unwrap_or_default();
         let Some(idle) = idle[0].summary.as_ref() else {
             continue;
         };
@@ -234,11 +235,11 @@ fn render(records: &[Record]) -> String {
         let mut t = Table::new(&["distance d", "p50 ns", "p99 ns", "vs idle load"]);
         let curve = records
             .iter()
-            .filter(|r| r.experiment == "rap" && r.spec() == spec);
+            .filter(|r| r.experiment == "rap" && r.spec().unwrap_or_default() == spec);
         for r in curve {
             let Some(s) = &r.summary else { continue };
             t.row(vec![
-                r.count("distance_lines").to_string(),
+                r.count(p::DISTANCE_LINES).unwrap_or_default().to_string(),
                 format!("{:.1}", s.p50),
                 format!("{:.1}", s.p99),
                 format!("{:.2}x", s.p50 / idle.p50.max(0.1)),

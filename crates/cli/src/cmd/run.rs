@@ -10,6 +10,7 @@ use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::{Record, TargetRecord};
 use pmscope_core::units::{Bytes, page_size_name};
+use pmscope_core::vocab::{p, v};
 use pmscope_mapping::{DestroyData, MapOptions, MemoryGuard};
 use pmscope_runner::launch::{self, Launch, Outcome};
 
@@ -54,26 +55,26 @@ fn record(ctx: &Context, a: &RunArgs, o: &Outcome) -> Record {
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
     let mut r = Record::new("run", ctx.command_line.clone(), ctx.system.clone())
-        .param("program", program.join(" "))
-        .param("threshold_bytes", p.threshold)
-        .value("exit_code", o.exit_code as f64)
-        .value("processes", p.processes.len() as f64)
-        .value("served_allocations", t.served_count as f64)
-        .value("served_bytes", t.served_bytes as f64)
-        .value("mapped_bytes", t.mapped_bytes as f64)
-        .value("peak_mapped_bytes", t.peak_bytes as f64)
-        .value("mmap_served_allocations", t.mmap_served_count as f64)
-        .value("refused_allocations", t.failed_count as f64)
-        .value("refused_bytes", t.failed_bytes as f64)
-        .value("below_threshold_allocations", t.below_count as f64)
-        .value("below_threshold_bytes", t.below_bytes as f64)
-        .value("verified_regions", t.verified_count as f64)
-        .value("resident_bytes", t.resident_bytes as f64)
-        .value("bytes_on_4k", t.pages.bytes_4k as f64)
-        .value("bytes_on_2m", t.pages.bytes_2m as f64)
-        .value("bytes_on_1g", t.pages.bytes_1g as f64);
+        .param(p::PROGRAM, program.join(" "))
+        .param(p::THRESHOLD_BYTES, p.threshold)
+        .value(v::EXIT_CODE, o.exit_code as f64)
+        .value(v::PROCESSES, p.processes.len() as f64)
+        .value(v::SERVED_ALLOCATIONS, t.served_count as f64)
+        .value(v::SERVED_BYTES, t.served_bytes as f64)
+        .value(v::MAPPED_BYTES, t.mapped_bytes as f64)
+        .value(v::PEAK_MAPPED_BYTES, t.peak_bytes as f64)
+        .value(v::MMAP_SERVED_ALLOCATIONS, t.mmap_served_count as f64)
+        .value(v::REFUSED_ALLOCATIONS, t.failed_count as f64)
+        .value(v::REFUSED_BYTES, t.failed_bytes as f64)
+        .value(v::BELOW_THRESHOLD_ALLOCATIONS, t.below_count as f64)
+        .value(v::BELOW_THRESHOLD_BYTES, t.below_bytes as f64)
+        .value(v::VERIFIED_REGIONS, t.verified_count as f64)
+        .value(v::RESIDENT_BYTES, t.resident_bytes as f64)
+        .value(v::BYTES_ON_4K, t.pages.bytes_4k as f64)
+        .value(v::BYTES_ON_2M, t.pages.bytes_2m as f64)
+        .value(v::BYTES_ON_1G, t.pages.bytes_1g as f64);
     if let Some(page) = p.verified_page_bytes() {
-        r = r.value("verified_page_bytes", page as f64);
+        r = r.value(v::VERIFIED_PAGE_BYTES, page as f64);
     }
     r.target = Some(TargetRecord {
         spec: a.target.to_string(),

@@ -9,7 +9,7 @@ use crate::args::SyncArgs;
 use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::fields::{Fields, by_target, short_reason};
+use crate::output::fields::{by_target, short_reason};
 use crate::output::progress::Progress;
 use crate::output::table::Table;
 use crate::values::check_threads;
@@ -17,6 +17,7 @@ use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::vocab::Pattern;
+use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
 use pmscope_loops::Region;
 use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
@@ -188,13 +189,13 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                     Err(e) => {
                         let r = run
                             .record("sync")
-                            .param("option", name)
-                            .param("op", op.name())
-                            .param("fence", fence.name())
-                            .param("unit_bytes", unit.bytes())
-                            .param("pattern", pattern)
-                            .param("threads", threads)
-                            .param("unsupported", e.to_string());
+                            .param(p::OPTION, name)
+                            .param(p::OP, op.name())
+                            .param(p::FENCE, fence.name())
+                            .param(p::UNIT_BYTES, unit.bytes())
+                            .param(p::PATTERN, pattern)
+                            .param(p::THREADS, threads)
+                            .param(p::UNSUPPORTED, e.to_string());
                         run.emit(&r)?;
                         progress.inc();
                         continue;
@@ -224,16 +225,16 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                 let minstr = s.p50 * 1e9 / 64.0 * per_block / 1e6;
                 let mut r = run
                     .record("sync")
-                    .param("option", name)
-                    .param("op", op.name())
-                    .param("fence", fence.name())
-                    .param("unit_bytes", unit.bytes())
-                    .param("block_bytes", 64)
-                    .param("pattern", pattern)
-                    .param("threads", threads)
-                    .param("region_bytes", p.region_bytes)
-                    .param("size_source", p.size_source.name())
-                    .value("million_instructions_per_s", minstr);
+                    .param(p::OPTION, name)
+                    .param(p::OP, op.name())
+                    .param(p::FENCE, fence.name())
+                    .param(p::UNIT_BYTES, unit.bytes())
+                    .param(p::BLOCK_BYTES, 64)
+                    .param(p::PATTERN, pattern)
+                    .param(p::THREADS, threads)
+                    .param(p::REGION_BYTES, p.region_bytes)
+                    .param(p::SIZE_SOURCE, p.size_source.name())
+                    .value(v::MILLION_INSTRUCTIONS_PER_S, minstr);
                 r.metric = Some("bandwidth_gb_s".into());
                 r.summary = Some(s);
                 run.emit(&r)?;
@@ -252,20 +253,23 @@ fn render(records: &[Record]) -> String {
     let mut out = String::new();
     for (spec, rows) in by_target(records, "sync") {
         let first = rows[0];
-        let threads = first.count("threads");
+        let threads = first.count(p::THREADS).unwrap_or_default();
         // The `+F` rows carry the fence `--fence` chose.
         let plus_f = rows
             .iter()
-            .find(|r| r.text("option").ends_with("+F"))
-            .map_or("mfence", |r| r.text("fence"));
+            .find(|r| r.text(p::OPTION).unwrap_or_default().ends_with("+F"))
+            .map_or("mfence", |r| r.text(p::FENCE).unwrap_or_default());
         out += &format!(
             "{spec}: 64-byte blocks of {}-byte instructions, {threads} thread{}, GB/s = 10^9 B/s, +F = {plus_f} after each block\n",
-            first.count("unit_bytes"),
+            first.count(p::UNIT_BYTES).unwrap_or_default(),
             if threads == 1 { "" } else { "s" },
         );
         let mut t = Table::new(&["option", "pattern", "GB/s", "min", "max", "M instr/s"]);
         for r in rows {
-            let (name, pattern) = (r.text("option").to_string(), r.text("pattern").to_string());
+            let (name, pattern) = (
+                r.text(p::OPTION).unwrap_or_default().to_string(),
+                r.text(p::PATTERN).unwrap_or_default().to_string(),
+            );
             match &r.summary {
                 Some(s) => t.row(vec![
                     name,
@@ -273,12 +277,18 @@ fn render(records: &[Record]) -> String {
                     format!("{:.2}", s.p50),
                     format!("{:.2}", s.min),
                     format!("{:.2}", s.max),
-                    format!("{:.0}", r.val("million_instructions_per_s")),
+                    format!(
+                        "{:.0}",
+                        r.val(v::MILLION_INSTRUCTIONS_PER_S).unwrap_or_default()
+                    ),
                 ]),
                 None => t.row(vec![
                     name,
                     pattern,
-                    format!("n/a: {}", short_reason(r.text("unsupported"))),
+                    format!(
+                        "n/a: {}",
+                        short_reason(r.text(p::UNSUPPORTED).unwrap_or_default())
+                    ),
                     "-".into(),
                     "-".into(),
                     "-".into(),

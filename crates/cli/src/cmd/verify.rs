@@ -7,6 +7,7 @@ use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::units::{Bytes, page_size_name};
+use pmscope_core::vocab::{p, v};
 use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
 use pmscope_runner::harness::{Harness, TargetRun};
 
@@ -37,10 +38,10 @@ pub fn verify_targets(
         let a = m.achieved();
         let r = run
             .record("verify")
-            .param("size_bytes", size)
-            .value("prefault_ms", a.prefault_ns as f64 / 1e6)
-            .value("minor_faults", a.faults.minor_faults as f64)
-            .value("bytes_per_fault", a.faults.bytes_per_fault);
+            .param(p::SIZE_BYTES, size)
+            .value(v::PREFAULT_MS, a.prefault_ns as f64 / 1e6)
+            .value(v::MINOR_FAULTS, a.faults.minor_faults as f64)
+            .value(v::BYTES_PER_FAULT, a.faults.bytes_per_fault);
         run.emit(&r)?;
         then(run, m)
     })

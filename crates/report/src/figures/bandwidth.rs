@@ -4,18 +4,19 @@ use super::{Ctx, Figure, Panel, group, index_of, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::{ParamKey, p, v};
 
 /// Plain (unmixed) bandwidth records with a median.
 pub(crate) fn plain(records: &[Record]) -> Vec<&Record> {
     data::of(records, "bandwidth")
-        .filter(|r| data::s(r, "mix").unwrap_or("").is_empty() && data::median(r).is_some())
+        .filter(|r| r.text(p::MIX).unwrap_or("").is_empty() && data::median(r).is_some())
         .collect()
 }
 
 pub(crate) fn ops(recs: &[&Record]) -> Vec<String> {
     let mut out = Vec::new();
     for r in recs {
-        if let Some(op) = data::s(r, "op") {
+        if let Some(op) = r.text(p::OP) {
             index_of(&mut out, op);
         }
     }
@@ -23,8 +24,8 @@ pub(crate) fn ops(recs: &[&Record]) -> Vec<String> {
 }
 
 /// The largest value of an integer param among some records.
-pub(crate) fn largest(recs: &[&Record], key: &str) -> Option<u64> {
-    recs.iter().filter_map(|r| data::u(r, key)).max()
+pub(crate) fn largest(recs: &[&Record], key: ParamKey) -> Option<u64> {
+    recs.iter().filter_map(|r| r.count(key)).max()
 }
 
 /// The thread count whose records cover the most access sizes (the most threads among
@@ -33,7 +34,7 @@ fn most_sizes(recs: &[&Record]) -> Option<u64> {
     let mut sizes: std::collections::BTreeMap<u64, std::collections::BTreeSet<u64>> =
         Default::default();
     for r in recs {
-        if let (Some(t), Some(a)) = (data::u(r, "threads"), data::u(r, "access_bytes")) {
+        if let (Some(t), Some(a)) = (r.count(p::THREADS), r.count(p::ACCESS_BYTES)) {
             sizes.entry(t).or_default().insert(a);
         }
     }
@@ -75,28 +76,28 @@ impl Figure for BandwidthVsThreads {
             let of_op: Vec<&Record> = recs
                 .iter()
                 .copied()
-                .filter(|r| data::s(r, "op") == Some(op.as_str()))
+                .filter(|r| r.text(p::OP) == Some(op.as_str()))
                 .collect();
-            let pattern = if of_op.iter().any(|r| data::s(r, "pattern") == Some("seq")) {
+            let pattern = if of_op.iter().any(|r| r.text(p::PATTERN) == Some("seq")) {
                 "seq"
             } else {
                 "rand"
             };
             let of_op: Vec<&Record> = of_op
                 .into_iter()
-                .filter(|r| data::s(r, "pattern") == Some(pattern))
+                .filter(|r| r.text(p::PATTERN) == Some(pattern))
                 .collect();
-            let Some(access) = largest(&of_op, "access_bytes") else {
+            let Some(access) = largest(&of_op, p::ACCESS_BYTES) else {
                 continue;
             };
             let curves = group(
                 of_op
                     .iter()
-                    .filter(|r| data::u(r, "access_bytes") == Some(access))
+                    .filter(|r| r.count(p::ACCESS_BYTES) == Some(access))
                     .filter_map(|r| {
                         Some((
                             data::target(r).to_string(),
-                            data::u(r, "threads")? as f64,
+                            r.count(p::THREADS)? as f64,
                             data::median(r)?,
                         ))
                     }),
@@ -155,7 +156,7 @@ impl Figure for BandwidthVsAccessSize {
             let of_op: Vec<&Record> = recs
                 .iter()
                 .copied()
-                .filter(|r| data::s(r, "op") == Some(op.as_str()))
+                .filter(|r| r.text(p::OP) == Some(op.as_str()))
                 .collect();
             let Some(threads) = most_sizes(&of_op) else {
                 continue;
@@ -163,13 +164,10 @@ impl Figure for BandwidthVsAccessSize {
             let curves = group(
                 of_op
                     .iter()
-                    .filter(|r| data::u(r, "threads") == Some(threads))
+                    .filter(|r| r.count(p::THREADS) == Some(threads))
                     .filter_map(|r| {
-                        let key = (
-                            data::target(r).to_string(),
-                            data::s(r, "pattern")?.to_string(),
-                        );
-                        Some((key, data::u(r, "access_bytes")? as f64, data::median(r)?))
+                        let key = (data::target(r).to_string(), r.text(p::PATTERN)?.to_string());
+                        Some((key, r.count(p::ACCESS_BYTES)? as f64, data::median(r)?))
                     }),
             );
             if curves.iter().all(|c| c.1.len() < 2) {
@@ -223,31 +221,31 @@ impl Figure for MixedReadWrite {
     }
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
         let recs: Vec<&Record> = data::of(records, "bandwidth")
-            .filter(|r| !data::s(r, "mix").unwrap_or("").is_empty())
+            .filter(|r| !r.text(p::MIX).unwrap_or("").is_empty())
             .collect();
         if recs.is_empty() {
             return None;
         }
-        let pattern = if recs.iter().any(|r| data::s(r, "pattern") == Some("seq")) {
+        let pattern = if recs.iter().any(|r| r.text(p::PATTERN) == Some("seq")) {
             "seq"
         } else {
             "rand"
         };
         let recs: Vec<&Record> = recs
             .into_iter()
-            .filter(|r| data::s(r, "pattern") == Some(pattern))
+            .filter(|r| r.text(p::PATTERN) == Some(pattern))
             .collect();
-        let access = largest(&recs, "access_bytes")?;
+        let access = largest(&recs, p::ACCESS_BYTES)?;
         let recs: Vec<&Record> = recs
             .into_iter()
-            .filter(|r| data::u(r, "access_bytes") == Some(access))
+            .filter(|r| r.count(p::ACCESS_BYTES) == Some(access))
             .collect();
         let targets = data::targets(recs.iter().copied());
         let mut categories = Vec::new();
         let mut groups = Vec::new();
         let mut bars = Vec::new();
         for t in &targets {
-            for (side, key) in [("read", "read_gb_s"), ("write", "write_gb_s")] {
+            for (side, key) in [("read", v::READ_GB_S), ("write", v::WRITE_GB_S)] {
                 let c = ctx.colour(t);
                 groups.push((
                     format!("{t} {side}"),
@@ -255,13 +253,13 @@ impl Figure for MixedReadWrite {
                 ));
                 let g = groups.len() - 1;
                 for r in recs.iter().filter(|r| data::target(r) == t) {
-                    let (Some(mix), Some(v)) = (data::s(r, "mix"), r.values.get(key)) else {
+                    let (Some(mix), Some(v)) = (r.text(p::MIX), r.val(key)) else {
                         continue;
                     };
                     bars.push(Bar {
                         category: index_of(&mut categories, mix),
                         group: g,
-                        value: *v,
+                        value: v,
                     });
                 }
             }

@@ -5,10 +5,11 @@ use super::{Ctx, Figure, Panel, group, index_of, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// A target's legend entry: its spec and the file system its records name.
 fn label(r: &Record) -> String {
-    match data::s(r, "fs_type") {
+    match r.text(p::FS_TYPE) {
         Some(fs) => format!("{} ({fs})", data::target(r)),
         None => data::target(r).to_string(),
     }
@@ -37,8 +38,8 @@ impl Figure for FileOpLatency {
         for fsync in [false, true] {
             let mut categories = Vec::new();
             let mut bars = Vec::new();
-            for r in recs.iter().filter(|r| data::b(r, "fsync") == Some(fsync)) {
-                let (Some(op), Some(ns)) = (data::s(r, "file_op"), data::median(r)) else {
+            for r in recs.iter().filter(|r| r.flag(p::FSYNC) == Some(fsync)) {
+                let (Some(op), Some(ns)) = (r.text(p::FILE_OP), data::median(r)) else {
                     continue;
                 };
                 let group = targets.iter().position(|t| t == data::target(r))?;
@@ -101,7 +102,7 @@ impl Figure for FioBandwidth {
             .collect();
         let mut workloads = Vec::new();
         for r in &recs {
-            if let Some(rw) = data::s(r, "rw") {
+            if let Some(rw) = r.text(p::RW) {
                 index_of(&mut workloads, rw);
             }
         }
@@ -110,12 +111,12 @@ impl Figure for FioBandwidth {
             let of: Vec<&Record> = recs
                 .iter()
                 .copied()
-                .filter(|r| data::s(r, "rw") == Some(rw.as_str()))
+                .filter(|r| r.text(p::RW) == Some(rw.as_str()))
                 .collect();
             let curves = group(of.iter().filter_map(|r| {
                 Some((
                     data::target(r).to_string(),
-                    data::u(r, "jobs")? as f64,
+                    r.count(p::JOBS)? as f64,
                     data::median(r)?,
                 ))
             }));

@@ -4,6 +4,7 @@ use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, index_of, pag
 use crate::data;
 use crate::plot::{self, Bar, BarChart, Series};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// Seed 004 Figure 8's names of the instruction sequences.
 const SEQUENCES: &[(&str, &str)] = &[
@@ -30,23 +31,17 @@ pub(crate) fn pick<'a>(
         .copied()
         .filter(|r| {
             data::target(r) == target
-                && data::s(r, "op") == Some(op)
-                && data::s(r, "pattern") == Some(pattern)
-                && data::u(r, "access_bytes") == Some(access)
+                && r.text(p::OP) == Some(op)
+                && r.text(p::PATTERN) == Some(pattern)
+                && r.count(p::ACCESS_BYTES) == Some(access)
                 && r.summary.is_some()
                 && !r.params.contains_key("unsupported")
         })
         .filter_map(|r| {
-            let fence = fences
-                .iter()
-                .position(|f| Some(*f) == data::s(r, "fence"))?;
-            let cold = data::b(r, "flushed_before") != Some(true);
+            let fence = fences.iter().position(|f| Some(*f) == r.text(p::FENCE))?;
+            let cold = r.flag(p::FLUSHED_BEFORE) != Some(true);
             Some((
-                (
-                    fence,
-                    cold,
-                    u64::MAX - data::u(r, "width_bytes").unwrap_or(0),
-                ),
+                (fence, cold, u64::MAX - r.count(p::WIDTH_BYTES).unwrap_or(0)),
                 r,
             ))
         })
@@ -63,7 +58,7 @@ fn inst_records(records: &[Record]) -> Vec<&Record> {
 fn sizes(recs: &[&Record]) -> Vec<u64> {
     let mut s: Vec<u64> = recs
         .iter()
-        .filter_map(|r| data::u(r, "access_bytes"))
+        .filter_map(|r| r.count(p::ACCESS_BYTES))
         .collect();
     s.sort();
     s.dedup();

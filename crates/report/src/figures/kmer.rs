@@ -4,6 +4,7 @@ use super::{Ctx, Figure, Panel, index_of, page_size_flag};
 use crate::data;
 use crate::plot::{Bar, BarChart};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::{p, v};
 
 /// Million inserts per second per table kind and operation, one bar per target.
 pub struct KmerThroughput;
@@ -24,11 +25,11 @@ impl Figure for KmerThroughput {
         let mut categories = Vec::new();
         let mut bars = Vec::new();
         for r in &recs {
-            let v = data::median(r).or_else(|| r.values.get("insert_mips").copied());
-            let (Some(table), Some(v)) = (data::s(r, "table"), v) else {
+            let v = data::median(r).or_else(|| r.val(v::INSERT_MIPS));
+            let (Some(table), Some(v)) = (r.text(p::TABLE), v) else {
                 continue;
             };
-            let op = data::s(r, "operation").unwrap_or("");
+            let op = r.text(p::OPERATION).unwrap_or("");
             let Some(group) = targets.iter().position(|t| t == data::target(r)) else {
                 continue;
             };

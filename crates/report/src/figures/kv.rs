@@ -7,20 +7,21 @@ use crate::data;
 use crate::html::esc;
 use crate::plot::{Bar, BarChart};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// The target a record's heap was on: the verified target, or the `target` param of a
 /// record without one.
 fn spec(r: &Record) -> &str {
     match data::target(r) {
-        "-" => data::s(r, "target").unwrap_or("-"),
+        "-" => r.text(p::TARGET).unwrap_or("-"),
         t => t,
     }
 }
 
 /// A point of a server: `get-heavy 1 KiB`.
 fn point(r: &Record) -> String {
-    let workload = data::s(r, "workload").unwrap_or("?");
-    match data::u(r, "value_bytes") {
+    let workload = r.text(p::WORKLOAD).unwrap_or("?");
+    match r.count(p::VALUE_BYTES) {
         Some(v) => format!("{workload} {}", data::bytes(v as f64)),
         None => workload.to_string(),
     }
@@ -48,12 +49,12 @@ impl Figure for KvThroughput {
         let mut servers: Vec<String> = Vec::new();
         for r in &recs {
             index_of(&mut targets, spec(r));
-            index_of(&mut servers, data::s(r, "server").unwrap_or("server"));
+            index_of(&mut servers, r.text(p::SERVER).unwrap_or("server"));
         }
         let kops = |server: &str, target: &str, point_name: &str| {
             recs.iter()
                 .find(|r| {
-                    data::s(r, "server").unwrap_or("server") == server
+                    r.text(p::SERVER).unwrap_or("server") == server
                         && spec(r) == target
                         && point(r) == point_name
                 })
@@ -73,7 +74,7 @@ impl Figure for KvThroughput {
             let of: Vec<&Record> = recs
                 .iter()
                 .copied()
-                .filter(|r| data::s(r, "server").unwrap_or("server") == server)
+                .filter(|r| r.text(p::SERVER).unwrap_or("server") == server)
                 .collect();
             let mut categories = Vec::new();
             let mut bars = Vec::new();
@@ -92,10 +93,10 @@ impl Figure for KvThroughput {
             // Where redis kept its append-only file, when it kept one.
             let aof = of
                 .iter()
-                .find(|r| data::s(r, "aof_directory").is_some())
+                .find(|r| r.text(p::AOF_DIRECTORY).is_some())
                 .map(|r| {
-                    let fs = data::s(r, "fs_type").unwrap_or("an unknown file system");
-                    match data::s(r, "dax") {
+                    let fs = r.text(p::FS_TYPE).unwrap_or("an unknown file system");
+                    match r.text(p::DAX) {
                         Some(dax) => format!(", append-only file on {fs} dax={dax}"),
                         None => format!(", append-only file on {fs}"),
                     }

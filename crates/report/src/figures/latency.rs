@@ -5,6 +5,7 @@ use crate::data;
 use crate::observations::plateau_ends;
 use crate::plot::{self, Axis, LineChart, Series};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// Latency vs working set (log x), cache sizes and measured plateaus marked.
 pub struct LatencyVsWorkingSet;
@@ -22,15 +23,8 @@ impl Figure for LatencyVsWorkingSet {
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
         let recs: Vec<&Record> = data::of(records, "latency").collect();
         let curves = group(recs.iter().filter_map(|r| {
-            let key = (
-                data::target(r).to_string(),
-                data::s(r, "pattern")?.to_string(),
-            );
-            Some((
-                key,
-                data::u(r, "working_set_bytes")? as f64,
-                data::median(r)?,
-            ))
+            let key = (data::target(r).to_string(), r.text(p::PATTERN)?.to_string());
+            Some((key, r.count(p::WORKING_SET_BYTES)? as f64, data::median(r)?))
         }));
         if curves.is_empty() {
             return None;
@@ -123,8 +117,8 @@ impl Figure for LatencyHistogram {
                 Series {
                     name: format!(
                         "{t} {} {}",
-                        data::s(r, "pattern").unwrap_or("?"),
-                        data::bytes(data::u(r, "working_set_bytes").unwrap_or(0) as f64)
+                        r.text(p::PATTERN).unwrap_or("?"),
+                        data::bytes(r.count(p::WORKING_SET_BYTES).unwrap_or(0) as f64)
                     ),
                     colour: ctx.colour(t),
                     points: histogram_points(h),

@@ -4,6 +4,7 @@ use super::{Ctx, Figure, Panel, group, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, LineChart, Series};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::{p, v};
 
 /// The loaded-latency curves: (target, traffic mix) → (traffic GB/s, probe ns), by bandwidth.
 /// One curve per (target, traffic R:W mix).
@@ -15,8 +16,8 @@ pub(crate) fn curves(records: &[Record]) -> Curves {
     let mixes: Vec<String> = {
         let mut m: Vec<String> = Vec::new();
         for r in &recs {
-            if data::u(r, "traffic_threads").unwrap_or(0) > 0 {
-                let rw = data::s(r, "traffic_rw").unwrap_or("?").to_string();
+            if r.count(p::TRAFFIC_THREADS).unwrap_or(0) > 0 {
+                let rw = r.text(p::TRAFFIC_RW).unwrap_or("?").to_string();
                 if !m.contains(&rw) {
                     m.push(rw);
                 }
@@ -26,13 +27,13 @@ pub(crate) fn curves(records: &[Record]) -> Curves {
     };
     group(recs.iter().flat_map(|r| {
         let t = data::target(r).to_string();
-        let bw = r.values.get("traffic_gb_s").copied().unwrap_or(0.0);
+        let bw = r.val(v::TRAFFIC_GB_S).unwrap_or(0.0);
         let ns = data::median(r);
-        let idle = data::u(r, "traffic_threads").unwrap_or(0) == 0;
+        let idle = r.count(p::TRAFFIC_THREADS).unwrap_or(0) == 0;
         let keys: Vec<String> = if idle {
             mixes.clone()
         } else {
-            vec![data::s(r, "traffic_rw").unwrap_or("?").to_string()]
+            vec![r.text(p::TRAFFIC_RW).unwrap_or("?").to_string()]
         };
         keys.into_iter()
             .filter_map(move |k| Some(((t.clone(), k), if idle { 0.0 } else { bw }, ns?)))

@@ -7,6 +7,7 @@ use crate::html::esc;
 use crate::plot::{Bar, BarChart};
 use plotters::style::RGBColor;
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// Bars of ref time / opt time per kernel, one per target (Table 1's "Ratio"), under a
 /// table of the median times per target and variant.
@@ -17,8 +18,8 @@ fn time(recs: &[&Record], target: &str, kernel: &str, variant: &str) -> Option<f
     recs.iter()
         .find(|r| {
             data::target(r) == target
-                && data::s(r, "kernel") == Some(kernel)
-                && data::s(r, "variant") == Some(variant)
+                && r.text(p::KERNEL) == Some(kernel)
+                && r.text(p::VARIANT) == Some(variant)
         })
         .and_then(|r| data::median(r))
 }
@@ -46,7 +47,7 @@ impl Figure for PolyKernels {
         let mut kernels: Vec<String> = Vec::new();
         let mut variants: Vec<String> = Vec::new();
         for r in &recs {
-            if let (Some(k), Some(v)) = (data::s(r, "kernel"), data::s(r, "variant")) {
+            if let (Some(k), Some(v)) = (r.text(p::KERNEL), r.text(p::VARIANT)) {
                 index_of(&mut kernels, k);
                 index_of(&mut variants, v);
             }
@@ -91,8 +92,8 @@ impl Figure for PolyKernels {
         for k in &kernels {
             let mib = recs
                 .iter()
-                .find(|r| data::s(r, "kernel") == Some(k))
-                .and_then(|r| data::u(r, "data_bytes"))
+                .find(|r| r.text(p::KERNEL) == Some(k))
+                .and_then(|r| r.count(p::DATA_BYTES))
                 .map_or(0.0, |b| b as f64 / f64::from(1 << 20));
             html.push_str(&format!("<tr><td>{}</td><td>{mib:.1}</td>", esc(k)));
             let cell = |x: Option<f64>, digits: usize| {

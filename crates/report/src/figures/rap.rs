@@ -4,6 +4,7 @@ use super::{Ctx, Figure, Panel, group, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, LineChart, Series};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// Latency of loading a line persisted d lines earlier (log x; distance 0 drawn at ½),
 /// with each target's idle baseline as a dashed line.
@@ -25,13 +26,10 @@ impl Figure for ReadAfterPersist {
             .filter(|r| r.experiment == "rap" || r.experiment == "rap-idle")
             .collect();
         let curves = group(data::of(records, "rap").filter_map(|r| {
-            let key = (
-                data::target(r).to_string(),
-                data::s(r, "persist")?.to_string(),
-            );
+            let key = (data::target(r).to_string(), r.text(p::PERSIST)?.to_string());
             Some((
                 key,
-                (data::u(r, "distance_lines")? as f64).max(0.5),
+                (r.count(p::DISTANCE_LINES)? as f64).max(0.5),
                 data::median(r)?,
             ))
         }));
@@ -43,7 +41,7 @@ impl Figure for ReadAfterPersist {
                 let t = data::target(r);
                 Some((
                     data::median(r)?,
-                    format!("{t} idle ({})", data::s(r, "persist").unwrap_or("?")),
+                    format!("{t} idle ({})", r.text(p::PERSIST).unwrap_or("?")),
                     ctx.colour(t),
                 ))
             })

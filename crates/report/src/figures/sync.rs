@@ -4,6 +4,7 @@ use super::{Ctx, Figure, Panel, index_of, page_size_flag};
 use crate::data;
 use crate::plot::{self, Bar, BarChart};
 use pmscope_core::record::Record;
+use pmscope_core::vocab::p;
 
 /// Throughput of 64-byte block streams per synchronisation option, one bar per target.
 pub struct SyncCost;
@@ -23,17 +24,17 @@ impl Figure for SyncCost {
             .filter(|r| data::median(r).is_some())
             .collect();
         let targets = data::targets(recs.iter().copied());
-        let threads = super::bandwidth::largest(&recs, "threads");
+        let threads = super::bandwidth::largest(&recs, p::THREADS);
         let mut categories = Vec::new();
         let mut bars = Vec::new();
         for r in &recs {
-            let (Some(opt), Some(v)) = (data::s(r, "option"), data::median(r)) else {
+            let (Some(opt), Some(v)) = (r.text(p::OPTION), data::median(r)) else {
                 continue;
             };
-            if data::u(r, "threads") != threads {
+            if r.count(p::THREADS) != threads {
                 continue;
             }
-            let pattern = data::s(r, "pattern").unwrap_or("");
+            let pattern = r.text(p::PATTERN).unwrap_or("");
             let group = targets.iter().position(|t| t == data::target(r))?;
             bars.push(Bar {
                 category: index_of(&mut categories, &format!("{opt} {pattern}")),

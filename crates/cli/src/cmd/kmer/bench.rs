@@ -15,6 +15,7 @@ use crate::output::Sink;
 use crate::output::table::Table;
 use crate::values::check_threads;
 use anyhow::{Result, anyhow};
+use pmscope_core::vocab::{p, v};
 use pmscope_workload::kmer::encode::MAX_K;
 use pmscope_workload::kmer::job::{self, Job, Operation, Report};
 use pmscope_workload::kmer::output::Format;
@@ -104,38 +105,38 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
     for (table, r) in &rows {
         let mut rec = ctx
             .record("kmer-bench")
-            .param("k", r.k)
-            .param("threads", r.threads)
-            .param("table", table.name())
-            .param("persist", persist.to_string())
-            .param("persist_default", persister.defaulted())
-            .param("persist_instructions", persister.instructions())
-            .param("flush_count", flush_count(*table, r))
-            .param("persist_means", persist_means(*table, r, persist))
+            .param(p::K, r.k)
+            .param(p::THREADS, r.threads)
+            .param(p::TABLE, table.name())
+            .param(p::PERSIST, persist.to_string())
+            .param(p::PERSIST_DEFAULT, persister.defaulted())
+            .param(p::PERSIST_INSTRUCTIONS, persister.instructions())
+            .param(p::FLUSH_COUNT, flush_count(*table, r))
+            .param(p::PERSIST_MEANS, persist_means(*table, r, persist))
             .param(
-                "genome_files",
+                p::GENOME_FILES,
                 r.genomes
                     .iter()
                     .map(|g| g.path.display().to_string())
                     .collect::<Vec<_>>(),
             )
-            .value("inserts", r.inserts as f64)
-            .value("insert_ms", r.phases.insert.as_secs_f64() * 1e3)
-            .value("insert_mips", r.mips_excluding_growth())
-            .value("insert_mips_with_growth", r.mips())
-            .value("grow_ms", r.phases.grow.as_secs_f64() * 1e3)
-            .value("table_grown", r.table.grown as f64)
-            .value("table_load_factor", r.table.load_factor)
+            .value(v::INSERTS, r.inserts as f64)
+            .value(v::INSERT_MS, r.phases.insert.as_secs_f64() * 1e3)
+            .value(v::INSERT_MIPS, r.mips_excluding_growth())
+            .value(v::INSERT_MIPS_WITH_GROWTH, r.mips())
+            .value(v::GROW_MS, r.phases.grow.as_secs_f64() * 1e3)
+            .value(v::TABLE_GROWN, r.table.grown as f64)
+            .value(v::TABLE_LOAD_FACTOR, r.table.load_factor)
             .value(
-                "mips_vs_volatile",
+                v::MIPS_VS_VOLATILE,
                 r.mips_excluding_growth() / volatile_mips,
             )
-            .value("union_kmers", r.set("union").unwrap_or(0) as f64)
-            .value("table_bytes", r.table.footprint_bytes as f64);
+            .value(v::UNION_KMERS, r.set("union").unwrap_or(0) as f64)
+            .value(v::TABLE_BYTES, r.table.footprint_bytes as f64);
         if let Some((flushes, fences)) = per_insert(*table, r) {
             rec = rec
-                .value("flushes_per_insert", flushes)
-                .value("fences_per_insert", fences);
+                .value(v::FLUSHES_PER_INSERT, flushes)
+                .value(v::FENCES_PER_INSERT, fences);
         }
         rec.metric = Some("insert_mips".into());
         rec.target = Some(r.table.target.clone());
