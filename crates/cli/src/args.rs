@@ -1,43 +1,13 @@
 //! The command line as the user typed it (clap derive): validated for form, not yet
 //! interpreted. Each command turns these into its plan.
 
-use crate::values::{AutoSize, Count, Cpus, Seconds, Size};
 use clap::{Args, Parser, Subcommand};
-use pmscope_loops::catalog;
+use pmscope_experiment::axis_help;
+use pmscope_experiment::params::{
+    AutoSize, Count, Cpus, Seconds, Size, TargetArgs, inst_ops_help, probe_help,
+};
 use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
-
-// Help texts that list ops or strategies are generated from their registries.
-
-fn inst_ops_help() -> String {
-    format!(
-        "Ops (comma list): {}. Default: all. Each op with each fence is a row of `pmscope list ops`",
-        catalog::op_names()
-    )
-}
-
-fn persist_help() -> String {
-    let names: Vec<&str> = pmscope_persist::STRATEGIES
-        .iter()
-        .map(|s| s.name())
-        .collect();
-    format!(
-        "Persist strategy: {} (see `pmscope list strategies`). Default: {}",
-        names.join(", "),
-        PERSIST_DEFAULT_HELP
-    )
-}
-
-/// What `--persist` defaults to, for every option that takes a strategy.
-const PERSIST_DEFAULT_HELP: &str =
-    "clwb, or where the CPU lacks it clflushopt, else clflush (the record says which)";
-
-fn probe_help() -> String {
-    format!(
-        "What the measuring thread times: chase (dependent loads), a persist strategy ({}) meaning its store, flush and drain, or a storing op of `pmscope list ops` such as store+clwb+sfence or SW",
-        catalog::strategy_names()
-    )
-}
 
 /// `pmscope --version`: the package version, the commit and the build profile.
 pub const VERSION: &str = concat!(
@@ -48,15 +18,6 @@ pub const VERSION: &str = concat!(
     env!("PMSCOPE_BUILD_PROFILE"),
     " build)"
 );
-
-/// How sweep axes are written, for every command that takes one.
-macro_rules! axis_help {
-    () => {
-        "AXIS is a list (1,2,4) or a range a..b with a step: :x2 multiplies (the default for \
-sizes), :+N adds (the default for counts is +1); e.g. 64..4KiB:x2, 1..8, 4KiB..1GiB,1536MiB. \
-Sizes are binary: 4K = 4KiB = 4096."
-    };
-}
 
 /// pmscope tells the truth about a memory tier.
 #[derive(Debug, Parser)]
@@ -132,9 +93,9 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
     )]
     Sync(SyncArgs),
-    /// Read-after-persist: latency of loading a line persisted d lines earlier.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", axis_help!()))]
-    Rap(RapArgs),
+    /// The experiments (see `pmscope_experiment::registry`).
+    #[command(flatten)]
+    Experiment(pmscope_experiment::Step),
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
     Bandwidth(BandwidthArgs),
@@ -339,41 +300,12 @@ fn traffic_op_help() -> String {
     )
 }
 
-fn target_help() -> String {
-    format!(
-        "A memory target (repeatable: targets are measured side by side). Syntax: {}, each \
-         with an optional ,node=N. See `pmscope list targets`.",
-        pmscope_mapping::kinds::syntax_summary()
-    )
-}
-
 fn run_target_help() -> String {
     format!(
         "The target of the program's large allocations. Syntax: {}, each with an optional \
          ,node=N; file: names a directory (one file per allocation).",
         pmscope_mapping::kinds::syntax_summary()
     )
-}
-
-/// Options of every command that maps targets.
-#[derive(Debug, Args, Clone)]
-pub struct TargetArgs {
-    // The help lists the kinds from their registry, so a new kind appears here by itself.
-    #[arg(short = 't', long = "target", value_name = "SPEC", help = target_help())]
-    pub targets: Vec<TargetSpec>,
-    /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable); also caps the
-    /// sizes left at auto.
-    #[arg(long, value_name = "SIZE")]
-    pub max_mem: Option<Size>,
-    /// Keep files pmscope created for file: and shm targets.
-    #[arg(long)]
-    pub keep: bool,
-    /// Refuse file targets that are not on DAX (MAP_SYNC refused).
-    #[arg(long)]
-    pub require_dax: bool,
-    /// Allow writing to devdax devices, destroying their contents.
-    #[arg(long)]
-    pub destroy_data: bool,
 }
 
 /// `pmscope numa`.
@@ -774,38 +706,6 @@ pub struct SyncArgs {
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
     /// The thorough version: 7 repetitions of 1 s per option.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// `pmscope rap`.
-#[derive(Debug, Args)]
-pub struct RapArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    #[arg(long, value_name = "STRATEGY", help = persist_help())]
-    pub persist: Option<String>,
-    /// Distances d in lines (sweep axis).
-    #[arg(
-        long,
-        default_value = "0,1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192"
-    )]
-    pub distances: String,
-    /// Region the lines are taken from, or auto: 4x the last-level cache, at least 256MiB,
-    /// capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub region: AutoSize,
-    /// Timed loads per distance [default: 20000; 200000 with --full].
-    #[arg(long)]
-    pub samples: Option<Count>,
-    /// CPU to pin the thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-    /// Seed of the random line order.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 200 000 loads per distance.
     #[arg(long)]
     pub full: bool,
 }

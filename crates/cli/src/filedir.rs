@@ -7,12 +7,12 @@
 //! each target — a small file in DIR — so every record carries what the kernel granted
 //! there (MAP_SYNC or the page cache, the page size) beside what the mount options ask for.
 
-use crate::args::TargetArgs;
-use crate::context::Context;
 use crate::error::usage;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::params::TargetArgs;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_sys::mountinfo::MountInfo;
 use std::path::{Path, PathBuf};

@@ -8,13 +8,9 @@
 
 mod args;
 mod cmd;
-mod context;
 mod error;
-mod fallback;
 mod filedir;
-mod measure;
 mod output;
-mod values;
 
 use clap::Parser;
 use std::process::ExitCode;

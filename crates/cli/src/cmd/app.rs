@@ -10,19 +10,19 @@
 //! `Drop`: no server is left listening.
 
 use crate::args::{AppArgs, AppServer};
-use crate::context::Context;
 use crate::error::usage;
 use crate::filedir;
 use crate::output::Sink;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
 
-use crate::output::table::Table;
 use anyhow::{Context as _, Result, anyhow, bail};
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
+use pmscope_experiment::render::table::Table;
 use pmscope_mapping::TargetSpec;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;

@@ -5,21 +5,22 @@
 //! thread interleaving reads and writes at a ratio such as 2:1.
 
 use crate::args::BandwidthArgs;
-use crate::context::{Context, parse_patterns};
 use crate::error::usage;
-use crate::measure::{Role, stream_for};
 use crate::output::Sink;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::env::parse_patterns;
+use pmscope_experiment::measure::{Role, stream_for};
 
-use crate::output::progress::Progress;
-use crate::output::table::Table;
-use crate::values::check_threads;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
+use pmscope_experiment::params::check_threads;
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::stream::{STREAM_OPS, StreamOp, StreamView, Streamer, Traffic};
 use pmscope_mapping::sizing::{Source, Want};
@@ -206,7 +207,7 @@ fn plan(ctx: &mut Context, a: &BandwidthArgs) -> Result<Plan> {
             .partition(|&op| Streamer::new(op, width, 64, f).is_ok());
         for op in lacking {
             if let Err(e) = Streamer::new(op, width, 64, f) {
-                notes.push(crate::fallback::note(format!(
+                notes.push(pmscope_experiment::fallback::note(format!(
                     "{} is left out of the default ops: {}",
                     op.name(),
                     e.reason

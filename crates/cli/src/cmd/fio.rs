@@ -6,20 +6,20 @@
 //! `tests/fixtures/fio/` instead of running fio.
 
 use crate::args::FioArgs;
-use crate::context::Context;
 use crate::error::usage;
 use crate::filedir::{self, DirTarget, PROBE_BYTES, WorkDir};
 use crate::output::Sink;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
 
-use crate::output::progress::Progress;
-use crate::output::table::Table;
 use anyhow::{Context as _, Result};
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::table::Table;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
 use std::path::Path;

@@ -5,17 +5,17 @@
 //! directory pmscope creates exclusively in DIR and removes afterwards (`filedir`).
 
 use crate::args::FsArgs;
-use crate::context::Context;
 use crate::error::usage;
 use crate::filedir::{self, DirTarget, PROBE_BYTES, WorkDir};
 use crate::output::Sink;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
 
-use crate::output::progress::Progress;
-use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::table::Table;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt::{self, Interrupted};
 use pmscope_runner::timer::Timer;

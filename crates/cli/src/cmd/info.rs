@@ -1,13 +1,13 @@
 //! `pmscope info`: the machine as pmscope sees it. With `--json`, one object holding every
 //! field; the human form prints the same facts in sections.
 
-use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
 use pmscope_core::cpulist::format_list;
 use pmscope_core::record::TimerInfo;
 use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
+use pmscope_experiment::Env as Context;
 use pmscope_runner::sanity;
 use pmscope_runner::timer::Timer;
 use pmscope_sys::{cpu, dax, environment, hugepages, numa, perf, pmem, thp};

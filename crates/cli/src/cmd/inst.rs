@@ -5,12 +5,8 @@
 //! has a column per target and the slowdown against the first.
 
 use crate::args::InstArgs;
-use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::fields::{by_target, short_reason};
-use crate::output::progress::Progress;
-use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
@@ -18,6 +14,11 @@ use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::env::parse_patterns;
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::fields::{by_target, short_reason};
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
 use pmscope_loops::catalog;
@@ -228,7 +229,7 @@ fn print_histograms(records: &[Record]) {
             s.max,
             s.n
         );
-        crate::output::histogram::print(h);
+        pmscope_experiment::render::histogram::print(h);
     }
 }
 
@@ -438,7 +439,7 @@ mod tests {
                 .param(p::ACCESS_BYTES, size)
                 .param(p::PATTERN, pattern)
                 .param(p::WIDTH_BYTES, if size == 8 { 8 } else { 32 });
-            r = crate::output::fields::on_target(r, spec);
+            r = pmscope_experiment::render::fields::on_target(r, spec);
             if op == "ntload" && size == 8 {
                 r = r.param(
                     p::UNSUPPORTED,

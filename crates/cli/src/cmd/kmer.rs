@@ -14,16 +14,16 @@ use crate::args::{
     KmerArgs, KmerCommand, KmerDemoArgs, KmerFormat, KmerPartition, KmerRecoverArgs, KmerRunArgs,
     KmerSynthArgs, KmerTableKind, OutputArgs,
 };
-use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
 use crate::output::atomic_file::PendingOutput;
-use crate::output::table::Table;
-use crate::values::check_threads;
 use anyhow::{Context as _, Result, anyhow};
 use pmscope_core::record::Record;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::params::check_threads;
+use pmscope_experiment::render::table::Table;
 use pmscope_mapping::TargetSpec;
 use pmscope_workload::kmer::encode::MAX_K;
 use pmscope_workload::kmer::job::{self, Job, JobError, Operation, Report};
@@ -474,8 +474,9 @@ fn to_record(ctx: &Context, r: &Report, partition: Option<&NodePlan>) -> Record 
     // Where pmscope persists (static-pm): the strategy actually used and its instructions,
     // and the note when the default fell back.
     if let Some(p) = &r.table.persister {
-        rec = crate::fallback::persist_params(rec, p);
-        rec.warnings.extend(crate::fallback::persist_note(p));
+        rec = pmscope_experiment::fallback::persist_params(rec, p);
+        rec.warnings
+            .extend(pmscope_experiment::fallback::persist_note(p));
     }
     if let Some(plan) = partition {
         let subs: Vec<serde_json::Value> = r

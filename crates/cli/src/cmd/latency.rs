@@ -3,19 +3,19 @@
 //! difference between targets at the largest point (the TLB effect between 4k and thp).
 
 use crate::args::LatencyArgs;
-use crate::context::Context;
 use crate::error::usage;
-use crate::measure::{LatencyPlan, chase_distribution, chase_latency};
 use crate::output::Sink;
-use crate::output::progress::Progress;
-use crate::output::table::Table;
-use crate::values::AutoSize;
 use anyhow::{Context as _, Result};
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::measure::{LatencyPlan, chase_distribution, chase_latency};
+use pmscope_experiment::params::AutoSize;
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::chain::{ChainSpec, Order};
 use pmscope_loops::chase::Chaser;
@@ -111,7 +111,7 @@ fn plan(ctx: &mut Context, a: &LatencyArgs) -> Result<Plan> {
         (Some(n), Err(e)) if n > 0 => return Err(e.into()),
         (None, Err(e)) => (
             0,
-            Some(crate::fallback::note(format!(
+            Some(pmscope_experiment::fallback::note(format!(
                 "the per-load distribution (--samples) is left out: {}",
                 e.reason
             ))),
@@ -318,7 +318,7 @@ fn render(ctx: &Context, records: &[Record]) {
                 s.p999,
                 s.max
             );
-            crate::output::histogram::print(h);
+            pmscope_experiment::render::histogram::print(h);
         }
         println!();
     }

@@ -3,10 +3,10 @@
 //! commands make before anything runs.
 
 use crate::args::ListWhat;
-use crate::context::Context;
 use crate::output::Sink;
-use crate::output::table::Table;
 use anyhow::Result;
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::access::Width;
 use pmscope_loops::catalog::{CATALOG, OpSpec};
 use pmscope_persist::{DEFAULT_ORDER, PersistStrategy, STRATEGIES};

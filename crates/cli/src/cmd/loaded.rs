@@ -10,14 +10,8 @@
 //! name): the latency of making a line durable while the other threads load the memory.
 
 use crate::args::LoadedArgs;
-use crate::context::Context;
 use crate::error::usage;
-use crate::measure::{LatencyPlan, TrafficMix, chase_latency, delayed_traffic};
 use crate::output::Sink;
-use crate::output::fields::by_target;
-use crate::output::progress::Progress;
-use crate::output::table::Table;
-use crate::values::AutoSize;
 use anyhow::Result;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
@@ -25,6 +19,12 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::measure::{LatencyPlan, TrafficMix, chase_latency, delayed_traffic};
+use pmscope_experiment::params::AutoSize;
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::fields::by_target;
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width};
 use pmscope_loops::catalog;

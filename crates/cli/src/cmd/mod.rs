@@ -15,7 +15,6 @@ mod numa;
 mod poly;
 mod probe;
 mod quick;
-mod rap;
 mod report;
 mod results;
 mod run;
@@ -24,9 +23,9 @@ mod sync;
 mod verify;
 
 use crate::args::{Cli, Command};
-use crate::context::Context;
 use crate::output::Sink;
 use anyhow::Result;
+use pmscope_experiment::Env as Context;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt::Interrupted;
 
@@ -94,7 +93,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Latency(a) => latency::run(ctx, sink, a),
         Command::Inst(a) => inst::run(ctx, sink, a),
         Command::Sync(a) => sync::run(ctx, sink, a),
-        Command::Rap(a) => rap::run(ctx, sink, a),
+        Command::Experiment(step) => step.run(ctx, sink),
         Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
         Command::Loaded(a) => loaded::run(ctx, sink, a),
         Command::List { what } => list::run(ctx, sink, *what),

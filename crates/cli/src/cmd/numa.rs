@@ -4,17 +4,17 @@
 //! `move_pages` says where its pages really are, in the records and under the table.
 
 use crate::args::NumaArgs;
-use crate::context::Context;
 use crate::error::usage;
-use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
 use crate::output::Sink;
-use crate::output::table::Table;
 use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::measure::{LatencyPlan, chase_latency, read_bandwidth};
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;

@@ -7,18 +7,18 @@
 //! ref/opt ratio, and the 4K-to-2M speed-up per memory kind.
 
 use crate::args::PolyArgs;
-use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::fields::by_target;
-use crate::output::progress::Progress;
-use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::page_size_name;
 use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::fields::by_target;
+use pmscope_experiment::render::table::Table;
 use pmscope_mapping::{MapOptions, MemoryGuard, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::repeat_dropping_first;
@@ -667,8 +667,8 @@ fn counters_note(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::fields::on_target;
     use pmscope_core::record::SystemSummary;
+    use pmscope_experiment::render::fields::on_target;
 
     fn record(spec: &str, kernel: &str, variant: &str, secs: f64, page: u64) -> Record {
         let mut r = on_target(

@@ -7,9 +7,7 @@
 //! may show — the records say what was measured, not what was expected.
 
 use crate::args::{ProbeArgs, ProbeKind};
-use crate::context::Context;
 use crate::output::Sink;
-use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::knee;
 use pmscope_core::range::{AxisKind, parse_axis};
@@ -18,6 +16,8 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::Pattern;
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::access::{FenceKind, Op, Sequence, Width, timing_overhead};
 use pmscope_loops::probe::{self, LINES, VisitWrite, XPLINE};
@@ -66,7 +66,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
     let write_note =
         (a.kind == ProbeKind::ChaseWrite && a.write.is_none() && write != VisitWrite::StoreClwb)
             .then(|| {
-                crate::fallback::note(format!(
+                pmscope_experiment::fallback::note(format!(
                     "the default write is store+clwb, but this CPU lacks {}, so {} is used",
                     if write == VisitWrite::StoreClflush {
                         "clwb and clflushopt"

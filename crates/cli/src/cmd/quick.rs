@@ -5,16 +5,16 @@
 
 use crate::args::QuickArgs;
 use crate::cmd::verify::verify_targets;
-use crate::context::Context;
-use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
 use crate::output::Sink;
-use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::units::{Bytes, page_size_name};
 use pmscope_core::vocab::Pattern;
 use pmscope_core::vocab::p;
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::measure::{LatencyPlan, chase_latency, read_bandwidth};
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
 use pmscope_loops::chase::Chaser;

@@ -3,11 +3,11 @@
 //! latest run. Everything it draws comes from the records (pmscope-report).
 
 use crate::args::{OutputArgs, ReportArgs};
-use crate::context::Context;
 use crate::error::usage;
 use crate::output::open_store;
 use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
+use pmscope_experiment::Env as Context;
 use pmscope_report::{CacheLevel, Options, Reference, Run};
 use std::io::Write;
 use std::path::{Path, PathBuf};

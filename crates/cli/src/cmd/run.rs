@@ -3,14 +3,14 @@
 //! owns stdout), one `run` record, and the program's exit status as pmscope's.
 
 use crate::args::RunArgs;
-use crate::context::Context;
 use crate::error::PassThrough;
 use crate::output::Sink;
-use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::{Record, TargetRecord};
 use pmscope_core::units::{Bytes, page_size_name};
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::render::table::Table;
 use pmscope_mapping::{DestroyData, MapOptions, MemoryGuard};
 use pmscope_runner::launch::{self, Launch, Outcome};
 

@@ -10,13 +10,14 @@
 //! name), re-runs a step that was interrupted with its partial points replaced, and marks the
 //! run complete: the resumed run holds each point once.
 
-use crate::args::{Cli, Command, Study, SuiteArgs, TargetArgs};
-use crate::context::Context;
+use crate::args::{Cli, Command, Study, SuiteArgs};
 use crate::error::usage;
 use crate::output::Sink;
 use anyhow::{Context as _, Result};
 use clap::Parser;
 use pmscope_core::record::Record;
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::params::TargetArgs;
 use pmscope_mapping::TargetSpec;
 use pmscope_store::RunId;
 use std::collections::BTreeMap;
@@ -484,12 +485,13 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
         argv.extend(common.iter().cloned());
         if let Some(c) = &a.cpus {
             let list = pmscope_core::cpulist::format_list(&c.0);
-            let flag = if matches!(s.argv[0], "latency" | "inst" | "rap") {
-                c.0[0].to_string()
+            if s.argv[0] == "rap" {
+                argv.extend(["--cpu".into(), c.0[0].to_string()]);
+            } else if matches!(s.argv[0], "latency" | "inst") {
+                argv.extend(["--cpus".into(), c.0[0].to_string()]);
             } else {
-                list
-            };
-            argv.extend(["--cpus".into(), flag]);
+                argv.extend(["--cpus".into(), list]);
+            }
         }
         let cli = Cli::try_parse_from(&argv)
             .map_err(|e| anyhow::anyhow!("suite step '{}' does not parse: {e}", s.name))?;

@@ -6,19 +6,20 @@
 //! `--fence sfence` for stores' usual persistence fence.
 
 use crate::args::SyncArgs;
-use crate::context::{Context, parse_patterns};
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::fields::{by_target, short_reason};
-use crate::output::progress::Progress;
-use crate::output::table::Table;
-use crate::values::check_threads;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::vocab::Pattern;
 use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::env::parse_patterns;
+use pmscope_experiment::params::check_threads;
+use pmscope_experiment::progress::Progress;
+use pmscope_experiment::render::fields::{by_target, short_reason};
+use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::access::{FenceKind, Op, Sequence, Width, store_value};
 use pmscope_loops::catalog;
@@ -81,7 +82,7 @@ fn unit(given: Option<usize>, f: &CpuFeatures) -> Result<(Width, Option<Warning>
         None if Op::Store.check(Width::W32, f).is_ok() => Ok((Width::W32, None)),
         None => Ok((
             Width::W16,
-            Some(crate::fallback::note(
+            Some(pmscope_experiment::fallback::note(
                 "the default unit is pmmeter's 32 bytes, but this CPU lacks AVX2, so 16-byte (SSE2) instructions are used",
             )),
         )),

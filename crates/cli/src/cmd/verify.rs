@@ -1,13 +1,13 @@
 //! `pmscope verify`: map each target, pre-fault it, and report what the kernel gave.
 
 use crate::args::VerifyArgs;
-use crate::context::Context;
 use crate::output::Sink;
-use crate::output::table::Table;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::units::{Bytes, page_size_name};
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::render::table::Table;
 use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
 use pmscope_runner::harness::{Harness, TargetRun};
 

@@ -1,8 +1,8 @@
 //! What an interrupted run prints: the points it finished, one line each, from the records
 //! (the command's own table needs the whole run).
 
-use crate::output::table::Table;
 use pmscope_core::record::Record;
+use pmscope_experiment::render::table::Table;
 
 /// Prints the finished points of an interrupted run to stdout.
 pub fn print(records: &[Record]) {

@@ -6,11 +6,7 @@
 //! run, committed as it arrives; [`Sink::commit`] marks the run complete.
 
 pub mod atomic_file;
-pub mod fields;
 pub mod finished;
-pub mod histogram;
-pub mod progress;
-pub mod table;
 
 use crate::args::OutputArgs;
 use anyhow::{Context as _, Result};
@@ -267,5 +263,36 @@ impl Sink {
 impl pmscope_runner::harness::RecordSink for Sink {
     fn emit(&mut self, r: &Record) -> Result<()> {
         Sink::emit(self, r)
+    }
+}
+
+impl pmscope_experiment::Output for Sink {
+    fn human(&self) -> bool {
+        Sink::human(self)
+    }
+    fn records(&self) -> &[Record] {
+        Sink::records(self)
+    }
+    fn set_quiet(&mut self, quiet: bool) {
+        Sink::set_quiet(self, quiet)
+    }
+    fn store(&self) -> Option<&Store> {
+        Sink::store(self)
+    }
+    fn begin_run(
+        &mut self,
+        command_line: &[String],
+        resume: Option<RunId>,
+    ) -> Result<Option<RunId>> {
+        Sink::begin_run(self, command_line, resume)
+    }
+    fn begin_step(&mut self, step: usize) -> Result<()> {
+        Sink::begin_step(self, step)
+    }
+    fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
+        Sink::finish_step(self, step, name)
+    }
+    fn replay(&mut self, r: &Record) -> Result<()> {
+        Sink::replay(self, r)
     }
 }

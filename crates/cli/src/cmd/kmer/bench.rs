@@ -9,13 +9,13 @@
 
 use super::{demo_genomes, job_error, job_error_table, thousands};
 use crate::args::{KmerBenchArgs, OutputArgs};
-use crate::context::Context;
 use crate::error::usage;
 use crate::output::Sink;
-use crate::output::table::Table;
-use crate::values::check_threads;
 use anyhow::{Result, anyhow};
 use pmscope_core::vocab::{p, v};
+use pmscope_experiment::Env as Context;
+use pmscope_experiment::params::check_threads;
+use pmscope_experiment::render::table::Table;
 use pmscope_workload::kmer::encode::MAX_K;
 use pmscope_workload::kmer::job::{self, Job, Operation, Report};
 use pmscope_workload::kmer::output::Format;
@@ -143,7 +143,7 @@ pub fn run(ctx: &mut Context, out: &OutputArgs, a: &KmerBenchArgs) -> Result<()>
         rec.threads = r.placements.clone();
         rec.warnings.extend(r.table.warnings.iter().cloned());
         rec.warnings
-            .extend(crate::fallback::persist_note(&persister));
+            .extend(pmscope_experiment::fallback::persist_note(&persister));
         for w in &environment {
             if !rec.warnings.contains(w) {
                 rec.warnings.push(w.clone());

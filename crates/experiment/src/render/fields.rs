@@ -26,7 +26,7 @@ pub fn short_reason(sentence: &str) -> &str {
 }
 
 /// `r` as a record of target `spec` (a 4 KiB DRAM mapping): for the renderers' tests.
-#[cfg(test)]
+#[doc(hidden)]
 pub fn on_target(mut r: Record, spec: &str) -> Record {
     use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
     let bytes = 1 << 20;

@@ -7,14 +7,15 @@ use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 use pmscope_core::warning::Warning;
-use pmscope_persist::{PersistChoice, Persister};
+use pmscope_persist::{PersistChoice, PersistStrategy, Persister};
 use pmscope_sys::cpu::CpuFeatures;
 
-/// The persister of `--persist` as given (`None`: not given, the default's fallback): an
-/// unknown name, or a named strategy this CPU lacks, is a usage error (the strategy's own
-/// error, which carries its exit code).
-pub fn persister(given: Option<&str>, f: &CpuFeatures) -> Result<Persister> {
-    Ok(Persister::choose(PersistChoice::parse(given)?, f)?)
+/// The persister of `--persist` as given (`None`: not given, the default's fallback): a
+/// named strategy this CPU lacks is a usage error (the strategy's own error, which carries
+/// its exit code).
+pub fn persister(given: Option<PersistStrategy>, f: &CpuFeatures) -> Result<Persister> {
+    let choice = given.map_or(PersistChoice::Default, PersistChoice::Named);
+    Ok(Persister::choose(choice, f)?)
 }
 
 /// The record's note that a default fell back to an older instruction (code

@@ -1,10 +1,9 @@
 //! What every command needs before it measures: the command line, the system summary, the
 //! targets parsed and checked, the mapping options, and the start of a measurement.
 
-use crate::args::TargetArgs;
 use crate::error::usage;
-use crate::output::Sink;
-use crate::values::AutoSize;
+use crate::output::Output;
+use crate::params::{AutoSize, TargetArgs};
 use anyhow::Result;
 use pmscope_core::record::SystemSummary;
 use pmscope_mapping::sizing::{self, Room, Source, Want};
@@ -16,26 +15,26 @@ use pmscope_sys::sysroot::SysRoot;
 
 /// The run's shared facts: the runner's [`Session`] (machine, command line, executor),
 /// plus the argument helpers every command uses.
-pub struct Context {
+pub struct Env {
     session: Session,
 }
 
-impl std::ops::Deref for Context {
+impl std::ops::Deref for Env {
     type Target = Session;
     fn deref(&self) -> &Session {
         &self.session
     }
 }
 
-impl std::ops::DerefMut for Context {
+impl std::ops::DerefMut for Env {
     fn deref_mut(&mut self) -> &mut Session {
         &mut self.session
     }
 }
 
-impl Context {
+impl Env {
     /// Reads the machine once.
-    pub fn new(executor: Executor) -> Context {
+    pub fn new(executor: Executor) -> Env {
         let root = SysRoot::host();
         let features = CpuFeatures::detect();
         let thp = pmscope_sys::thp::settings(&root);
@@ -55,7 +54,7 @@ impl Context {
             observed_core_ghz: None,
             core_clock_unmeasurable: None,
         };
-        Context {
+        Env {
             session: Session {
                 root,
                 command_line: std::env::args().collect(),
@@ -72,7 +71,7 @@ impl Context {
     /// calibrated, environment judged. Every measuring command starts here.
     pub fn start<'s>(
         &'s mut self,
-        sink: &'s mut Sink,
+        out: &'s mut dyn Output,
         cpus: &[usize],
         working_set: Option<u64>,
         times_single_accesses: bool,
@@ -82,7 +81,7 @@ impl Context {
             working_set,
             times_single_accesses,
         };
-        Harness::start(&mut self.session, sink, &m).map_err(|e| usage(format!("--cpus: {e}")))
+        Harness::start(&mut self.session, out, &m).map_err(|e| usage(format!("--cpus: {e}")))
     }
 
     /// Parses the targets (or the defaults when none are given) and the mapping options.
@@ -133,7 +132,7 @@ pub struct Chosen {
     pub why: String,
 }
 
-impl Context {
+impl Env {
     /// The size a size option stands for: as given (never changed), or for `auto` the one
     /// rule of `pmscope_mapping::sizing` over these targets and mapping options. A capped
     /// default's `size-capped` note goes into every record of the next measurement.

@@ -3,7 +3,10 @@
 //! (`pmscope: --flag VALUE: why`, exit 2; see `main`). Zero, negative, infinite and NaN
 //! values are refused here, where a command cannot forget to.
 
+use clap::Args;
 use pmscope_core::units::Bytes;
+use pmscope_loops::catalog;
+use pmscope_mapping::TargetSpec;
 use std::str::FromStr;
 
 /// A size in bytes, greater than zero.
@@ -127,4 +130,70 @@ mod tests {
         assert!(check_threads(0, &[0, 1]).is_err());
         assert!(check_threads(2, &[0, 1]).is_ok());
     }
+}
+
+/// The help of `--target`, listing the kinds from their registry.
+pub fn target_help() -> String {
+    format!(
+        "A memory target (repeatable: targets are measured side by side). Syntax: {}, each \
+         with an optional ,node=N. See `pmscope list targets`.",
+        pmscope_mapping::kinds::syntax_summary()
+    )
+}
+
+/// Options of every command that maps targets.
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    // The help lists the kinds from their registry, so a new kind appears here by itself.
+    /// The targets (see [`target_help`]).
+    #[arg(short = 't', long = "target", value_name = "SPEC", help = target_help())]
+    pub targets: Vec<TargetSpec>,
+    /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable); also caps the
+    /// sizes left at auto.
+    #[arg(long, value_name = "SIZE")]
+    pub max_mem: Option<Size>,
+    /// Keep files pmscope created for file: and shm targets.
+    #[arg(long)]
+    pub keep: bool,
+    /// Refuse file targets that are not on DAX (MAP_SYNC refused).
+    #[arg(long)]
+    pub require_dax: bool,
+    /// Allow writing to devdax devices, destroying their contents.
+    #[arg(long)]
+    pub destroy_data: bool,
+}
+
+// Help texts that list ops or strategies are generated from their registries.
+
+/// The help of `inst --ops`, from the op catalog.
+pub fn inst_ops_help() -> String {
+    format!(
+        "Ops (comma list): {}. Default: all. Each op with each fence is a row of `pmscope list ops`",
+        catalog::op_names()
+    )
+}
+
+/// The help of every `--persist`, from the strategies.
+pub fn persist_help() -> String {
+    let names: Vec<&str> = pmscope_persist::STRATEGIES
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    format!(
+        "Persist strategy: {} (see `pmscope list strategies`). Default: {}",
+        names.join(", "),
+        PERSIST_DEFAULT_HELP
+    )
+}
+
+/// What `--persist` defaults to, for every option that takes a strategy.
+pub const PERSIST_DEFAULT_HELP: &str =
+    "clwb, or where the CPU lacks it clflushopt, else clflush (the record says which)";
+
+/// The help of `loaded --probe`, from the catalog.
+pub fn probe_help() -> String {
+    format!(
+        "What the measuring thread times: chase (dependent loads), a persist strategy ({}) meaning its store, flush and drain, or a storing op of `pmscope list ops` such as store+clwb+sfence or SW",
+        catalog::strategy_names()
+    )
 }

@@ -5,14 +5,15 @@
 //! on-DIMM buffer latency with distance. The idle latency of a flushed line, timed the same
 //! way on the same target, is printed beside it.
 
-use crate::args::RapArgs;
-use crate::context::Context;
+mod render;
+
 use crate::error::usage;
-use crate::output::Sink;
-use crate::output::fields::by_target;
-use crate::output::progress::Progress;
-use crate::output::table::Table;
+use crate::output::Output;
+use crate::params::{AutoSize, Count, TargetArgs};
+use crate::progress::Progress;
+use crate::{Env, Experiment, Placement};
 use anyhow::Result;
+use clap::Args;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
@@ -52,8 +53,41 @@ fn read_after_persist(
     Ok(ticks)
 }
 
+/// `pmscope rap`: its parameters and command line.
+#[derive(Debug, Clone, Args)]
+pub struct Params {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    /// How each line is persisted.
+    #[arg(long, value_name = "STRATEGY", help = crate::params::persist_help())]
+    pub persist: Option<PersistStrategy>,
+    /// Distances d in lines (sweep axis).
+    #[arg(
+        long,
+        default_value = "0,1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192"
+    )]
+    pub distances: String,
+    /// Region the lines are taken from, or auto: 4x the last-level cache, at least 256MiB,
+    /// capped by available memory and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub region: AutoSize,
+    /// Timed loads per distance [default: 20000; 200000 with --full].
+    #[arg(long)]
+    pub samples: Option<Count>,
+    /// CPU to pin the thread to.
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+    /// Seed of the random line order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: 200 000 loads per distance.
+    #[arg(long)]
+    pub full: bool,
+}
+
 /// What `rap` measures, validated before anything is mapped.
-struct Plan {
+pub struct Plan {
     specs: Vec<TargetSpec>,
     opts: MapOptions,
     strategy: PersistStrategy,
@@ -71,9 +105,9 @@ struct Plan {
 /// The least `--region auto` gives (the old fixed default).
 pub const REGION_FLOOR: u64 = 256 << 20;
 
-fn plan(ctx: &mut Context, a: &RapArgs) -> Result<Plan> {
+fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
     let (specs, opts) = ctx.targets(&a.targets, &["dram:4k"])?;
-    let persister = crate::fallback::persister(a.persist.as_deref(), &ctx.features)?;
+    let persister = crate::fallback::persister(a.persist, &ctx.features)?;
     let strategy = persister.strategy();
     let load = Sequence::new(Op::Load, FenceKind::None, Width::W8, &ctx.features)?;
     let distances: Vec<usize> = parse_axis(&a.distances, AxisKind::Count)
@@ -110,24 +144,43 @@ fn plan(ctx: &mut Context, a: &RapArgs) -> Result<Plan> {
     })
 }
 
-pub fn run(ctx: &mut Context, sink: &mut Sink, a: &RapArgs) -> Result<()> {
-    let plan = plan(ctx, a)?;
-    measure(ctx, sink, &plan)?;
-    if sink.human() {
-        print!("{}", render(sink.records()));
+/// `pmscope rap`.
+pub struct Rap;
+
+impl Experiment for Rap {
+    const NAME: &'static str = "rap";
+    type Params = Params;
+    type Plan = Plan;
+
+    fn plan(env: &mut Env, params: &Params) -> Result<Plan> {
+        plan(env, params)
     }
-    Ok(())
+
+    fn measure(env: &mut Env, out: &mut dyn Output, plan: &Plan) -> Result<()> {
+        measure(env, out, plan)
+    }
+
+    fn render(records: &[Record]) -> String {
+        render::render(records)
+    }
+
+    fn place(params: &mut Params, on: &Placement) {
+        params.targets = on.targets.clone();
+        if let Some(c) = &on.cpus {
+            params.cpu = c.0.first().copied();
+        }
+    }
 }
 
-fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
+fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let (strategy, persister, load, samples) = (p.strategy, &p.persister, &p.load, p.samples);
     let lines = (p.region_bytes / 64) as usize;
     let progress = Progress::new(
         (p.specs.len() * (p.distances.len() + 1)) as u64,
         "rap",
-        sink.human(),
+        out.human(),
     );
-    let mut h = ctx.start(sink, &[p.cpu], Some(p.region_bytes), true)?;
+    let mut h = ctx.start(out, &[p.cpu], Some(p.region_bytes), true)?;
     if let Some(w) = crate::fallback::persist_note(persister) {
         h.note(w);
     }
@@ -217,43 +270,6 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
     h.finish()?;
     progress.finish();
     Ok(())
-}
-
-/// A table per target, from the records alone: the `rap` curve, then its `rap-idle`
-/// baseline.
-fn render(records: &[Record]) -> String {
-    let mut out = String::new();
-    for (spec, idle) in by_target(records, "rap-idle") {
-        let persist = idle[0].text(p::PERSIST).unwrap_or_default();
-        let Some(idle) = idle[0].summary.as_ref() else {
-            continue;
-        };
-        out += &format!(
-            "{spec}: load of the line persisted d lines earlier ({} + its fence), random lines; timer overhead subtracted\n",
-            persist
-        );
-        let mut t = Table::new(&["distance d", "p50 ns", "p99 ns", "vs idle load"]);
-        let curve = records
-            .iter()
-            .filter(|r| r.experiment == "rap" && r.spec().unwrap_or_default() == spec);
-        for r in curve {
-            let Some(s) = &r.summary else { continue };
-            t.row(vec![
-                r.count(p::DISTANCE_LINES).unwrap_or_default().to_string(),
-                format!("{:.1}", s.p50),
-                format!("{:.1}", s.p99),
-                format!("{:.2}x", s.p50 / idle.p50.max(0.1)),
-            ]);
-        }
-        t.row(vec![
-            "idle (flushed line)".into(),
-            format!("{:.1}", idle.p50),
-            format!("{:.1}", idle.p99),
-            "1.00x".into(),
-        ]);
-        out += &format!("{}\n\n", t.render());
-    }
-    out
 }
 
 #[cfg(test)]

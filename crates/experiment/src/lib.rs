@@ -1,0 +1,90 @@
+//! pmscope's experiments, as library code. Each experiment is one module implementing
+//! [`Experiment`]: typed parameters (whose clap derive is also its command line) → a plan,
+//! validated before anything is mapped → a measurement through the runner's harness, which
+//! emits typed records → a terminal table drawn from those records only. The registry
+//! ([`registry`]) lists them once; the binary parses a [`Step`] and calls [`Step::run`], and
+//! `suite` composes steps as typed values.
+
+/// How sweep axes are written, for every command that takes one.
+#[macro_export]
+macro_rules! axis_help {
+    () => {
+        "AXIS is a list (1,2,4) or a range a..b with a step: :x2 multiplies (the default for \
+sizes), :+N adds (the default for counts is +1); e.g. 64..4KiB:x2, 1..8, 4KiB..1GiB,1536MiB. \
+Sizes are binary: 4K = 4KiB = 4096."
+    };
+}
+
+pub mod env;
+pub mod error;
+pub mod fallback;
+pub mod measure;
+pub mod output;
+pub mod params;
+pub mod progress;
+pub mod rap;
+pub mod registry;
+pub mod render;
+
+pub use env::Env;
+pub use error::{PassThrough, UsageError, usage};
+pub use output::Output;
+pub use registry::{EXPERIMENTS, Step};
+
+use anyhow::Result;
+use pmscope_core::record::Record;
+
+/// One experiment: typed parameters → plan → measure → records; rendering reads records.
+pub trait Experiment {
+    /// The name of its command and suite steps.
+    const NAME: &'static str;
+    /// Its parameters; the clap derive is the command line, and a suite builds them as
+    /// values (`Params { full: true, ..defaults() }`).
+    type Params: clap::Args + clap::FromArgMatches + Clone + std::fmt::Debug;
+    /// What it will measure, checked before anything is mapped.
+    type Plan;
+
+    /// Checks the parameters against the machine and the targets: a usage error (exit 2)
+    /// before any mapping.
+    fn plan(env: &mut Env, params: &Self::Params) -> Result<Self::Plan>;
+
+    /// Measures the plan, emitting its records into `out`.
+    fn measure(env: &mut Env, out: &mut dyn Output, plan: &Self::Plan) -> Result<()>;
+
+    /// The terminal table of its records (every record the run emitted is passed; it
+    /// picks its own).
+    fn render(records: &[Record]) -> String;
+
+    /// Puts a suite step on the suite's targets and CPUs (`cpus` as the suite's `--cpus`
+    /// list; an experiment of one CPU takes the first).
+    fn place(params: &mut Self::Params, on: &Placement);
+}
+
+/// What a suite imposes on each of its steps.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// The targets and mapping options.
+    pub targets: params::TargetArgs,
+    /// The CPUs, if the suite was given `--cpus`.
+    pub cpus: Option<params::Cpus>,
+}
+
+/// Runs one experiment: plan, measure, and (on a terminal) its table.
+pub fn run<E: Experiment>(env: &mut Env, out: &mut dyn Output, params: &E::Params) -> Result<()> {
+    let plan = E::plan(env, params)?;
+    E::measure(env, out, &plan)?;
+    if out.human() {
+        print!("{}", E::render(out.records()));
+    }
+    Ok(())
+}
+
+/// The parameters as the command line gives them when no option is given: the defaults a
+/// suite step starts from, written once (in the clap attributes).
+pub fn defaults<P: clap::Args + clap::FromArgMatches>() -> P {
+    let cmd = P::augment_args(clap::Command::new("defaults").no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(std::iter::empty::<&str>())
+        .expect("every experiment's parameters parse with no option given");
+    P::from_arg_matches(&m).expect("the defaults are valid parameters")
+}

@@ -1,0 +1,34 @@
+//! Where an experiment's records go. The binary's sink (table or JSON on stdout, `-o FILE`,
+//! the results store) implements [`Output`]; an experiment only emits records and asks
+//! whether a human is watching.
+
+use anyhow::Result;
+use pmscope_core::record::Record;
+use pmscope_runner::harness::RecordSink;
+use pmscope_store::{RunId, Store};
+
+/// The destination of records, as experiments and suites see it.
+pub trait Output: RecordSink {
+    /// Whether tables and progress bars are shown (not under `--json`, not inside a suite).
+    fn human(&self) -> bool;
+    /// The records emitted so far (what the tables are drawn from).
+    fn records(&self) -> &[Record];
+    /// Sets whether experiments stay quiet (a suite draws its own progress and summary).
+    fn set_quiet(&mut self, quiet: bool);
+    /// The results store, unless `--no-store`.
+    fn store(&self) -> Option<&Store>;
+    /// Begins the run in the store now, or continues `resume`; `None` under `--no-store`.
+    fn begin_run(
+        &mut self,
+        command_line: &[String],
+        resume: Option<RunId>,
+    ) -> Result<Option<RunId>>;
+    /// The records that follow belong to suite step `step` (its earlier partial points are
+    /// deleted first).
+    fn begin_step(&mut self, step: usize) -> Result<()>;
+    /// Suite step `step` finished, every point of it stored.
+    fn finish_step(&mut self, step: usize, name: &str) -> Result<()>;
+    /// A record an interrupted attempt stored, passed on as if measured now (not stored
+    /// again).
+    fn replay(&mut self, r: &Record) -> Result<()>;
+}
