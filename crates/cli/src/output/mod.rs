@@ -7,13 +7,16 @@
 
 pub mod atomic_file;
 pub mod finished;
+mod store;
+
+use store::StoreRun;
+pub use store::open_store;
 
 use crate::args::OutputArgs;
 use anyhow::{Context as _, Result};
 use atomic_file::PendingOutput;
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
-use pmscope_store::{RunId, Store};
 use std::io::Write;
 
 /// The destination of a command's records.
@@ -25,29 +28,6 @@ pub struct Sink {
     printed: Vec<String>,
     records: Vec<Record>,
     store: Option<StoreRun>,
-}
-
-/// The results store and this command's run in it (begun at the first record).
-struct StoreRun {
-    store: Store,
-    tags: Vec<String>,
-    run: Option<RunId>,
-    /// Inside a suite: the step the next records belong to.
-    step: Option<usize>,
-}
-
-/// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
-pub fn open_store(a: &OutputArgs) -> Result<Store> {
-    let path = a
-        .results
-        .clone()
-        .or_else(pmscope_store::default_path)
-        .ok_or_else(|| {
-            crate::error::usage(
-                "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
-            )
-        })?;
-    Ok(Store::open(&path)?)
 }
 
 impl Sink {
@@ -100,89 +80,6 @@ impl Sink {
         }
     }
 
-    /// Whether commands print their human tables and progress (not under --json, not
-    /// inside a suite).
-    pub fn human(&self) -> bool {
-        !self.json && !self.quiet
-    }
-
-    /// Sets whether commands stay quiet (a suite draws its own progress and summary).
-    pub fn set_quiet(&mut self, quiet: bool) {
-        self.quiet = quiet;
-    }
-
-    /// The results store, unless `--no-store`.
-    pub fn store(&self) -> Option<&Store> {
-        self.store.as_ref().map(|s| &s.store)
-    }
-
-    /// Begins this command's run now (a suite does, so that a run killed before its first
-    /// point can be resumed), or continues `resume`, an incomplete run of the store (which
-    /// gains this command's tags).
-    /// Returns the run, `None` under `--no-store`.
-    pub fn begin_run(
-        &mut self,
-        command_line: &[String],
-        resume: Option<RunId>,
-    ) -> Result<Option<RunId>> {
-        let Some(s) = &mut self.store else {
-            return Ok(None);
-        };
-        let run = match resume {
-            Some(run) => {
-                s.store.add_tags(run, &s.tags)?;
-                run
-            }
-            None => s.store.begin_run(command_line, &s.tags)?,
-        };
-        s.run = Some(run);
-        Ok(Some(run))
-    }
-
-    /// Inside a suite: the records that follow belong to step `step` (0-based). Points a
-    /// killed attempt of this step left in the run are deleted first, so the step is
-    /// stored whole and once.
-    pub fn begin_step(&mut self, step: usize) -> Result<()> {
-        if let Some(s) = &mut self.store {
-            if let Some(run) = s.run {
-                s.store.restart_step(run, step)?;
-            }
-            s.step = Some(step);
-        }
-        Ok(())
-    }
-
-    /// Inside a suite: step `step` finished, every point of it stored.
-    pub fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
-        if let Some(StoreRun {
-            store,
-            run: Some(run),
-            step: current,
-            ..
-        }) = &mut self.store
-        {
-            store.finish_step(*run, step, name)?;
-            *current = None;
-        }
-        Ok(())
-    }
-
-    /// A record an earlier, interrupted attempt of this run stored (`suite --resume`): it
-    /// goes to `-o` and `--json` as if measured now, and to the renderers, but not again
-    /// into the store.
-    pub fn replay(&mut self, r: &Record) -> Result<()> {
-        let line = serde_json::to_string(r).context("serialising a record")?;
-        if let Some((name, f)) = &mut self.file {
-            f.write_line(&line)
-                .with_context(|| format!("writing {name}"))?;
-        }
-        if self.json {
-            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
-        }
-        self.records.push(r.clone());
-        Ok(())
-    }
-
     /// Whether stdout takes JSON Lines.
     pub fn json(&self) -> bool {
         self.json
@@ -227,11 +124,6 @@ impl Sink {
         Ok(())
     }
 
-    /// The records emitted so far: what the human renderers draw their tables from.
-    pub fn records(&self) -> &[Record] {
-        &self.records
-    }
-
     /// The records of `experiment` emitted so far.
     pub fn of<'a>(&'a self, experiment: &'a str) -> impl Iterator<Item = &'a Record> + 'a {
         self.records
@@ -263,36 +155,5 @@ impl Sink {
 impl pmscope_runner::harness::RecordSink for Sink {
     fn emit(&mut self, r: &Record) -> Result<()> {
         Sink::emit(self, r)
-    }
-}
-
-impl pmscope_experiment::Output for Sink {
-    fn human(&self) -> bool {
-        Sink::human(self)
-    }
-    fn records(&self) -> &[Record] {
-        Sink::records(self)
-    }
-    fn set_quiet(&mut self, quiet: bool) {
-        Sink::set_quiet(self, quiet)
-    }
-    fn store(&self) -> Option<&Store> {
-        Sink::store(self)
-    }
-    fn begin_run(
-        &mut self,
-        command_line: &[String],
-        resume: Option<RunId>,
-    ) -> Result<Option<RunId>> {
-        Sink::begin_run(self, command_line, resume)
-    }
-    fn begin_step(&mut self, step: usize) -> Result<()> {
-        Sink::begin_step(self, step)
-    }
-    fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
-        Sink::finish_step(self, step, name)
-    }
-    fn replay(&mut self, r: &Record) -> Result<()> {
-        Sink::replay(self, r)
     }
 }
