@@ -25,6 +25,7 @@ pub mod progress;
 pub mod rap;
 pub mod registry;
 pub mod render;
+pub mod suite;
 
 pub use env::Env;
 pub use error::{PassThrough, UsageError, usage};
@@ -58,6 +59,14 @@ pub trait Experiment {
     /// Puts a suite step on the suite's targets and CPUs (`cpus` as the suite's `--cpus`
     /// list; an experiment of one CPU takes the first).
     fn place(params: &mut Self::Params, on: &Placement);
+
+    /// Leaves out of a suite step what this CPU cannot execute (an op a study names whose
+    /// instructions are missing), as the experiment's own defaults do; returns what was
+    /// left out. Most experiments choose for the CPU themselves and leave out nothing.
+    fn fit_to_cpu(params: &mut Self::Params, f: &pmscope_sys::cpu::CpuFeatures) -> Vec<String> {
+        let _ = (params, f);
+        Vec::new()
+    }
 }
 
 /// What a suite imposes on each of its steps.
@@ -87,4 +96,20 @@ pub fn defaults<P: clap::Args + clap::FromArgMatches>() -> P {
         .try_get_matches_from(std::iter::empty::<&str>())
         .expect("every experiment's parameters parse with no option given");
     P::from_arg_matches(&m).expect("the defaults are valid parameters")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults a suite starts from are the command line's: one source, the clap
+    /// attributes.
+    #[test]
+    fn defaults_are_the_command_lines() {
+        let p: rap::Params = defaults();
+        assert_eq!(p.seed, 0x5EED);
+        assert!(!p.full);
+        assert!(p.targets.targets.is_empty());
+        assert_eq!(p.region, params::AutoSize::Auto);
+    }
 }

@@ -39,6 +39,13 @@ macro_rules! experiments {
                 }
             }
 
+            /// Leaves out what this CPU cannot execute; returns what was left out.
+            pub fn fit_to_cpu(&mut self, f: &pmscope_sys::cpu::CpuFeatures) -> Vec<String> {
+                match self {
+                    $(Step::$variant(p) => <$experiment as Experiment>::fit_to_cpu(p, f),)*
+                }
+            }
+
             /// Puts it on a suite's targets and CPUs.
             pub fn place(&mut self, on: &Placement) {
                 match self {
