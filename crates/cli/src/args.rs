@@ -33,11 +33,20 @@ pub struct Cli {
     /// Hardware prefetchers during measurements: `off` turns them off on every CPU through
     /// the msr driver (bare metal, root), as Intel MLC does, and back on afterwards; where
     /// that is impossible (a VM) the records say why and the run goes on.
-    #[arg(long, global = true, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
-    pub prefetchers: String,
+    #[arg(long, global = true, value_enum, default_value = "on")]
+    pub prefetchers: Prefetchers,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--prefetchers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Prefetchers {
+    /// Left as they are.
+    On,
+    /// Turned off for each measurement (bare metal, root, the msr driver).
+    Off,
 }
 
 /// Where results go.

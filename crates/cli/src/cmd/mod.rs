@@ -37,7 +37,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Executor::Real
     };
     let mut ctx = Context::new(executor);
-    ctx.prefetchers_off = cli.prefetchers == "off";
+    ctx.prefetchers_off = cli.prefetchers == crate::args::Prefetchers::Off;
     match &cli.command {
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
