@@ -7,7 +7,7 @@
 //! rounds the length up and places the mapping at that alignment.
 
 use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::backing::{Backing, Expectation, MapOptions};
 use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{TargetError, TargetSpec};

@@ -1,7 +1,7 @@
 //! `dram[:4k|thp|2m|1g]` — anonymous private memory with a page policy.
 
 use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::backing::{Backing, Expectation, MapOptions};
 use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};

@@ -10,7 +10,7 @@
 use super::dram::{check_hugetlb_pool, hugetlb_room};
 use super::shm::tmpfs_limit;
 use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions, Scratch};
+use crate::backing::{Backing, Expectation, MapOptions, Scratch};
 use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};

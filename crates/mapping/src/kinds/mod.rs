@@ -3,7 +3,7 @@
 //! achieve and the remedy when it does not. To add a kind: one file here and one row in
 //! [`KINDS`]; nothing else names a kind.
 
-use crate::mapping::{Backing, MapOptions};
+use crate::backing::{Backing, MapOptions};
 use crate::sizing::TargetRoom;
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};

@@ -4,7 +4,7 @@
 use super::dram::{PagePolicy, parse_policy};
 use super::file::create_scratch;
 use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::backing::{Backing, Expectation, MapOptions};
 use crate::sizing::{Limit, TargetRoom};
 use crate::spec::SpecError;
 use crate::{HeapBacking, TargetError, TargetSpec};
