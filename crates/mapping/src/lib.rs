@@ -29,14 +29,15 @@ mod heap;
 pub mod kinds;
 mod mapping;
 pub mod pool;
+mod room;
 pub mod sizing;
 mod spec;
 pub mod verify;
 
 pub use backing::{DestroyData, MapOptions};
-pub use error::TargetError;
+pub use error::{SpecError, TargetError};
 pub use guard::MemoryGuard;
 pub use heap::{HeapBacking, HeapPlan};
 pub use mapping::{Handoff, Mapping, Pod, map};
 pub use pmscope_core::warning::Warning;
-pub use spec::{SpecError, TargetSpec};
+pub use spec::TargetSpec;

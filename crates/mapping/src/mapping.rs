@@ -88,7 +88,7 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
             "a target of 0 bytes cannot be mapped; give a size",
         ));
     }
-    let backing = spec.kind().prepare(spec, bytes, opts)?;
+    let backing = spec.prepare(bytes, opts)?;
     let raw = backing.raw();
     debug_assert!(raw.len % 4096 == 0 && (raw.ptr as usize).is_multiple_of(4096));
     if let Some(node) = spec.node {

@@ -7,22 +7,17 @@
 //! page-cache (msync needed)`), which `--require-dax` turns into an error. A file on a
 //! hugetlbfs mount is how hugetlb-backed shared memory is measured.
 
-use super::dram::{check_hugetlb_pool, hugetlb_room};
-use super::shm::tmpfs_limit;
-use super::{Kind, KindEntry};
-use crate::backing::{Backing, Expectation, MapOptions, Scratch};
-use crate::sizing::{Limit, TargetRoom};
-use crate::spec::SpecError;
-use crate::{HeapBacking, TargetError, TargetSpec};
+use super::common::{check_hugetlb_pool, create_scratch, hugetlb_room, tmpfs_limit};
+use super::{Kind, KindEntry, PrepareCtx};
+use crate::backing::{Backing, Expectation, MapOptions};
+use crate::error::SpecError;
+use crate::room::{Limit, TargetRoom};
+use crate::{HeapBacking, TargetError};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
-use pmscope_core::warning::Warning;
 use pmscope_sys::dax::{self, ExtentLayout};
 use pmscope_sys::mman::{self, FileMapMode};
-use pmscope_sys::scratch;
-use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -56,7 +51,7 @@ impl Kind for FileKind {
         where_to_create(&self.path).map(|_| ())
     }
 
-    fn room(&self, spec: &TargetSpec, opts: &MapOptions) -> TargetRoom {
+    fn room(&self, target: &PrepareCtx, opts: &MapOptions) -> TargetRoom {
         // As `prepare` checks: a hugetlbfs file takes pool pages, a tmpfs file RAM and the
         // tmpfs's room, any other file its file system's free space.
         let dir = if self.path.is_dir() {
@@ -68,7 +63,7 @@ impl Kind for FileKind {
             return TargetRoom::ram(2 << 20);
         };
         if facts.magic == dax::HUGETLBFS_MAGIC {
-            return hugetlb_room(opts, huge_page_size_of(dir).unwrap_or(2 << 20), spec.node);
+            return hugetlb_room(opts, huge_page_size_of(dir).unwrap_or(2 << 20), target.node);
         }
         if facts.magic == dax::TMPFS_MAGIC {
             return TargetRoom {
@@ -111,11 +106,11 @@ impl Kind for FileKind {
 
     fn prepare(
         &self,
-        spec: &TargetSpec,
+        target: &PrepareCtx,
         bytes: u64,
         opts: &MapOptions,
     ) -> Result<Backing, TargetError> {
-        prepare(spec, &self.path, bytes, opts)
+        prepare(target, &self.path, bytes, opts)
     }
 
     fn page_size_remedy(
@@ -201,98 +196,8 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-/// Creates the scratch file of a target in `dir`: unnamed where the file system allows
-/// (`name` is what `--keep` will call it; `None`: a fresh name in `dir`), else named
-/// exclusively after this process (`name`, or `pmscope-<pid>-<n>.bin`), after sweeping
-/// the files killed runs left in `dir`.
-pub(super) fn create_scratch(
-    dir: &Path,
-    name: Option<&Path>,
-    keep: bool,
-) -> Result<Backing, TargetError> {
-    match scratch::create_unnamed(dir) {
-        Ok(file) => {
-            return Ok(Backing::scratch(
-                file,
-                Scratch::Unnamed {
-                    dir: dir.to_path_buf(),
-                    name: name.map(Path::to_path_buf),
-                },
-                keep,
-            ));
-        }
-        Err(e) if scratch::unnamed_unsupported(&e) => {}
-        Err(e) => {
-            return Err(TargetError::system(format!(
-                "cannot create a file in {}: {e}",
-                dir.display()
-            )));
-        }
-    }
-    let stale = scratch::remove_stale(dir);
-    let (file, path) = match name {
-        Some(path) => {
-            let f = create_exclusive(path).map_err(|e| {
-                TargetError::usage(format!("cannot create {}: {e}", path.display()))
-            })?;
-            (f, path.to_path_buf())
-        }
-        None => create_exclusive_in(dir)?,
-    };
-    let mut backing = Backing::scratch(file, Scratch::Named(path), keep);
-    if !stale.is_empty() {
-        backing.note(Warning::new(
-            "stale-files-removed",
-            format!(
-                "removed {} file(s) that killed pmscope runs left in {}: {}",
-                stale.len(),
-                dir.display(),
-                stale
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            "nothing to do: this file system has no unnamed files, so a killed run leaves its \
-             file until the next run sweeps it",
-        ));
-    }
-    Ok(backing)
-}
-
-/// Creates a new file in `dir` with O_EXCL, named after this process, never reusing a name.
-fn create_exclusive_in(dir: &Path) -> Result<(File, PathBuf), TargetError> {
-    for seq in 0..1000 {
-        let path = dir.join(scratch::named(std::process::id(), seq));
-        match create_exclusive(&path) {
-            Ok(f) => return Ok((f, path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(TargetError::system(format!(
-                    "cannot create a file in {}: {e}",
-                    dir.display()
-                )));
-            }
-        }
-    }
-    Err(TargetError::system(format!(
-        "cannot find a free file name in {}",
-        dir.display()
-    )))
-}
-
-fn create_exclusive(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)
-}
-
 fn prepare(
-    spec: &TargetSpec,
+    target: &PrepareCtx,
     path: &Path,
     bytes: u64,
     opts: &MapOptions,
@@ -323,12 +228,12 @@ fn prepare(
         None => bytes.next_multiple_of(2 << 20),
     };
     if let Some(size) = huge_page {
-        check_hugetlb_pool(opts, size, len, spec.node)?;
+        check_hugetlb_pool(opts, size, len, target.node)?;
     } else if in_ram {
-        opts.guard.check(len, &spec.to_string())?;
+        opts.guard.check(len, &target.canonical)?;
     } else if len > facts.available_bytes {
         return Err(TargetError::usage(format!(
-            "{spec} needs {} but {} has only {} free; use a smaller size",
+            "{target} needs {} but {} has only {} free; use a smaller size",
             Bytes(len).human(),
             path.display(),
             Bytes(facts.available_bytes).human()
