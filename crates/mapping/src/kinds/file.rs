@@ -16,7 +16,8 @@ use crate::{HeapBacking, TargetError};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
 use pmscope_sys::dax::{self, ExtentLayout};
-use pmscope_sys::mman::{self, FileMapMode};
+use pmscope_sys::mman::{self, FileMapMode, RawMap};
+use std::fs::File;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -196,134 +197,182 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
+/// Creates the file where `file:PATH` says, checks that its file system can hold `bytes`,
+/// allocates and maps it: MAP_SYNC where the file system is DAX, else through the page
+/// cache (refused under `--require-dax`).
 fn prepare(
     target: &PrepareCtx,
     path: &Path,
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
-    // An unnamed file has no path of its own: the directory is what statfs and the mount
-    // table are asked about (a file lives on its directory's file system).
-    let (mut backing, path) = match where_to_create(path)? {
-        Place::InDirectory => (create_scratch(path, None, opts.keep)?, path.to_path_buf()),
-        Place::NewFile => {
-            let dir = parent_of(path);
-            (
-                create_scratch(dir, Some(path), opts.keep)?,
-                dir.to_path_buf(),
-            )
-        }
-    };
-    let facts = dax::fs_facts(&path)
-        .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", path.display())))?;
-    let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;
-    let in_ram = hugetlbfs || facts.magic == dax::TMPFS_MAGIC;
-    let huge_page = if hugetlbfs {
-        huge_page_size_of(&path)
-    } else {
-        None
-    };
-    let len = match huge_page {
-        Some(size) => bytes.next_multiple_of(size),
-        None => bytes.next_multiple_of(2 << 20),
-    };
-    if let Some(size) = huge_page {
-        check_hugetlb_pool(opts, size, len, target.node)?;
-    } else if in_ram {
-        opts.guard.check(len, &target.canonical)?;
-    } else if len > facts.available_bytes {
-        return Err(TargetError::usage(format!(
-            "{target} needs {} but {} has only {} free; use a smaller size",
-            Bytes(len).human(),
-            path.display(),
-            Bytes(facts.available_bytes).human()
-        )));
-    }
+    let (mut backing, dir) = create_file(path, opts.keep)?;
+    let home = Home::of(dir)?;
+    let align = home.granule();
+    let len = bytes.next_multiple_of(align);
+    home.check_room(target, len, opts)?;
     mman::allocate_file(backing.file(), len).map_err(|e| {
         TargetError::system(format!(
             "cannot allocate {len} bytes for {}: {e}",
-            path.display()
+            home.dir.display()
         ))
     })?;
-    let align = huge_page.unwrap_or(2 << 20);
-    let file = backing.file();
-    let (raw, map_sync) = match mman::map_file(
-        file.as_fd(),
-        len as usize,
-        align as usize,
-        FileMapMode::Sync,
-    ) {
-        Ok(raw) => (raw, true),
-        Err(e)
-            if e.raw_os_error() == Some(libc::EOPNOTSUPP)
-                || e.raw_os_error() == Some(libc::EINVAL) =>
-        {
-            if opts.require_dax {
-                return Err(TargetError::usage(format!(
-                    "{} is on {} without DAX (MAP_SYNC refused: {e}), and --require-dax was given; \
-                     use a file system mounted with -o dax on persistent memory",
-                    path.display(),
-                    facts.fstype
-                )));
-            }
-            let raw = mman::map_file(
-                file.as_fd(),
-                len as usize,
-                align as usize,
-                FileMapMode::Shared,
-            )
-            .map_err(|e| TargetError::system(format!("mmap of {} failed: {e}", path.display())))?;
-            (raw, false)
-        }
-        Err(e) => {
-            return Err(TargetError::system(format!(
-                "mmap of {} failed: {e}",
-                path.display()
-            )));
-        }
-    };
-    let persistence = if map_sync {
-        Persistence::Dax
-    } else if in_ram {
-        Persistence::Emulated
-    } else {
-        Persistence::PageCache
-    };
-    let (page_bytes, why) = match (huge_page, map_sync) {
-        (Some(size), _) => (Some(size), "hugetlbfs maps its page size"),
-        (None, true) => (
-            Some(2 << 20),
-            "DAX maps 2 MiB pages where the file's extents are 2 MiB-aligned",
-        ),
-        (None, false) => (Some(4 << 10), "the page cache maps base pages"),
-    };
+    let (raw, map_sync) = home.map(backing.file(), len, align, opts.require_dax)?;
+    let expect = home.expectation(map_sync);
     backing.set_mapped(
         raw,
-        Expectation {
-            page_bytes,
-            why,
-            persistence,
-        },
+        expect,
         align,
         Some(map_sync),
-        persistence,
+        expect.persistence,
         map_sync,
     );
     backing.set_filesystem(
-        facts.fstype.clone(),
+        home.facts.fstype.clone(),
         map_sync
             .then(|| dax::extent_layout(backing.file()))
             .flatten(),
     );
     if map_sync {
-        // The pmem block device under the DAX mount names the region.
-        let mounts = dax::mounts(&opts.root);
-        let region = dax::mount_of(&mounts, &path)
-            .and_then(|m| m.source.strip_prefix("/dev/"))
-            .and_then(|block| pmscope_sys::pmem::region_of_block(&opts.root, block));
-        backing.set_pmem_region(region);
+        backing.set_pmem_region(home.pmem_region(opts));
     }
     Ok(backing)
+}
+
+/// Creates the scratch file `file:PATH` names: a new file in the directory PATH, or PATH
+/// itself. Returns it with its directory.
+fn create_file(path: &Path, keep: bool) -> Result<(Backing, PathBuf), TargetError> {
+    Ok(match where_to_create(path)? {
+        Place::InDirectory => (create_scratch(path, None, keep)?, path.to_path_buf()),
+        Place::NewFile => {
+            let dir = parent_of(path);
+            (create_scratch(dir, Some(path), keep)?, dir.to_path_buf())
+        }
+    })
+}
+
+/// The file system a target's file lives on, as `prepare` needs it.
+struct Home {
+    /// The file's directory: an unnamed file has no path of its own, so the directory is
+    /// what statfs and the mount table are asked about (a file lives on its directory's
+    /// file system).
+    dir: PathBuf,
+    facts: dax::FsFacts,
+    /// The page size of a hugetlbfs mount.
+    huge_page: Option<u64>,
+    /// Whether its pages are RAM (hugetlbfs, tmpfs).
+    in_ram: bool,
+}
+
+impl Home {
+    fn of(dir: PathBuf) -> Result<Home, TargetError> {
+        let facts = dax::fs_facts(&dir)
+            .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", dir.display())))?;
+        let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;
+        let huge_page = if hugetlbfs {
+            huge_page_size_of(&dir)
+        } else {
+            None
+        };
+        Ok(Home {
+            in_ram: hugetlbfs || facts.magic == dax::TMPFS_MAGIC,
+            huge_page,
+            facts,
+            dir,
+        })
+    }
+
+    /// What the length is rounded up to and the mapping aligned at: the hugetlbfs page,
+    /// else 2 MiB.
+    fn granule(&self) -> u64 {
+        self.huge_page.unwrap_or(2 << 20)
+    }
+
+    /// Refuses a length the file system cannot hold: a hugetlbfs file takes pool pages, a
+    /// tmpfs file RAM (the memory guard), any other file its free space.
+    fn check_room(
+        &self,
+        target: &PrepareCtx,
+        len: u64,
+        opts: &MapOptions,
+    ) -> Result<(), TargetError> {
+        if let Some(size) = self.huge_page {
+            check_hugetlb_pool(opts, size, len, target.node)?;
+        } else if self.in_ram {
+            opts.guard.check(len, &target.canonical)?;
+        } else if len > self.facts.available_bytes {
+            return Err(TargetError::usage(format!(
+                "{target} needs {} but {} has only {} free; use a smaller size",
+                Bytes(len).human(),
+                self.dir.display(),
+                Bytes(self.facts.available_bytes).human()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Maps the file MAP_SYNC, or shared through the page cache where the file system
+    /// refuses MAP_SYNC (unless `require_dax`); says whether MAP_SYNC held.
+    fn map(
+        &self,
+        file: &File,
+        len: u64,
+        align: u64,
+        require_dax: bool,
+    ) -> Result<(RawMap, bool), TargetError> {
+        let map = |mode| mman::map_file(file.as_fd(), len as usize, align as usize, mode);
+        let failed = |e| TargetError::system(format!("mmap of {} failed: {e}", self.dir.display()));
+        match map(FileMapMode::Sync) {
+            Ok(raw) => Ok((raw, true)),
+            Err(e)
+                if e.raw_os_error() == Some(libc::EOPNOTSUPP)
+                    || e.raw_os_error() == Some(libc::EINVAL) =>
+            {
+                if require_dax {
+                    return Err(TargetError::usage(format!(
+                        "{} is on {} without DAX (MAP_SYNC refused: {e}), and --require-dax was given; \
+                         use a file system mounted with -o dax on persistent memory",
+                        self.dir.display(),
+                        self.facts.fstype
+                    )));
+                }
+                Ok((map(FileMapMode::Shared).map_err(failed)?, false))
+            }
+            Err(e) => Err(failed(e)),
+        }
+    }
+
+    /// What the mapping should achieve, given whether MAP_SYNC held.
+    fn expectation(&self, map_sync: bool) -> Expectation {
+        let persistence = if map_sync {
+            Persistence::Dax
+        } else if self.in_ram {
+            Persistence::Emulated
+        } else {
+            Persistence::PageCache
+        };
+        let (page_bytes, why) = match (self.huge_page, map_sync) {
+            (Some(size), _) => (Some(size), "hugetlbfs maps its page size"),
+            (None, true) => (
+                Some(2 << 20),
+                "DAX maps 2 MiB pages where the file's extents are 2 MiB-aligned",
+            ),
+            (None, false) => (Some(4 << 10), "the page cache maps base pages"),
+        };
+        Expectation {
+            page_bytes,
+            why,
+            persistence,
+        }
+    }
+
+    /// The libnvdimm region of a DAX mount: its pmem block device names it.
+    fn pmem_region(&self, opts: &MapOptions) -> Option<String> {
+        let mounts = dax::mounts(&opts.root);
+        dax::mount_of(&mounts, &self.dir)
+            .and_then(|m| m.source.strip_prefix("/dev/"))
+            .and_then(|block| pmscope_sys::pmem::region_of_block(&opts.root, block))
+    }
 }
 
 /// The page size of the hugetlbfs mount holding `path` (its `pagesize=` option, or the
