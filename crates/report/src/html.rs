@@ -1,20 +1,13 @@
 //! The self-contained HTML document and the per-figure SVG files.
 
 use crate::figures::{Ctx, FIGURES, Figure, Panel};
+use crate::markup::esc;
 use crate::observations::observations;
 use crate::{Options, Run, data};
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-/// Escapes text for HTML.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn all_targets(runs: &[Run]) -> Vec<String> {
     data::targets(runs.iter().flat_map(|r| r.records.iter()))

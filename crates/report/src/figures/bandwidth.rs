@@ -1,31 +1,10 @@
 //! Bandwidth (`bandwidth`): vs threads per op, vs access size, mixed reads and writes.
 
-use super::{Ctx, Figure, Panel, group, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use crate::select::{bandwidth_ops, bandwidth_plain, group, index_of, largest};
 use pmscope_core::record::Record;
-
-/// Plain (unmixed) bandwidth records with a median.
-pub(crate) fn plain(records: &[Record]) -> Vec<&Record> {
-    data::of(records, "bandwidth")
-        .filter(|r| data::s(r, "mix").unwrap_or("").is_empty() && data::median(r).is_some())
-        .collect()
-}
-
-pub(crate) fn ops(recs: &[&Record]) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in recs {
-        if let Some(op) = data::s(r, "op") {
-            index_of(&mut out, op);
-        }
-    }
-    out
-}
-
-/// The largest value of an integer param among some records.
-pub(crate) fn largest(recs: &[&Record], key: &str) -> Option<u64> {
-    recs.iter().filter_map(|r| data::u(r, key)).max()
-}
 
 /// The thread count whose records cover the most access sizes (the most threads among
 /// equals): a suite's size sweep runs one thread beside a thread sweep at one size.
@@ -69,9 +48,9 @@ impl Figure for BandwidthVsThreads {
         &["bandwidth", "comparison"]
     }
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
-        let recs = plain(records);
+        let recs = bandwidth_plain(records);
         let mut svgs = Vec::new();
-        for op in ops(&recs) {
+        for op in bandwidth_ops(&recs) {
             let of_op: Vec<&Record> = recs
                 .iter()
                 .copied()
@@ -149,9 +128,9 @@ impl Figure for BandwidthVsAccessSize {
         &["bandwidth", "comparison"]
     }
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
-        let recs = plain(records);
+        let recs = bandwidth_plain(records);
         let mut svgs = Vec::new();
-        for op in ops(&recs) {
+        for op in bandwidth_ops(&recs) {
             let of_op: Vec<&Record> = recs
                 .iter()
                 .copied()
