@@ -1188,7 +1188,7 @@ mod checkers {
         assert_eq!(share(&cli, &all, 15), (501, 3340, true));
         let other = krate(&[("other.rs", &"x\n".repeat(2838))]);
         let all: Vec<&SourceFile> = cli.iter().chain(&other).collect();
-        assert_eq!(share(&cli, &all, 15).2, false);
+        assert!(!share(&cli, &all, 15).2);
     }
 
     #[test]
