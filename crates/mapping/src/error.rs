@@ -1,6 +1,11 @@
-//! Errors of mapping a target. Each is one sentence with its remedy; `is_usage` tells the
-//! CLI whether the user asked for something impossible (exit 2) or the system refused
-//! (exit 1).
+//! Errors of parsing and mapping a target. Each is one sentence with its remedy;
+//! `is_usage` tells the CLI whether the user asked for something impossible (exit 2) or
+//! the system refused (exit 1).
+
+/// Why a spec did not parse; the message is one sentence naming the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
 
 /// Why a target could not be mapped.
 #[derive(Debug, thiserror::Error)]

@@ -1,8 +1,8 @@
 //! A target as the home of a program's heap (`pmscope run`): not one mapping pmscope makes,
 //! but the recipe the preload library follows for every large allocation of the program.
-//! Each kind says in its file (`Kind::heap`) whether and how it can serve one.
+//! Each kind says in its file (`Kind::heap`) whether and how it can serve one;
+//! [`TargetSpec::heap_plan`](crate::TargetSpec::heap_plan) asks it after the preflight.
 
-use crate::{MapOptions, TargetError, TargetSpec};
 use std::path::PathBuf;
 
 /// How the preload library maps each allocation it serves.
@@ -35,24 +35,10 @@ pub struct HeapPlan {
     pub expected_page_bytes: u64,
 }
 
-impl TargetSpec {
-    /// The heap recipe of this target, after its preflight: refuses, before any program
-    /// starts, what it refuses before mapping (a `file:` path that exists as a file, devdax
-    /// without `--destroy-data`, ...) and what cannot hold a heap at all.
-    pub fn heap_plan(&self, opts: &MapOptions) -> Result<HeapPlan, TargetError> {
-        self.preflight(opts)?;
-        let (backing, expected_page_bytes) = self.kind().heap()?;
-        Ok(HeapPlan {
-            backing,
-            node: self.node,
-            expected_page_bytes,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{MapOptions, TargetSpec};
 
     fn plan(spec: &str) -> Result<HeapPlan, String> {
         spec.parse::<TargetSpec>()

@@ -22,19 +22,22 @@
 //! (move_pages) and the DAX state. [`verify`] compares that with what the kind expects.
 #![deny(missing_docs)]
 
+mod backing;
 mod error;
 mod guard;
 mod heap;
 pub mod kinds;
 mod mapping;
 pub mod pool;
+mod room;
 pub mod sizing;
 mod spec;
 pub mod verify;
 
-pub use error::TargetError;
+pub use backing::{DestroyData, MapOptions};
+pub use error::{SpecError, TargetError};
 pub use guard::MemoryGuard;
 pub use heap::{HeapBacking, HeapPlan};
-pub use mapping::{DestroyData, Handoff, MapOptions, Mapping, Pod, map};
+pub use mapping::{Handoff, Mapping, Pod, map};
 pub use pmscope_core::warning::Warning;
-pub use spec::{SpecError, TargetSpec};
+pub use spec::TargetSpec;

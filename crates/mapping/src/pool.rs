@@ -6,7 +6,7 @@
 //! caller then refuses (foreign, corrupt, truncated) is left byte-for-byte as it was.
 #![allow(unsafe_code)]
 
-use crate::mapping::{Backing, Expectation, MapOptions};
+use crate::backing::{Backing, Expectation, MapOptions};
 use crate::{TargetError, TargetSpec, Warning, verify};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::record::TargetRecord;

@@ -19,6 +19,7 @@
 //! `size-capped` warning saying what capped it. Sizes the user gives are never changed:
 //! this rule is only for defaults.
 
+pub use crate::room::{Limit, TargetRoom};
 use crate::{MapOptions, TargetSpec};
 use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
@@ -61,17 +62,6 @@ impl Want {
     }
 }
 
-/// One bound on what may be mapped at once, besides RAM.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limit {
-    /// Bytes.
-    pub bytes: u64,
-    /// What it is, for the note (`the 512 free 2MiB huge pages`).
-    pub what: String,
-    /// How to raise it.
-    pub remedy: String,
-}
-
 /// The machine's side of the rule, read once for a command's targets ([`Room::of`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Room {
@@ -90,28 +80,6 @@ pub struct Room {
     pub granule: u64,
 }
 
-/// What one target contributes to a [`Room`] (each kind says, `Kind::room`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TargetRoom {
-    /// The granule the kind rounds a mapping's length up to.
-    pub granule: u64,
-    /// Whether its pages are RAM that MemAvailable counts.
-    pub ram: bool,
-    /// Its own capacity, if it has one.
-    pub own: Option<Limit>,
-}
-
-impl TargetRoom {
-    /// Anonymous or tmpfs memory of base pages: RAM, rounded to 4 KiB.
-    pub fn ram(granule: u64) -> TargetRoom {
-        TargetRoom {
-            granule,
-            ram: true,
-            own: None,
-        }
-    }
-}
-
 impl Room {
     /// Reads the last-level cache (CPU 0's, through `opts.root`), the memory the guard saw
     /// and what each target allows.
@@ -126,7 +94,7 @@ impl Room {
             granule: 4096,
         };
         for spec in specs {
-            let t = spec.kind().room(spec, opts);
+            let t = spec.room(opts);
             room.granule = room.granule.max(t.granule);
             room.ram |= t.ram;
             if let Some(own) = t.own

@@ -1,8 +1,11 @@
 //! The target-spec grammar, parsed in one place, with `Display` giving the canonical form
 //! (property-tested to round-trip).
 
-use crate::kinds::{self, Kind};
-use crate::{MapOptions, TargetError};
+use crate::backing::{Backing, MapOptions};
+use crate::error::{SpecError, TargetError};
+use crate::heap::HeapPlan;
+use crate::kinds::{self, Kind, PrepareCtx};
+use crate::room::TargetRoom;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
@@ -36,8 +39,39 @@ impl TargetSpec {
         self.kind.directory()
     }
 
+    /// The heap recipe of this target, after its preflight: refuses, before any program
+    /// starts, what it refuses before mapping (a `file:` path that exists as a file, devdax
+    /// without `--destroy-data`, ...) and what cannot hold a heap at all.
+    pub fn heap_plan(&self, opts: &MapOptions) -> Result<HeapPlan, TargetError> {
+        self.preflight(opts)?;
+        let (backing, expected_page_bytes) = self.kind.heap()?;
+        Ok(HeapPlan {
+            backing,
+            node: self.node,
+            expected_page_bytes,
+        })
+    }
+
+    /// What bounds a default size on this target ([`crate::sizing`]).
+    pub(crate) fn room(&self, opts: &MapOptions) -> TargetRoom {
+        self.kind.room(&self.ctx(), opts)
+    }
+
+    /// The kind's preflight and mapping (untouched) of at least `bytes` bytes.
+    pub(crate) fn prepare(&self, bytes: u64, opts: &MapOptions) -> Result<Backing, TargetError> {
+        self.kind.prepare(&self.ctx(), bytes, opts)
+    }
+
     pub(crate) fn kind(&self) -> &dyn Kind {
         &*self.kind
+    }
+
+    /// What the kind needs of the spec: its node and canonical form.
+    fn ctx(&self) -> PrepareCtx {
+        PrepareCtx {
+            node: self.node,
+            canonical: self.to_string(),
+        }
     }
 }
 
@@ -55,11 +89,6 @@ impl Hash for TargetSpec {
         self.to_string().hash(state);
     }
 }
-
-/// Why a spec did not parse; the message is one sentence naming the fix.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SpecError(pub String);
 
 fn err(msg: impl Into<String>) -> SpecError {
     SpecError(msg.into())

@@ -4,7 +4,7 @@
 //! comparing targets backed by different page sizes without saying so.
 
 use crate::TargetSpec;
-use crate::mapping::{Backing, Expectation, MapOptions, fault_evidence};
+use crate::backing::{Backing, Expectation, MapOptions, fault_evidence};
 use pmscope_core::achieved::{Achieved, Persistence, PmemRegionFacts};
 use pmscope_core::units::{Bytes, GIB1, KIB4, MIB2, page_size_name};
 use pmscope_core::warning::Warning;

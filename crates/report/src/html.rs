@@ -1,20 +1,14 @@
 //! The self-contained HTML document and the per-figure SVG files.
 
 use crate::figures::{Ctx, FIGURES, Figure, Panel};
-use crate::observations::observations;
+use crate::markup::esc;
+use crate::observations::{Observation, observations};
+use crate::reference::Reference;
 use crate::{Options, Run, data};
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-/// Escapes text for HTML.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn all_targets(runs: &[Run]) -> Vec<String> {
     data::targets(runs.iter().flat_map(|r| r.records.iter()))
@@ -110,6 +104,21 @@ pub fn html(runs: &[Run], options: &Options) -> String {
         esc(&title),
         esc(&title)
     );
+    run_list(&mut h, runs);
+    if let Some(r) = &options.reference {
+        reference_list(&mut h, r);
+    }
+    let obs = observations(runs);
+    observation_list(&mut h, &obs);
+    for fig in FIGURES {
+        figure_section(&mut h, *fig, runs, &ctx, &obs);
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The runs: label, record count, host and pmscope version.
+fn run_list(h: &mut String, runs: &[Run]) {
     h.push_str("<h2>Runs</h2><ul>");
     for run in runs {
         let sys = run.records.first().map(|r| &r.system);
@@ -141,91 +150,103 @@ pub fn html(runs: &[Run], options: &Options) -> String {
         h.push_str("</span></li>");
     }
     h.push_str("</ul>");
-    if let Some(r) = &options.reference {
+}
+
+/// The overlaid reference profile and its sources.
+fn reference_list(h: &mut String, r: &Reference) {
+    let _ = write!(
+        h,
+        "<p class=\"meta\">Reference <b>{}</b> overlaid (grey dashed):</p><ul class=\"meta\">",
+        esc(&r.name)
+    );
+    for e in &r.entries {
         let _ = write!(
             h,
-            "<p class=\"meta\">Reference <b>{}</b> overlaid (grey dashed):</p><ul class=\"meta\">",
-            esc(&r.name)
+            "<li>{}: {} {} — {}</li>",
+            esc(&e.label),
+            e.value,
+            esc(&e.unit),
+            esc(&e.source)
         );
-        for e in &r.entries {
-            let _ = write!(
-                h,
-                "<li>{}: {} {} — {}</li>",
-                esc(&e.label),
-                e.value,
-                esc(&e.unit),
-                esc(&e.source)
-            );
-        }
-        h.push_str("</ul>");
     }
-    let obs = observations(runs);
-    if !obs.is_empty() {
-        h.push_str("<h2>Observations</h2><ul class=\"obs\">");
-        for o in &obs {
-            let _ = write!(
-                h,
-                "<li>{}<span class=\"meta\"> ({})</span></li>",
-                esc(&o.text),
-                esc(&o.run)
-            );
-        }
-        h.push_str("</ul>");
+    h.push_str("</ul>");
+}
+
+/// Every observation of every run, when there are any.
+fn observation_list(h: &mut String, obs: &[Observation]) {
+    if obs.is_empty() {
+        return;
     }
-    for fig in FIGURES {
-        let ps = panels(*fig, runs, &ctx);
-        if ps.is_empty() {
-            continue;
-        }
+    h.push_str("<h2>Observations</h2><ul class=\"obs\">");
+    for o in obs {
         let _ = write!(
             h,
-            "<section id=\"{}\"><h2>{}</h2><div class=\"runs\">",
-            fig.id(),
-            esc(fig.title())
+            "<li>{}<span class=\"meta\"> ({})</span></li>",
+            esc(&o.text),
+            esc(&o.run)
         );
-        for (run, p) in ps {
-            let _ = write!(h, "<div class=\"panel\"><h3>{}</h3>", esc(&run.label));
-            for svg in &p.svgs {
-                h.push_str(svg.trim_start_matches(|c| c != '<'));
-            }
-            if let Some(t) = &p.table {
-                h.push_str(t);
-            }
-            h.push_str("<p class=\"caption\">");
-            for t in &p.targets {
-                let c = ctx.colour(t);
-                let _ = write!(
-                    h,
-                    "<span class=\"swatch\" style=\"background:rgb({},{},{})\"></span><b>{}</b>: {}<br>",
-                    c.0,
-                    c.1,
-                    c.2,
-                    esc(t),
-                    esc(&verified(&run.records, t))
-                );
-            }
-            h.push_str("</p>");
-            for o in obs
-                .iter()
-                .filter(|o| o.figure == fig.id() && o.run == run.label)
-            {
-                let _ = write!(h, "<p class=\"caption\">▸ {}</p>", esc(&o.text));
-            }
-            for w in warnings(*fig, &run.records) {
-                let _ = write!(
-                    h,
-                    "<p class=\"warn\">⚠ <b>{}</b>: {} — {}</p>",
-                    esc(&w.code),
-                    esc(&w.message),
-                    esc(&w.remedy)
-                );
-            }
-            h.push_str("</div>");
-        }
-        h.push_str("</div></section>");
     }
-    h.push_str("</body></html>\n");
-    h
+    h.push_str("</ul>");
+}
+
+/// One figure's section, a panel per run that has its data; nothing when none has.
+fn figure_section(h: &mut String, fig: &dyn Figure, runs: &[Run], ctx: &Ctx, obs: &[Observation]) {
+    let ps = panels(fig, runs, ctx);
+    if ps.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<section id=\"{}\"><h2>{}</h2><div class=\"runs\">",
+        fig.id(),
+        esc(fig.title())
+    );
+    for (run, p) in ps {
+        panel(h, fig, run, &p, ctx, obs);
+    }
+    h.push_str("</div></section>");
+}
+
+/// One run's panel of a figure: its charts and table, the verified configuration of each
+/// target, the observations beside the figure and the warnings of the records it read.
+fn panel(h: &mut String, fig: &dyn Figure, run: &Run, p: &Panel, ctx: &Ctx, obs: &[Observation]) {
+    let _ = write!(h, "<div class=\"panel\"><h3>{}</h3>", esc(&run.label));
+    for svg in &p.svgs {
+        h.push_str(svg.trim_start_matches(|c| c != '<'));
+    }
+    if let Some(t) = &p.table {
+        h.push_str(t);
+    }
+    h.push_str("<p class=\"caption\">");
+    for t in &p.targets {
+        let c = ctx.colour(t);
+        let _ = write!(
+            h,
+            "<span class=\"swatch\" style=\"background:rgb({},{},{})\"></span><b>{}</b>: {}<br>",
+            c.0,
+            c.1,
+            c.2,
+            esc(t),
+            esc(&verified(&run.records, t))
+        );
+    }
+    h.push_str("</p>");
+    for o in obs
+        .iter()
+        .filter(|o| o.figure == fig.id() && o.run == run.label)
+    {
+        let _ = write!(h, "<p class=\"caption\">▸ {}</p>", esc(&o.text));
+    }
+    for w in warnings(fig, &run.records) {
+        let _ = write!(
+            h,
+            "<p class=\"warn\">⚠ <b>{}</b>: {} — {}</p>",
+            esc(&w.code),
+            esc(&w.message),
+            esc(&w.remedy)
+        );
+    }
+    h.push_str("</div>");
 }
 
 /// Writes one SVG per figure chart into `dir` (created if missing), named

@@ -7,12 +7,15 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod analysis;
 mod data;
 pub mod figures;
 mod html;
+mod markup;
 pub mod observations;
 mod plot;
 pub mod reference;
+mod select;
 
 pub use figures::{FIGURES, Figure, Panel};
 pub use html::{html, svg_files};

@@ -2,8 +2,8 @@
 //! and absent when the data do not support it. Used by the report and by `pmscope compare`.
 
 use crate::Run;
-use crate::data;
-use crate::figures::group;
+pub use crate::analysis::{doubling_bandwidth, knee, plateau_ends};
+use crate::{data, select};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 
@@ -20,44 +20,6 @@ pub struct Observation {
     pub text: String,
 }
 
-/// Where a latency curve (working set, ns) steps up: the last point before each rise of
-/// more than 25 % between neighbouring points (`pmscope_core::knee::steps`, which
-/// `pmscope latency` uses too; consecutive rises are one transition).
-pub fn plateau_ends(points: &[(u64, f64)]) -> Vec<(u64, f64)> {
-    pmscope_core::knee::steps(points, 0.25)
-}
-
-/// The knee of a bandwidth-vs-access-size curve (sorted by size): the first size reaching
-/// 90 % of the peak when the curve started below 70 % of it, at least one larger size was
-/// measured and every larger size stays within 90 % of the peak. `None` for a curve still
-/// rising at its end or flat from the start.
-pub fn knee(curve: &[(f64, f64)]) -> Option<usize> {
-    if curve.len() < 3 {
-        return None;
-    }
-    let peak = curve.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-    if peak.is_nan() || peak <= 0.0 || curve[0].1 > 0.7 * peak {
-        return None;
-    }
-    let k = curve.iter().position(|p| p.1 >= 0.9 * peak)?;
-    (k + 1 < curve.len() && curve[k..].iter().all(|p| p.1 >= 0.9 * peak)).then_some(k)
-}
-
-/// The traffic bandwidth at which a loaded-latency curve (GB/s, ns; sorted by bandwidth,
-/// its first point the least loaded) reaches twice its first latency, interpolated linearly.
-pub fn doubling_bandwidth(curve: &[(f64, f64)]) -> Option<(f64, f64)> {
-    let (_, base) = *curve.first()?;
-    let i = curve.iter().position(|p| p.1 >= 2.0 * base)?;
-    let (x0, y0) = curve[i.checked_sub(1)?];
-    let (x1, y1) = curve[i];
-    let f = if y1 > y0 {
-        (2.0 * base - y0) / (y1 - y0)
-    } else {
-        1.0
-    };
-    Some((x0 + f * (x1 - x0), base))
-}
-
 /// Every observation of every run.
 pub fn observations(runs: &[Run]) -> Vec<Observation> {
     runs.iter()
@@ -65,22 +27,62 @@ pub fn observations(runs: &[Run]) -> Vec<Observation> {
         .collect()
 }
 
-fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
-    let mut out = Vec::new();
-    let mut say = |kind, figure, text: String| {
-        out.push(Observation {
-            run: run.to_string(),
-            kind,
-            figure,
-            text,
-        })
-    };
-    let latency: Vec<&Record> = data::of(records, "latency")
-        .filter(|r| data::median(r).is_some())
-        .collect();
-    let ws_of = |r: &Record| r.count(p::WORKING_SET_BYTES);
+/// A rule: the observations of one kind a run's records support (their `run` is left
+/// empty; [`of_run`] names it).
+type Rule = fn(&[Record]) -> Vec<Observation>;
 
-    // Random vs sequential idle latency at the largest working set measured both ways.
+/// Every rule, in the order their observations are listed.
+const RULES: &[Rule] = &[
+    rand_vs_seq_latency,
+    tlb_effect,
+    bandwidth,
+    persist_cost,
+    loaded_latency_doubles,
+];
+
+/// A bandwidth rule: the observations one target's plain bandwidth records support.
+type BandwidthRule = fn(&str, &[&Record]) -> Vec<Observation>;
+
+/// The bandwidth rules, in this order for each target in turn.
+const BANDWIDTH_RULES: &[BandwidthRule] =
+    &[read_write_asymmetry, write_peak_threads, access_size_knee];
+
+fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
+    RULES
+        .iter()
+        .flat_map(|rule| rule(records))
+        .map(|o| Observation {
+            run: run.to_string(),
+            ..o
+        })
+        .collect()
+}
+
+/// An observation, its run not named yet.
+fn finding(kind: &'static str, figure: &'static str, text: String) -> Observation {
+    Observation {
+        run: String::new(),
+        kind,
+        figure,
+        text,
+    }
+}
+
+/// The idle-latency records with a median.
+fn latency_records(records: &[Record]) -> Vec<&Record> {
+    data::of(records, "latency")
+        .filter(|r| data::median(r).is_some())
+        .collect()
+}
+
+fn ws_of(r: &Record) -> Option<u64> {
+    r.count(p::WORKING_SET_BYTES)
+}
+
+/// Random vs sequential idle latency at the largest working set measured both ways.
+fn rand_vs_seq_latency(records: &[Record]) -> Vec<Observation> {
+    let latency = latency_records(records);
+    let mut out = Vec::new();
     for t in data::targets(latency.iter().copied()) {
         let at = |pattern: &str| -> Vec<(u64, f64)> {
             latency
@@ -95,24 +97,28 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             .filter(|p| seq.iter().any(|q| q.0 == p.0))
             .map(|p| p.0)
             .max();
-        if let Some(ws) = common {
-            let r = rand.iter().find(|p| p.0 == ws).expect("common").1;
-            let s = seq.iter().find(|p| p.0 == ws).expect("common").1;
-            if s > 0.0 {
-                say(
-                    "rand-seq-latency",
-                    "latency-working-set",
-                    format!(
-                        "{t}: random loads take {:.2}× as long as sequential ones at a {} working set ({r:.1} ns vs {s:.1} ns).",
-                        r / s,
-                        data::bytes(ws as f64)
-                    ),
-                );
-            }
+        let Some(ws) = common else { continue };
+        let r = rand.iter().find(|p| p.0 == ws).expect("common").1;
+        let s = seq.iter().find(|p| p.0 == ws).expect("common").1;
+        if s > 0.0 {
+            out.push(finding(
+                "rand-seq-latency",
+                "latency-working-set",
+                format!(
+                    "{t}: random loads take {:.2}× as long as sequential ones at a {} working set ({r:.1} ns vs {s:.1} ns).",
+                    r / s,
+                    data::bytes(ws as f64)
+                ),
+            ));
         }
     }
+    out
+}
 
-    // The TLB effect: the same chain over targets whose verified page sizes differ.
+/// The TLB effect: the same chain over targets whose verified page sizes differ.
+fn tlb_effect(records: &[Record]) -> Vec<Observation> {
+    let latency = latency_records(records);
+    let mut out = Vec::new();
     let targets = data::targets(latency.iter().copied());
     for (i, a) in targets.iter().enumerate() {
         for b in &targets[i + 1..] {
@@ -137,7 +143,7 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             }
             let ratio = na / nb;
             if (ratio - 1.0).abs() >= 0.05 {
-                say(
+                out.push(finding(
                     "tlb-effect",
                     "latency-working-set",
                     format!(
@@ -146,144 +152,154 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
                         data::page_name(sa),
                         data::page_name(sb)
                     ),
-                );
+                ));
             }
         }
     }
+    out
+}
 
-    let bw = crate::figures::bandwidth_plain(records);
+/// The bandwidth rules, target by target, over the plain bandwidth records.
+fn bandwidth(records: &[Record]) -> Vec<Observation> {
+    let bw = select::bandwidth_plain(records);
+    let mut out = Vec::new();
     for t in data::targets(bw.iter().copied()) {
         let mine: Vec<&Record> = bw
             .iter()
             .copied()
             .filter(|r| data::target(r) == t)
             .collect();
-        let peak = |ops: &[&str]| {
-            mine.iter()
-                .filter(|r| r.text(p::OP).is_some_and(|o| ops.contains(&o)))
-                .filter_map(|r| Some((data::median(r)?, r.text(p::OP)?)))
-                .max_by(|a, b| a.0.total_cmp(&b.0))
-        };
-        // Read/write asymmetry of the peaks.
-        if let (Some((r, _)), Some((w, wop))) =
-            (peak(&["read"]), peak(&["write", "ntstore", "store+clwb"]))
-            && w > 0.0
-        {
-            {
-                say(
-                    "read-write-asymmetry",
-                    "bandwidth-threads",
-                    format!(
-                        "{t}: peak read bandwidth {r:.2} GB/s is {:.2}× the peak write bandwidth {w:.2} GB/s ({wop}).",
-                        r / w
-                    ),
-                );
-            }
-        }
-        // The thread count where write bandwidth peaks (only a peak the curve falls from).
-        for op in ["write", "ntstore", "store+clwb"] {
-            let of_op: Vec<&Record> = mine
-                .iter()
-                .copied()
-                .filter(|r| r.text(p::OP) == Some(op))
-                .collect();
-            let Some(access) = crate::figures::largest(&of_op, p::ACCESS_BYTES) else {
-                continue;
-            };
-            let pattern = if of_op.iter().any(|r| r.text(p::PATTERN) == Some("seq")) {
-                "seq"
-            } else {
-                "rand"
-            };
-            {
-                let curve = group(
-                    of_op
-                        .iter()
-                        .filter(|r| {
-                            r.text(p::PATTERN) == Some(pattern)
-                                && r.count(p::ACCESS_BYTES) == Some(access)
-                        })
-                        .filter_map(|r| Some(((), r.count(p::THREADS)? as f64, data::median(r)?))),
-                );
-                let Some((_, c)) = curve.first() else {
-                    continue;
-                };
-                let Some((i, &(n, top))) =
-                    c.iter().enumerate().max_by(|a, b| a.1.1.total_cmp(&b.1.1))
-                else {
-                    continue;
-                };
-                let &(last_n, last) = c.last().expect("non-empty");
-                if i + 1 < c.len() && last < 0.95 * top {
-                    say(
-                        "write-peak-threads",
-                        "bandwidth-threads",
-                        format!(
-                            "{t}: {op} bandwidth ({pattern}, {}) peaks at {n:.0} threads with {top:.2} GB/s and falls to {last:.2} GB/s at {last_n:.0} threads.",
-                            data::bytes(access as f64)
-                        ),
-                    );
-                }
-            }
-        }
-        // The access-size knee, at the most threads measured.
-        for op in crate::figures::bandwidth_ops(&mine) {
-            // Random accesses of growing size, as seed 004 Figure 11 (the 256 B knee).
-            let of_op: Vec<&Record> = mine
-                .iter()
-                .copied()
-                .filter(|r| r.text(p::OP) == Some(op.as_str()))
-                .collect();
-            let pattern = if of_op.iter().any(|r| r.text(p::PATTERN) == Some("rand")) {
-                "rand"
-            } else {
-                "seq"
-            };
-            {
-                let sel: Vec<&Record> = of_op
-                    .iter()
-                    .copied()
-                    .filter(|r| r.text(p::PATTERN) == Some(pattern))
-                    .collect();
-                let Some(threads) = crate::figures::largest(&sel, p::THREADS) else {
-                    continue;
-                };
-                let curve = group(
-                    sel.iter()
-                        .filter(|r| r.count(p::THREADS) == Some(threads))
-                        .filter_map(|r| {
-                            Some(((), r.count(p::ACCESS_BYTES)? as f64, data::median(r)?))
-                        }),
-                );
-                let Some((_, c)) = curve.first() else {
-                    continue;
-                };
-                if let Some(k) = knee(c) {
-                    let peak = c.iter().map(|p| p.1).fold(0.0, f64::max);
-                    let after = c[k + 1..].iter().map(|p| p.1).fold(0.0, f64::max);
-                    say(
-                        "access-size-knee",
-                        "bandwidth-access-size",
-                        format!(
-                            "{t}: {op} bandwidth ({pattern}, {threads} threads) rises from {:.2} GB/s at {} to {:.2} GB/s at {} ({:.0}% of its {peak:.2} GB/s peak) and gains at most {:.0}% beyond: the access-size knee is {}.",
-                            c[0].1,
-                            data::bytes(c[0].0),
-                            c[k].1,
-                            data::bytes(c[k].0),
-                            100.0 * c[k].1 / peak,
-                            (100.0 * (after / c[k].1 - 1.0)).max(0.0),
-                            data::bytes(c[k].0)
-                        ),
-                    );
-                }
-            }
+        for rule in BANDWIDTH_RULES {
+            out.extend(rule(&t, &mine));
         }
     }
+    out
+}
 
-    // Each persist strategy's cost against a plain store (inst).
-    let inst: Vec<&Record> = data::of(records, "inst")
-        .filter(|r| r.summary.is_some())
-        .collect();
+/// Read/write asymmetry of the peaks.
+fn read_write_asymmetry(t: &str, mine: &[&Record]) -> Vec<Observation> {
+    let peak = |ops: &[&str]| {
+        mine.iter()
+            .filter(|r| r.text(p::OP).is_some_and(|o| ops.contains(&o)))
+            .filter_map(|r| Some((data::median(r)?, r.text(p::OP)?)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    match (peak(&["read"]), peak(&["write", "ntstore", "store+clwb"])) {
+        (Some((r, _)), Some((w, wop))) if w > 0.0 => vec![finding(
+            "read-write-asymmetry",
+            "bandwidth-threads",
+            format!(
+                "{t}: peak read bandwidth {r:.2} GB/s is {:.2}× the peak write bandwidth {w:.2} GB/s ({wop}).",
+                r / w
+            ),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The thread count where write bandwidth peaks (only a peak the curve falls from).
+fn write_peak_threads(t: &str, mine: &[&Record]) -> Vec<Observation> {
+    let mut out = Vec::new();
+    for op in ["write", "ntstore", "store+clwb"] {
+        let of_op: Vec<&Record> = mine
+            .iter()
+            .copied()
+            .filter(|r| r.text(p::OP) == Some(op))
+            .collect();
+        let Some(access) = select::largest(&of_op, p::ACCESS_BYTES) else {
+            continue;
+        };
+        let pattern = if of_op.iter().any(|r| r.text(p::PATTERN) == Some("seq")) {
+            "seq"
+        } else {
+            "rand"
+        };
+        let curve = select::group(
+            of_op
+                .iter()
+                .filter(|r| {
+                    r.text(p::PATTERN) == Some(pattern) && r.count(p::ACCESS_BYTES) == Some(access)
+                })
+                .filter_map(|r| Some(((), r.count(p::THREADS)? as f64, data::median(r)?))),
+        );
+        let Some((_, c)) = curve.first() else {
+            continue;
+        };
+        let Some((i, &(n, top))) = c.iter().enumerate().max_by(|a, b| a.1.1.total_cmp(&b.1.1))
+        else {
+            continue;
+        };
+        let &(last_n, last) = c.last().expect("non-empty");
+        if i + 1 < c.len() && last < 0.95 * top {
+            out.push(finding(
+                "write-peak-threads",
+                "bandwidth-threads",
+                format!(
+                    "{t}: {op} bandwidth ({pattern}, {}) peaks at {n:.0} threads with {top:.2} GB/s and falls to {last:.2} GB/s at {last_n:.0} threads.",
+                    data::bytes(access as f64)
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The access-size knee, at the most threads measured: random accesses of growing size,
+/// as seed 004 Figure 11 (the 256 B knee).
+fn access_size_knee(t: &str, mine: &[&Record]) -> Vec<Observation> {
+    let mut out = Vec::new();
+    for op in select::bandwidth_ops(mine) {
+        let of_op: Vec<&Record> = mine
+            .iter()
+            .copied()
+            .filter(|r| r.text(p::OP) == Some(op.as_str()))
+            .collect();
+        let pattern = if of_op.iter().any(|r| r.text(p::PATTERN) == Some("rand")) {
+            "rand"
+        } else {
+            "seq"
+        };
+        let sel: Vec<&Record> = of_op
+            .iter()
+            .copied()
+            .filter(|r| r.text(p::PATTERN) == Some(pattern))
+            .collect();
+        let Some(threads) = select::largest(&sel, p::THREADS) else {
+            continue;
+        };
+        let curve = select::group(
+            sel.iter()
+                .filter(|r| r.count(p::THREADS) == Some(threads))
+                .filter_map(|r| Some(((), r.count(p::ACCESS_BYTES)? as f64, data::median(r)?))),
+        );
+        let Some((_, c)) = curve.first() else {
+            continue;
+        };
+        let Some(k) = knee(c) else { continue };
+        let peak = c.iter().map(|p| p.1).fold(0.0, f64::max);
+        let after = c[k + 1..].iter().map(|p| p.1).fold(0.0, f64::max);
+        out.push(finding(
+            "access-size-knee",
+            "bandwidth-access-size",
+            format!(
+                "{t}: {op} bandwidth ({pattern}, {threads} threads) rises from {:.2} GB/s at {} to {:.2} GB/s at {} ({:.0}% of its {peak:.2} GB/s peak) and gains at most {:.0}% beyond: the access-size knee is {}.",
+                c[0].1,
+                data::bytes(c[0].0),
+                c[k].1,
+                data::bytes(c[k].0),
+                100.0 * c[k].1 / peak,
+                (100.0 * (after / c[k].1 - 1.0)).max(0.0),
+                data::bytes(c[k].0)
+            ),
+        ));
+    }
+    out
+}
+
+/// Each persist strategy's cost against a plain store (inst).
+fn persist_cost(records: &[Record]) -> Vec<Observation> {
+    let inst = select::inst_records(records);
+    let mut out = Vec::new();
     for t in data::targets(inst.iter().copied()) {
         let pattern = if inst.iter().any(|r| r.text(p::PATTERN) == Some("rand")) {
             "rand"
@@ -297,7 +313,7 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             .min();
         let Some(access) = access else { continue };
         let pick = |op: &str, fences: &[&str]| {
-            crate::figures::inst_pick(&inst, &t, op, pattern, access, fences).and_then(data::median)
+            select::inst_pick(&inst, &t, op, pattern, access, fences).and_then(data::median)
         };
         let Some(plain) = pick("store", &["none"]) else {
             continue;
@@ -306,84 +322,38 @@ fn of_run(run: &str, records: &[Record]) -> Vec<Observation> {
             continue;
         }
         for op in ["store+clflush", "store+clflushopt", "store+clwb", "ntstore"] {
-            for fence in ["sfence", "mfence"] {
-                if let Some(ns) = pick(op, &[fence]) {
-                    say(
-                        "persist-cost",
-                        "instruction-latency",
-                        format!(
-                            "{t} ({pattern}, {access} B): {op}+{fence} takes {ns:.1} ns, {:.2}× a plain store ({plain:.1} ns).",
-                            ns / plain
-                        ),
-                    );
-                    break;
-                }
+            let fenced = ["sfence", "mfence"]
+                .into_iter()
+                .find_map(|fence| Some((fence, pick(op, &[fence])?)));
+            if let Some((fence, ns)) = fenced {
+                out.push(finding(
+                    "persist-cost",
+                    "instruction-latency",
+                    format!(
+                        "{t} ({pattern}, {access} B): {op}+{fence} takes {ns:.1} ns, {:.2}× a plain store ({plain:.1} ns).",
+                        ns / plain
+                    ),
+                ));
             }
         }
     }
+    out
+}
 
-    // The bandwidth at which loaded latency doubles.
-    for ((t, mix), curve) in crate::figures::loaded_curves(records) {
-        if let Some((gb, base)) = doubling_bandwidth(&curve) {
-            say(
+/// The bandwidth at which loaded latency doubles.
+fn loaded_latency_doubles(records: &[Record]) -> Vec<Observation> {
+    select::loaded_curves(records)
+        .into_iter()
+        .filter_map(|((t, mix), curve)| {
+            let (gb, base) = doubling_bandwidth(&curve)?;
+            Some(finding(
                 "loaded-latency-doubles",
                 "loaded-latency",
                 format!(
                     "{t}, traffic R:W {mix}: probe latency doubles from {base:.1} ns to {:.1} ns at about {gb:.2} GB/s of traffic.",
                     2.0 * base
                 ),
-            );
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plateaus_end_before_each_rise() {
-        let pts = [
-            (4096, 1.0),
-            (8192, 1.0),
-            (16384, 5.0),
-            (32768, 9.0),
-            (65536, 9.5),
-            (1 << 20, 30.0),
-        ];
-        assert_eq!(plateau_ends(&pts), vec![(8192, 1.0), (65536, 9.5)]);
-        assert!(plateau_ends(&[(1, 1.0), (2, 1.1)]).is_empty());
-    }
-
-    #[test]
-    fn knee_at_256_is_found_and_a_rising_or_flat_curve_has_none() {
-        let knee_at_256 = [
-            (64.0, 1.0),
-            (128.0, 2.0),
-            (256.0, 3.8),
-            (512.0, 3.9),
-            (1024.0, 4.0),
-        ];
-        assert_eq!(knee(&knee_at_256).map(|k| knee_at_256[k].0), Some(256.0));
-        let rising = [
-            (64.0, 1.0),
-            (128.0, 2.0),
-            (256.0, 4.0),
-            (512.0, 8.0),
-            (1024.0, 16.0),
-        ];
-        assert_eq!(knee(&rising), None);
-        let flat = [(64.0, 3.9), (128.0, 4.0), (256.0, 4.0)];
-        assert_eq!(knee(&flat), None);
-    }
-
-    #[test]
-    fn doubling_is_interpolated_and_absent_when_latency_never_doubles() {
-        let c = [(0.0, 100.0), (5.0, 120.0), (10.0, 180.0), (12.0, 260.0)];
-        let (gb, base) = doubling_bandwidth(&c).unwrap();
-        assert_eq!(base, 100.0);
-        assert!((gb - 10.5).abs() < 1e-9, "{gb}");
-        assert_eq!(doubling_bandwidth(&[(0.0, 100.0), (9.0, 150.0)]), None);
-    }
+            ))
+        })
+        .collect()
 }

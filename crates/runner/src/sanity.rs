@@ -67,136 +67,194 @@ pub struct Context {
     pub times_single_accesses: bool,
 }
 
+/// A rule: the warnings one aspect of the facts (and what the experiment does) calls for.
+type Rule = fn(&EnvFacts, &Context) -> Vec<Warning>;
+
+/// Every rule, in the order their warnings are listed.
+const RULES: &[Rule] = &[
+    numa_balancing,
+    damon,
+    thp_mode,
+    thp_defrag,
+    governor,
+    tsc,
+    timer_resolution,
+    prefetchers,
+    fits_in_llc,
+    busy_machine,
+];
+
 /// Judges the facts; every warning carries its remedy.
 pub fn check(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
-    let mut w = Vec::new();
-    if let Some(n) = f.numa_balancing
-        && n != 0
-    {
-        w.push(Warning::new(
+    RULES.iter().flat_map(|rule| rule(f, ctx)).collect()
+}
+
+/// Automatic NUMA balancing migrates pages during the run.
+fn numa_balancing(f: &EnvFacts, _: &Context) -> Vec<Warning> {
+    match f.numa_balancing {
+        Some(n) if n != 0 => vec![Warning::new(
             "numa-balancing",
-            format!("automatic NUMA balancing is on (kernel.numa_balancing = {n}): the kernel migrates pages during the run"),
-            "echo 0 > /proc/sys/kernel/numa_balancing (as root) for the duration of the measurements",
-        ));
-    }
-    for k in &f.kdamonds {
-        w.push(Warning::new(
-            "damon",
             format!(
-                "DAMON worker {} is on ({} monitoring{}): it samples and clears accessed bits during the run{}",
-                k.index,
-                if k.operations.is_empty() { "unknown".to_string() } else { k.operations.join(",") },
-                if k.actions.is_empty() { String::new() } else { format!(", schemes: {}", k.actions.join(",")) },
-                if k.actions.iter().any(|a| a == "pageout" || a.contains("hugepage") || a == "migrate_cold" || a == "migrate_hot") {
-                    ", and its schemes may reclaim or move the memory being measured"
-                } else {
-                    ""
-                }
+                "automatic NUMA balancing is on (kernel.numa_balancing = {n}): the kernel migrates pages during the run"
             ),
-            format!("echo off > /sys/kernel/mm/damon/admin/kdamonds/{}/state (as root) for the measurements", k.index),
-        ));
+            "echo 0 > /proc/sys/kernel/numa_balancing (as root) for the duration of the measurements",
+        )],
+        _ => Vec::new(),
     }
+}
+
+/// Each DAMON worker that is on samples accessed bits, and its schemes may move memory.
+fn damon(f: &EnvFacts, _: &Context) -> Vec<Warning> {
+    f.kdamonds
+        .iter()
+        .map(|k| {
+            Warning::new(
+                "damon",
+                format!(
+                    "DAMON worker {} is on ({} monitoring{}): it samples and clears accessed bits during the run{}",
+                    k.index,
+                    if k.operations.is_empty() { "unknown".to_string() } else { k.operations.join(",") },
+                    if k.actions.is_empty() { String::new() } else { format!(", schemes: {}", k.actions.join(",")) },
+                    if k.actions.iter().any(|a| a == "pageout" || a.contains("hugepage") || a == "migrate_cold" || a == "migrate_hot") {
+                        ", and its schemes may reclaim or move the memory being measured"
+                    } else {
+                        ""
+                    }
+                ),
+                format!("echo off > /sys/kernel/mm/damon/admin/kdamonds/{}/state (as root) for the measurements", k.index),
+            )
+        })
+        .collect()
+}
+
+/// The THP mode: `always` backs memory pmscope does not advise, `never` refuses thp.
+fn thp_mode(f: &EnvFacts, _: &Context) -> Vec<Warning> {
     match f.thp_enabled.as_deref() {
-        Some("always") => w.push(Warning::new(
+        Some("always") => vec![Warning::new(
             "thp-always",
             "transparent huge pages are 'always': memory pmscope does not advise may be huge-page backed, and khugepaged may collapse pages mid-run",
             "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled, so only targets asking for thp get huge pages",
-        )),
-        Some("never") => w.push(Warning::new(
+        )],
+        Some("never") => vec![Warning::new(
             "thp-never",
             "transparent huge pages are 'never': thp targets get 4 KiB pages",
             "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled, or use dram:2m (hugetlb)",
-        )),
-        None => w.push(Warning::new(
+        )],
+        None => vec![Warning::new(
             "thp-unknown",
             "the THP mode is unknown (no /sys/kernel/mm/transparent_hugepage)",
             "use hugetlb targets (dram:2m) for a known page size",
-        )),
-        _ => {}
+        )],
+        _ => Vec::new(),
     }
-    if let Some(d) = f.thp_defrag.as_deref()
-        && matches!(d, "never" | "defer")
-    {
-        w.push(Warning::new(
+}
+
+/// THP defrag that does not compact at fault time leaves thp targets with base pages.
+fn thp_defrag(f: &EnvFacts, _: &Context) -> Vec<Warning> {
+    match f.thp_defrag.as_deref() {
+        Some(d) if matches!(d, "never" | "defer") => vec![Warning::new(
             "thp-defrag",
-            format!("THP defrag is '{d}': a thp target gets 4 KiB pages wherever memory is fragmented"),
+            format!(
+                "THP defrag is '{d}': a thp target gets 4 KiB pages wherever memory is fragmented"
+            ),
             "echo madvise > /sys/kernel/mm/transparent_hugepage/defrag, so MADV_HUGEPAGE regions compact memory at fault time",
-        ));
+        )],
+        _ => Vec::new(),
     }
+}
+
+/// The frequency governor: unknown, or not `performance` on a CPU the experiment uses.
+fn governor(f: &EnvFacts, _: &Context) -> Vec<Warning> {
     if f.governors.is_empty() {
-        w.push(Warning::new(
+        vec![Warning::new(
             "governor-unknown",
             "the CPU frequency governor is unknown (no cpufreq in sysfs, as in most VMs): the clock may change during the run",
             "on bare metal: cpupower frequency-set -g performance; in a VM the host decides",
-        ));
+        )]
     } else if let Some((cpu, g)) = f.governors.iter().find(|(_, g)| g != "performance") {
-        w.push(Warning::new(
+        vec![Warning::new(
             "governor",
             format!("CPU {cpu} runs the '{g}' frequency governor: the clock ramps during the run"),
             "cpupower frequency-set -g performance (as root)",
-        ));
+        )]
+    } else {
+        Vec::new()
     }
-    match ctx.timer {
-        Some(t) if t.source == TimerSource::ClockGettime => w.push(Warning::new(
+}
+
+/// The TSC: unusable, or calibrated away from (or without) a declared frequency.
+fn tsc(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
+    let Some(t) = ctx.timer else {
+        return Vec::new();
+    };
+    if t.source == TimerSource::ClockGettime {
+        return vec![Warning::new(
             "tsc-unusable",
             "the TSC is not invariant (or rdtscp is missing), so times come from clock_gettime, whose resolution and cost are worse",
             "run on a CPU with an invariant TSC (CPUID 80000007H EDX[8]) for single-access timings",
-        )),
-        Some(t) => {
-            if let Some(declared) = f.declared_tsc_hz {
-                let diff = (t.hz - declared).abs() / declared;
-                if diff > 0.01 {
-                    w.push(Warning::new(
-                        "tsc-frequency",
-                        format!(
-                            "the TSC was calibrated at {:.4} GHz but the CPU declares {:.4} GHz ({:.1}% apart)",
-                            t.hz / 1e9,
-                            declared / 1e9,
-                            diff * 100.0
-                        ),
-                        "rerun on an idle machine; if it persists, the declared frequency is wrong and the calibrated one is used",
-                    ));
-                }
-            } else {
-                w.push(Warning::new(
-                    "tsc-frequency-undeclared",
-                    format!(
-                        "neither CPUID nor the hypervisor declares the TSC frequency; it was calibrated at {:.4} GHz against CLOCK_MONOTONIC_RAW",
-                        t.hz / 1e9
-                    ),
-                    "nothing to do unless the calibration differs between runs (the records carry it)",
-                ));
-            }
-        }
-        None => {}
+        )];
     }
-    if let Some(t) = ctx.timer
-        && ctx.times_single_accesses
-        && t.resolution_ns > 2.0
-    {
-        w.push(Warning::new(
+    let Some(declared) = f.declared_tsc_hz else {
+        return vec![Warning::new(
+            "tsc-frequency-undeclared",
+            format!(
+                "neither CPUID nor the hypervisor declares the TSC frequency; it was calibrated at {:.4} GHz against CLOCK_MONOTONIC_RAW",
+                t.hz / 1e9
+            ),
+            "nothing to do unless the calibration differs between runs (the records carry it)",
+        )];
+    };
+    let diff = (t.hz - declared).abs() / declared;
+    if diff > 0.01 {
+        vec![Warning::new(
+            "tsc-frequency",
+            format!(
+                "the TSC was calibrated at {:.4} GHz but the CPU declares {:.4} GHz ({:.1}% apart)",
+                t.hz / 1e9,
+                declared / 1e9,
+                diff * 100.0
+            ),
+            "rerun on an idle machine; if it persists, the declared frequency is wrong and the calibrated one is used",
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// A coarse timer, when the experiment times single accesses.
+fn timer_resolution(_: &EnvFacts, ctx: &Context) -> Vec<Warning> {
+    match ctx.timer {
+        Some(t) if ctx.times_single_accesses && t.resolution_ns > 2.0 => vec![Warning::new(
             "timer-resolution",
             format!(
                 "the timer advances in steps of {:.1} ns here (a virtualised TSC), so single-access timings are multiples of that step",
                 t.resolution_ns
             ),
             "read medians and percentiles to that resolution; run on bare metal for finer single-access timings",
-        ));
+        )],
+        _ => Vec::new(),
     }
-    if f.prefetchers.state != "off" {
-        w.push(Warning::new(
-            "prefetchers",
-            format!(
-                "hardware prefetchers are {} ({}): sequential and nearby accesses may be served early",
-                f.prefetchers.state, f.prefetchers.detail
-            ),
-            "on bare metal disable them as MLC does (Intel: wrmsr -a 0x1a4 0xf; AMD: MSR 0xc0000108), or read sequential results as prefetched",
-        ));
+}
+
+/// Hardware prefetchers that are not off serve sequential and nearby accesses early.
+fn prefetchers(f: &EnvFacts, _: &Context) -> Vec<Warning> {
+    if f.prefetchers.state == "off" {
+        return Vec::new();
     }
-    if let (Some(ws), Some(llc)) = (ctx.memory_working_set, f.llc_bytes)
-        && ws <= llc
-    {
-        w.push(Warning::new(
+    vec![Warning::new(
+        "prefetchers",
+        format!(
+            "hardware prefetchers are {} ({}): sequential and nearby accesses may be served early",
+            f.prefetchers.state, f.prefetchers.detail
+        ),
+        "on bare metal disable them as MLC does (Intel: wrmsr -a 0x1a4 0xf; AMD: MSR 0xc0000108), or read sequential results as prefetched",
+    )]
+}
+
+/// A memory working set that fits in the last-level cache measures the cache.
+fn fits_in_llc(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
+    match (ctx.memory_working_set, f.llc_bytes) {
+        (Some(ws), Some(llc)) if ws <= llc => vec![Warning::new(
             "fits-in-llc",
             format!(
                 "the working set ({}) fits in the {} last-level cache: this measures the cache, not memory",
@@ -204,21 +262,24 @@ pub fn check(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
                 Bytes(llc).human()
             ),
             "use a working set of at least 4x the last-level cache",
-        ));
+        )],
+        _ => Vec::new(),
     }
-    if let Some(load) = f.load_average
-        && load > 0.5
-    {
-        w.push(Warning::new(
+}
+
+/// Other load on the machine competes for cores and memory bandwidth.
+fn busy_machine(f: &EnvFacts, _: &Context) -> Vec<Warning> {
+    match f.load_average {
+        Some(load) if load > 0.5 => vec![Warning::new(
             "busy-machine",
             format!(
                 "the 1-minute load average is {load:.2} on {} CPUs: other work competes for cores and memory bandwidth",
                 f.cpus_online
             ),
             "stop other jobs, or compare only ratios measured side by side in one run",
-        ));
+        )],
+        _ => Vec::new(),
     }
-    w
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@
 //! and addresses that are not multiples of the device's alignment (EINVAL), so pmscope
 //! rounds the length up and places the mapping at that alignment.
 
-use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions};
-use crate::sizing::{Limit, TargetRoom};
-use crate::spec::SpecError;
-use crate::{TargetError, TargetSpec};
+use super::{Kind, KindEntry, PrepareCtx};
+use crate::TargetError;
+use crate::backing::{Backing, Expectation, MapOptions};
+use crate::error::SpecError;
+use crate::room::{Limit, TargetRoom};
 use pmscope_core::achieved::Persistence;
 use pmscope_core::units::Bytes;
 use pmscope_sys::dax;
@@ -67,15 +67,15 @@ impl Kind for Devdax {
 
     fn prepare(
         &self,
-        spec: &TargetSpec,
+        target: &PrepareCtx,
         bytes: u64,
         opts: &MapOptions,
     ) -> Result<Backing, TargetError> {
         self.preflight(opts)?;
-        prepare(spec, &self.path, bytes, opts)
+        prepare(target, &self.path, bytes, opts)
     }
 
-    fn room(&self, _spec: &TargetSpec, opts: &MapOptions) -> TargetRoom {
+    fn room(&self, _target: &PrepareCtx, opts: &MapOptions) -> TargetRoom {
         let info = device_name(&self.path).and_then(|n| dax::device(&opts.root, n));
         TargetRoom {
             granule: info.as_ref().and_then(|d| d.align_bytes).unwrap_or(2 << 20),
@@ -109,7 +109,7 @@ fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
 }
 
 fn prepare(
-    spec: &TargetSpec,
+    target: &PrepareCtx,
     path: &Path,
     bytes: u64,
     opts: &MapOptions,
@@ -122,7 +122,7 @@ fn prepare(
         && len > size
     {
         return Err(TargetError::usage(format!(
-            "{spec} needs {} but {} holds only {}; use a smaller size",
+            "{target} needs {} but {} holds only {}; use a smaller size",
             Bytes(len).human(),
             path.display(),
             Bytes(size).human()

@@ -7,22 +7,18 @@
 //! page-cache (msync needed)`), which `--require-dax` turns into an error. A file on a
 //! hugetlbfs mount is how hugetlb-backed shared memory is measured.
 
-use super::dram::{check_hugetlb_pool, hugetlb_room};
-use super::shm::tmpfs_limit;
-use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions, Scratch};
-use crate::sizing::{Limit, TargetRoom};
-use crate::spec::SpecError;
-use crate::{HeapBacking, TargetError, TargetSpec};
+use super::common::{check_hugetlb_pool, create_scratch, hugetlb_room, tmpfs_limit};
+use super::{Kind, KindEntry, PrepareCtx};
+use crate::backing::{Backing, Expectation, MapOptions};
+use crate::error::SpecError;
+use crate::room::{Limit, TargetRoom};
+use crate::{HeapBacking, TargetError};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
-use pmscope_core::warning::Warning;
 use pmscope_sys::dax::{self, ExtentLayout};
-use pmscope_sys::mman::{self, FileMapMode};
-use pmscope_sys::scratch;
-use std::fs::{File, OpenOptions};
+use pmscope_sys::mman::{self, FileMapMode, RawMap};
+use std::fs::File;
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -56,7 +52,7 @@ impl Kind for FileKind {
         where_to_create(&self.path).map(|_| ())
     }
 
-    fn room(&self, spec: &TargetSpec, opts: &MapOptions) -> TargetRoom {
+    fn room(&self, target: &PrepareCtx, opts: &MapOptions) -> TargetRoom {
         // As `prepare` checks: a hugetlbfs file takes pool pages, a tmpfs file RAM and the
         // tmpfs's room, any other file its file system's free space.
         let dir = if self.path.is_dir() {
@@ -68,7 +64,7 @@ impl Kind for FileKind {
             return TargetRoom::ram(2 << 20);
         };
         if facts.magic == dax::HUGETLBFS_MAGIC {
-            return hugetlb_room(opts, huge_page_size_of(dir).unwrap_or(2 << 20), spec.node);
+            return hugetlb_room(opts, huge_page_size_of(dir).unwrap_or(2 << 20), target.node);
         }
         if facts.magic == dax::TMPFS_MAGIC {
             return TargetRoom {
@@ -111,11 +107,11 @@ impl Kind for FileKind {
 
     fn prepare(
         &self,
-        spec: &TargetSpec,
+        target: &PrepareCtx,
         bytes: u64,
         opts: &MapOptions,
     ) -> Result<Backing, TargetError> {
-        prepare(spec, &self.path, bytes, opts)
+        prepare(target, &self.path, bytes, opts)
     }
 
     fn page_size_remedy(
@@ -201,224 +197,182 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-/// Creates the scratch file of a target in `dir`: unnamed where the file system allows
-/// (`name` is what `--keep` will call it; `None`: a fresh name in `dir`), else named
-/// exclusively after this process (`name`, or `pmscope-<pid>-<n>.bin`), after sweeping
-/// the files killed runs left in `dir`.
-pub(super) fn create_scratch(
-    dir: &Path,
-    name: Option<&Path>,
-    keep: bool,
-) -> Result<Backing, TargetError> {
-    match scratch::create_unnamed(dir) {
-        Ok(file) => {
-            return Ok(Backing::scratch(
-                file,
-                Scratch::Unnamed {
-                    dir: dir.to_path_buf(),
-                    name: name.map(Path::to_path_buf),
-                },
-                keep,
-            ));
-        }
-        Err(e) if scratch::unnamed_unsupported(&e) => {}
-        Err(e) => {
-            return Err(TargetError::system(format!(
-                "cannot create a file in {}: {e}",
-                dir.display()
-            )));
-        }
-    }
-    let stale = scratch::remove_stale(dir);
-    let (file, path) = match name {
-        Some(path) => {
-            let f = create_exclusive(path).map_err(|e| {
-                TargetError::usage(format!("cannot create {}: {e}", path.display()))
-            })?;
-            (f, path.to_path_buf())
-        }
-        None => create_exclusive_in(dir)?,
-    };
-    let mut backing = Backing::scratch(file, Scratch::Named(path), keep);
-    if !stale.is_empty() {
-        backing.note(Warning::new(
-            "stale-files-removed",
-            format!(
-                "removed {} file(s) that killed pmscope runs left in {}: {}",
-                stale.len(),
-                dir.display(),
-                stale
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            "nothing to do: this file system has no unnamed files, so a killed run leaves its \
-             file until the next run sweeps it",
-        ));
-    }
-    Ok(backing)
-}
-
-/// Creates a new file in `dir` with O_EXCL, named after this process, never reusing a name.
-fn create_exclusive_in(dir: &Path) -> Result<(File, PathBuf), TargetError> {
-    for seq in 0..1000 {
-        let path = dir.join(scratch::named(std::process::id(), seq));
-        match create_exclusive(&path) {
-            Ok(f) => return Ok((f, path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(TargetError::system(format!(
-                    "cannot create a file in {}: {e}",
-                    dir.display()
-                )));
-            }
-        }
-    }
-    Err(TargetError::system(format!(
-        "cannot find a free file name in {}",
-        dir.display()
-    )))
-}
-
-fn create_exclusive(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)
-}
-
+/// Creates the file where `file:PATH` says, checks that its file system can hold `bytes`,
+/// allocates and maps it: MAP_SYNC where the file system is DAX, else through the page
+/// cache (refused under `--require-dax`).
 fn prepare(
-    spec: &TargetSpec,
+    target: &PrepareCtx,
     path: &Path,
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
-    // An unnamed file has no path of its own: the directory is what statfs and the mount
-    // table are asked about (a file lives on its directory's file system).
-    let (mut backing, path) = match where_to_create(path)? {
-        Place::InDirectory => (create_scratch(path, None, opts.keep)?, path.to_path_buf()),
-        Place::NewFile => {
-            let dir = parent_of(path);
-            (
-                create_scratch(dir, Some(path), opts.keep)?,
-                dir.to_path_buf(),
-            )
-        }
-    };
-    let facts = dax::fs_facts(&path)
-        .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", path.display())))?;
-    let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;
-    let in_ram = hugetlbfs || facts.magic == dax::TMPFS_MAGIC;
-    let huge_page = if hugetlbfs {
-        huge_page_size_of(&path)
-    } else {
-        None
-    };
-    let len = match huge_page {
-        Some(size) => bytes.next_multiple_of(size),
-        None => bytes.next_multiple_of(2 << 20),
-    };
-    if let Some(size) = huge_page {
-        check_hugetlb_pool(opts, size, len, spec.node)?;
-    } else if in_ram {
-        opts.guard.check(len, &spec.to_string())?;
-    } else if len > facts.available_bytes {
-        return Err(TargetError::usage(format!(
-            "{spec} needs {} but {} has only {} free; use a smaller size",
-            Bytes(len).human(),
-            path.display(),
-            Bytes(facts.available_bytes).human()
-        )));
-    }
+    let (mut backing, dir) = create_file(path, opts.keep)?;
+    let home = Home::of(dir)?;
+    let align = home.granule();
+    let len = bytes.next_multiple_of(align);
+    home.check_room(target, len, opts)?;
     mman::allocate_file(backing.file(), len).map_err(|e| {
         TargetError::system(format!(
             "cannot allocate {len} bytes for {}: {e}",
-            path.display()
+            home.dir.display()
         ))
     })?;
-    let align = huge_page.unwrap_or(2 << 20);
-    let file = backing.file();
-    let (raw, map_sync) = match mman::map_file(
-        file.as_fd(),
-        len as usize,
-        align as usize,
-        FileMapMode::Sync,
-    ) {
-        Ok(raw) => (raw, true),
-        Err(e)
-            if e.raw_os_error() == Some(libc::EOPNOTSUPP)
-                || e.raw_os_error() == Some(libc::EINVAL) =>
-        {
-            if opts.require_dax {
-                return Err(TargetError::usage(format!(
-                    "{} is on {} without DAX (MAP_SYNC refused: {e}), and --require-dax was given; \
-                     use a file system mounted with -o dax on persistent memory",
-                    path.display(),
-                    facts.fstype
-                )));
-            }
-            let raw = mman::map_file(
-                file.as_fd(),
-                len as usize,
-                align as usize,
-                FileMapMode::Shared,
-            )
-            .map_err(|e| TargetError::system(format!("mmap of {} failed: {e}", path.display())))?;
-            (raw, false)
-        }
-        Err(e) => {
-            return Err(TargetError::system(format!(
-                "mmap of {} failed: {e}",
-                path.display()
-            )));
-        }
-    };
-    let persistence = if map_sync {
-        Persistence::Dax
-    } else if in_ram {
-        Persistence::Emulated
-    } else {
-        Persistence::PageCache
-    };
-    let (page_bytes, why) = match (huge_page, map_sync) {
-        (Some(size), _) => (Some(size), "hugetlbfs maps its page size"),
-        (None, true) => (
-            Some(2 << 20),
-            "DAX maps 2 MiB pages where the file's extents are 2 MiB-aligned",
-        ),
-        (None, false) => (Some(4 << 10), "the page cache maps base pages"),
-    };
+    let (raw, map_sync) = home.map(backing.file(), len, align, opts.require_dax)?;
+    let expect = home.expectation(map_sync);
     backing.set_mapped(
         raw,
-        Expectation {
-            page_bytes,
-            why,
-            persistence,
-        },
+        expect,
         align,
         Some(map_sync),
-        persistence,
+        expect.persistence,
         map_sync,
     );
     backing.set_filesystem(
-        facts.fstype.clone(),
+        home.facts.fstype.clone(),
         map_sync
             .then(|| dax::extent_layout(backing.file()))
             .flatten(),
     );
     if map_sync {
-        // The pmem block device under the DAX mount names the region.
-        let mounts = dax::mounts(&opts.root);
-        let region = dax::mount_of(&mounts, &path)
-            .and_then(|m| m.source.strip_prefix("/dev/"))
-            .and_then(|block| pmscope_sys::pmem::region_of_block(&opts.root, block));
-        backing.set_pmem_region(region);
+        backing.set_pmem_region(home.pmem_region(opts));
     }
     Ok(backing)
+}
+
+/// Creates the scratch file `file:PATH` names: a new file in the directory PATH, or PATH
+/// itself. Returns it with its directory.
+fn create_file(path: &Path, keep: bool) -> Result<(Backing, PathBuf), TargetError> {
+    Ok(match where_to_create(path)? {
+        Place::InDirectory => (create_scratch(path, None, keep)?, path.to_path_buf()),
+        Place::NewFile => {
+            let dir = parent_of(path);
+            (create_scratch(dir, Some(path), keep)?, dir.to_path_buf())
+        }
+    })
+}
+
+/// The file system a target's file lives on, as `prepare` needs it.
+struct Home {
+    /// The file's directory: an unnamed file has no path of its own, so the directory is
+    /// what statfs and the mount table are asked about (a file lives on its directory's
+    /// file system).
+    dir: PathBuf,
+    facts: dax::FsFacts,
+    /// The page size of a hugetlbfs mount.
+    huge_page: Option<u64>,
+    /// Whether its pages are RAM (hugetlbfs, tmpfs).
+    in_ram: bool,
+}
+
+impl Home {
+    fn of(dir: PathBuf) -> Result<Home, TargetError> {
+        let facts = dax::fs_facts(&dir)
+            .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", dir.display())))?;
+        let hugetlbfs = facts.magic == dax::HUGETLBFS_MAGIC;
+        let huge_page = if hugetlbfs {
+            huge_page_size_of(&dir)
+        } else {
+            None
+        };
+        Ok(Home {
+            in_ram: hugetlbfs || facts.magic == dax::TMPFS_MAGIC,
+            huge_page,
+            facts,
+            dir,
+        })
+    }
+
+    /// What the length is rounded up to and the mapping aligned at: the hugetlbfs page,
+    /// else 2 MiB.
+    fn granule(&self) -> u64 {
+        self.huge_page.unwrap_or(2 << 20)
+    }
+
+    /// Refuses a length the file system cannot hold: a hugetlbfs file takes pool pages, a
+    /// tmpfs file RAM (the memory guard), any other file its free space.
+    fn check_room(
+        &self,
+        target: &PrepareCtx,
+        len: u64,
+        opts: &MapOptions,
+    ) -> Result<(), TargetError> {
+        if let Some(size) = self.huge_page {
+            check_hugetlb_pool(opts, size, len, target.node)?;
+        } else if self.in_ram {
+            opts.guard.check(len, &target.canonical)?;
+        } else if len > self.facts.available_bytes {
+            return Err(TargetError::usage(format!(
+                "{target} needs {} but {} has only {} free; use a smaller size",
+                Bytes(len).human(),
+                self.dir.display(),
+                Bytes(self.facts.available_bytes).human()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Maps the file MAP_SYNC, or shared through the page cache where the file system
+    /// refuses MAP_SYNC (unless `require_dax`); says whether MAP_SYNC held.
+    fn map(
+        &self,
+        file: &File,
+        len: u64,
+        align: u64,
+        require_dax: bool,
+    ) -> Result<(RawMap, bool), TargetError> {
+        let map = |mode| mman::map_file(file.as_fd(), len as usize, align as usize, mode);
+        let failed = |e| TargetError::system(format!("mmap of {} failed: {e}", self.dir.display()));
+        match map(FileMapMode::Sync) {
+            Ok(raw) => Ok((raw, true)),
+            Err(e)
+                if e.raw_os_error() == Some(libc::EOPNOTSUPP)
+                    || e.raw_os_error() == Some(libc::EINVAL) =>
+            {
+                if require_dax {
+                    return Err(TargetError::usage(format!(
+                        "{} is on {} without DAX (MAP_SYNC refused: {e}), and --require-dax was given; \
+                         use a file system mounted with -o dax on persistent memory",
+                        self.dir.display(),
+                        self.facts.fstype
+                    )));
+                }
+                Ok((map(FileMapMode::Shared).map_err(failed)?, false))
+            }
+            Err(e) => Err(failed(e)),
+        }
+    }
+
+    /// What the mapping should achieve, given whether MAP_SYNC held.
+    fn expectation(&self, map_sync: bool) -> Expectation {
+        let persistence = if map_sync {
+            Persistence::Dax
+        } else if self.in_ram {
+            Persistence::Emulated
+        } else {
+            Persistence::PageCache
+        };
+        let (page_bytes, why) = match (self.huge_page, map_sync) {
+            (Some(size), _) => (Some(size), "hugetlbfs maps its page size"),
+            (None, true) => (
+                Some(2 << 20),
+                "DAX maps 2 MiB pages where the file's extents are 2 MiB-aligned",
+            ),
+            (None, false) => (Some(4 << 10), "the page cache maps base pages"),
+        };
+        Expectation {
+            page_bytes,
+            why,
+            persistence,
+        }
+    }
+
+    /// The libnvdimm region of a DAX mount: its pmem block device names it.
+    fn pmem_region(&self, opts: &MapOptions) -> Option<String> {
+        let mounts = dax::mounts(&opts.root);
+        dax::mount_of(&mounts, &self.dir)
+            .and_then(|m| m.source.strip_prefix("/dev/"))
+            .and_then(|block| pmscope_sys::pmem::region_of_block(&opts.root, block))
+    }
 }
 
 /// The page size of the hugetlbfs mount holding `path` (its `pagesize=` option, or the

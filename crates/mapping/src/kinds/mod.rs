@@ -1,22 +1,40 @@
 //! The target kinds. Each file holds everything about its kind: its grammar (parse and
 //! canonical form), its documentation, its preflight checks and mapping, what it expects to
 //! achieve and the remedy when it does not. To add a kind: one file here and one row in
-//! [`KINDS`]; nothing else names a kind.
+//! [`KINDS`]; nothing else names a kind. What several kinds share is in `common`, which
+//! names none, so no kind imports another.
 
-use crate::mapping::{Backing, MapOptions};
-use crate::sizing::TargetRoom;
-use crate::spec::SpecError;
-use crate::{HeapBacking, TargetError, TargetSpec};
+use crate::backing::{Backing, MapOptions};
+use crate::error::SpecError;
+use crate::room::TargetRoom;
+use crate::{HeapBacking, TargetError};
 use pmscope_core::achieved::Achieved;
 use pmscope_sys::dax::ExtentLayout;
 use std::fmt;
 use std::panic::RefUnwindSafe;
 use std::sync::Arc;
 
+mod common;
 mod devdax;
 mod dram;
 mod file;
 mod shm;
+
+/// What a kind needs of its spec to size or map it: the node and the canonical spelling
+/// its messages name (`Display`). `TargetSpec` makes it, so that no kind names the spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PrepareCtx {
+    /// NUMA node to bind to before the first touch.
+    pub node: Option<u32>,
+    /// The spec's canonical form (`dram:thp,node=0`).
+    pub canonical: String,
+}
+
+impl fmt::Display for PrepareCtx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.canonical)
+    }
+}
 
 /// One parsed kind: what `kind[:arg]` asked for. Crate-private, so the only way to name a
 /// kind outside this crate is its spelling in the grammar.
@@ -52,14 +70,14 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
     /// ([`crate::sizing`]): the granule `prepare` rounds the length up to, whether the pages
     /// are RAM (MemAvailable and --max-mem), and the kind's own capacity, mirroring the
     /// checks `prepare` makes. Default: RAM of base pages.
-    fn room(&self, _spec: &TargetSpec, _opts: &MapOptions) -> TargetRoom {
+    fn room(&self, _target: &PrepareCtx, _opts: &MapOptions) -> TargetRoom {
         TargetRoom::ram(4096)
     }
 
     /// Runs the kind's preflight checks and creates its mapping (untouched).
     fn prepare(
         &self,
-        spec: &TargetSpec,
+        target: &PrepareCtx,
         bytes: u64,
         opts: &MapOptions,
     ) -> Result<Backing, TargetError>;

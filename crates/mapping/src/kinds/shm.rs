@@ -1,13 +1,12 @@
 //! `shm[:4k|thp]` — a file in /dev/shm: DRAM pretending to be pmem (seed 004's PM-LDRAM).
 //! Flush instructions cost what they would on pmem-less DRAM; nothing is durable.
 
-use super::dram::{PagePolicy, parse_policy};
-use super::file::create_scratch;
-use super::{Kind, KindEntry};
-use crate::mapping::{Backing, Expectation, MapOptions};
-use crate::sizing::{Limit, TargetRoom};
-use crate::spec::SpecError;
-use crate::{HeapBacking, TargetError, TargetSpec};
+use super::common::{PagePolicy, create_scratch, parse_policy, tmpfs_limit};
+use super::{Kind, KindEntry, PrepareCtx};
+use crate::backing::{Backing, Expectation, MapOptions};
+use crate::error::SpecError;
+use crate::room::TargetRoom;
+use crate::{HeapBacking, TargetError};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
 use pmscope_sys::dax::{self, ExtentLayout};
@@ -49,14 +48,14 @@ impl Kind for Shm {
 
     fn prepare(
         &self,
-        spec: &TargetSpec,
+        target: &PrepareCtx,
         bytes: u64,
         opts: &MapOptions,
     ) -> Result<Backing, TargetError> {
-        prepare(spec, self.pages, bytes, opts)
+        prepare(target, self.pages, bytes, opts)
     }
 
-    fn room(&self, _spec: &TargetSpec, _opts: &MapOptions) -> TargetRoom {
+    fn room(&self, _target: &PrepareCtx, _opts: &MapOptions) -> TargetRoom {
         TargetRoom {
             own: tmpfs_limit(Path::new("/dev/shm")),
             ..TargetRoom::ram(self.pages.length_granule())
@@ -81,33 +80,17 @@ impl Kind for Shm {
     }
 }
 
-/// The free space of a tmpfs (its own limit, besides MemAvailable), as `check_tmpfs_room`
-/// counts it.
-pub(super) fn tmpfs_limit(dir: &Path) -> Option<Limit> {
-    let facts = dax::fs_facts(dir).ok()?;
-    Some(Limit {
-        bytes: facts.available_bytes,
-        what: format!(
-            "the free space of {} ({} of its {} tmpfs limit)",
-            dir.display(),
-            Bytes(facts.available_bytes).human(),
-            Bytes(facts.total_bytes).human()
-        ),
-        remedy: format!("remove files you no longer need from {}", dir.display()),
-    })
-}
-
 /// Refuses a target /dev/shm cannot hold: tmpfs has its own size limit (half of RAM by
 /// default), and files already there (another program's, or ones a killed run left) count
 /// against it although MemAvailable does not show them as free memory either.
-fn check_tmpfs_room(spec: &TargetSpec, dir: &Path, len: u64) -> Result<(), TargetError> {
+fn check_tmpfs_room(target: &PrepareCtx, dir: &Path, len: u64) -> Result<(), TargetError> {
     let Ok(facts) = dax::fs_facts(dir) else {
         return Ok(());
     };
     if len > facts.available_bytes {
         let held = facts.total_bytes.saturating_sub(facts.available_bytes);
         return Err(TargetError::usage(format!(
-            "{spec} needs {} but {} has only {} free of its {} limit ({} already held by files there); \
+            "{target} needs {} but {} has only {} free of its {} limit ({} already held by files there); \
              remove files you no longer need from {} or use a smaller size",
             Bytes(len).human(),
             dir.display(),
@@ -121,15 +104,15 @@ fn check_tmpfs_room(spec: &TargetSpec, dir: &Path, len: u64) -> Result<(), Targe
 }
 
 fn prepare(
-    spec: &TargetSpec,
+    target: &PrepareCtx,
     pages: PagePolicy,
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
     let len = bytes.next_multiple_of(pages.length_granule());
-    opts.guard.check(len, &spec.to_string())?;
+    opts.guard.check(len, &target.canonical)?;
     let dir = Path::new("/dev/shm");
-    check_tmpfs_room(spec, dir, len)?;
+    check_tmpfs_room(target, dir, len)?;
     let mut backing = create_scratch(dir, None, opts.keep)?;
     let path = dir;
     let file = backing.file();

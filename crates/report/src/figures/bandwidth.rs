@@ -1,32 +1,11 @@
 //! Bandwidth (`bandwidth`): vs threads per op, vs access size, mixed reads and writes.
 
-use super::{Ctx, Figure, Panel, group, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use crate::select::{bandwidth_ops, bandwidth_plain, group, index_of, largest};
 use pmscope_core::record::Record;
-use pmscope_core::vocab::{ParamKey, p, v};
-
-/// Plain (unmixed) bandwidth records with a median.
-pub(crate) fn plain(records: &[Record]) -> Vec<&Record> {
-    data::of(records, "bandwidth")
-        .filter(|r| r.text(p::MIX).unwrap_or("").is_empty() && data::median(r).is_some())
-        .collect()
-}
-
-pub(crate) fn ops(recs: &[&Record]) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in recs {
-        if let Some(op) = r.text(p::OP) {
-            index_of(&mut out, op);
-        }
-    }
-    out
-}
-
-/// The largest value of an integer param among some records.
-pub(crate) fn largest(recs: &[&Record], key: ParamKey) -> Option<u64> {
-    recs.iter().filter_map(|r| r.count(key)).max()
-}
+use pmscope_core::vocab::{p, v};
 
 /// The thread count whose records cover the most access sizes (the most threads among
 /// equals): a suite's size sweep runs one thread beside a thread sweep at one size.
@@ -70,9 +49,9 @@ impl Figure for BandwidthVsThreads {
         &["bandwidth", "comparison"]
     }
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
-        let recs = plain(records);
+        let recs = bandwidth_plain(records);
         let mut svgs = Vec::new();
-        for op in ops(&recs) {
+        for op in bandwidth_ops(&recs) {
             let of_op: Vec<&Record> = recs
                 .iter()
                 .copied()
@@ -150,9 +129,9 @@ impl Figure for BandwidthVsAccessSize {
         &["bandwidth", "comparison"]
     }
     fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
-        let recs = plain(records);
+        let recs = bandwidth_plain(records);
         let mut svgs = Vec::new();
-        for op in ops(&recs) {
+        for op in bandwidth_ops(&recs) {
             let of_op: Vec<&Record> = recs
                 .iter()
                 .copied()

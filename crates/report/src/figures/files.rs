@@ -1,9 +1,10 @@
 //! File systems (`fs`, `fio`; seed 004 Figures 23 and 24): the latency of each file
 //! operation per target, and fio's bandwidth against its job count.
 
-use super::{Ctx, Figure, Panel, group, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use crate::select::{group, index_of};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 

@@ -1,8 +1,10 @@
 //! Instruction latency (`inst`): seed 004 Figure 8's bars and seed 003 Table 5.
 
-use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, page_size_flag};
 use crate::data;
+use crate::markup::esc;
 use crate::plot::{self, Bar, BarChart, Series};
+use crate::select::{index_of, inst_pick, inst_records};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 
@@ -16,44 +18,6 @@ const SEQUENCES: &[(&str, &str)] = &[
     ("store+clwb", "SW"),
     ("store", "S"),
 ];
-
-/// The `inst` record of one cell, preferring the given fences in order, loads of flushed
-/// lines (so memory answers) and the widest access instruction.
-pub(crate) fn pick<'a>(
-    recs: &[&'a Record],
-    target: &str,
-    op: &str,
-    pattern: &str,
-    access: u64,
-    fences: &[&str],
-) -> Option<&'a Record> {
-    recs.iter()
-        .copied()
-        .filter(|r| {
-            data::target(r) == target
-                && r.text(p::OP) == Some(op)
-                && r.text(p::PATTERN) == Some(pattern)
-                && r.count(p::ACCESS_BYTES) == Some(access)
-                && r.summary.is_some()
-                && !r.params.contains_key("unsupported")
-        })
-        .filter_map(|r| {
-            let fence = fences.iter().position(|f| Some(*f) == r.text(p::FENCE))?;
-            let cold = r.flag(p::FLUSHED_BEFORE) != Some(true);
-            Some((
-                (fence, cold, u64::MAX - r.count(p::WIDTH_BYTES).unwrap_or(0)),
-                r,
-            ))
-        })
-        .min_by_key(|(k, _)| *k)
-        .map(|(_, r)| r)
-}
-
-fn inst_records(records: &[Record]) -> Vec<&Record> {
-    data::of(records, "inst")
-        .filter(|r| r.summary.is_some())
-        .collect()
-}
 
 fn sizes(recs: &[&Record]) -> Vec<u64> {
     let mut s: Vec<u64> = recs
@@ -97,7 +61,7 @@ impl Figure for InstructionLatency {
             for (op, code) in SEQUENCES {
                 for t in &targets {
                     for pattern in ["seq", "rand"] {
-                        let Some(r) = pick(&recs, t, op, pattern, *size, &fences) else {
+                        let Some(r) = inst_pick(&recs, t, op, pattern, *size, &fences) else {
                             continue;
                         };
                         let colour = ctx.colour(t);
@@ -202,12 +166,9 @@ impl Figure for Table5 {
             "<table class=\"t5\"><thead><tr><th>Operation</th><th>IO size (bytes)</th>",
         );
         for (i, t) in targets.iter().enumerate() {
-            html.push_str(&format!("<th>{} mean (ns)</th>", crate::html::esc(t)));
+            html.push_str(&format!("<th>{} mean (ns)</th>", esc(t)));
             if i > 0 {
-                html.push_str(&format!(
-                    "<th>slowdown vs {}</th>",
-                    crate::html::esc(&targets[0])
-                ));
+                html.push_str(&format!("<th>slowdown vs {}</th>", esc(&targets[0])));
             }
         }
         html.push_str("</tr></thead><tbody>");
@@ -218,7 +179,7 @@ impl Figure for Table5 {
                     .iter()
                     .map(|t| {
                         ops.iter()
-                            .find_map(|op| pick(&recs, t, op, pattern, *size, fences))
+                            .find_map(|op| inst_pick(&recs, t, op, pattern, *size, fences))
                             .and_then(|r| r.summary.as_ref().map(|s| s.mean))
                     })
                     .collect();
@@ -249,7 +210,7 @@ impl Figure for Table5 {
             return None;
         }
         if let Some(flag) = page_size_flag(recs.iter().copied()) {
-            html = format!("<p class=\"flag\">{}</p>{html}", crate::html::esc(&flag));
+            html = format!("<p class=\"flag\">{}</p>{html}", esc(&flag));
         }
         Some(Panel {
             svgs: vec![],
@@ -286,7 +247,7 @@ impl Figure for InstHistogram {
         for t in &targets {
             for (op, _) in SEQUENCES {
                 for pattern in ["seq", "rand"] {
-                    let Some(r) = pick(&recs, t, op, pattern, size, &fences) else {
+                    let Some(r) = inst_pick(&recs, t, op, pattern, size, &fences) else {
                         continue;
                     };
                     let h = r.histogram.as_ref().expect("filtered");

@@ -1,8 +1,9 @@
 //! K-mer throughput (`kmer`, seed 003) per table kind.
 
-use super::{Ctx, Figure, Panel, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
 use crate::plot::{Bar, BarChart};
+use crate::select::index_of;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{p, v};
 

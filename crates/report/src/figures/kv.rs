@@ -2,10 +2,11 @@
 //! per workload and value size, one bar per target its heap was placed on, and the table
 //! of those throughputs against the first target.
 
-use super::{Ctx, Figure, Panel, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
-use crate::html::esc;
+use crate::markup::esc;
 use crate::plot::{Bar, BarChart};
+use crate::select::index_of;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 

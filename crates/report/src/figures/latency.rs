@@ -1,9 +1,10 @@
 //! Idle latency: the working-set sweep and the per-load distribution.
 
-use super::{Ctx, Figure, Panel, group, histogram_chart, histogram_points, page_size_flag};
+use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, page_size_flag};
+use crate::analysis::plateau_ends;
 use crate::data;
-use crate::observations::plateau_ends;
 use crate::plot::{self, Axis, LineChart, Series};
+use crate::select::group;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 

@@ -111,38 +111,6 @@ pub fn page_size_flag<'a>(records: impl IntoIterator<Item = &'a Record>) -> Opti
     ))
 }
 
-/// Points grouped into named curves, in first-seen order of their keys.
-pub(crate) fn group<K: PartialEq + Clone>(
-    items: impl IntoIterator<Item = (K, f64, f64)>,
-) -> Vec<(K, Vec<(f64, f64)>)> {
-    let mut out: Vec<(K, Vec<(f64, f64)>)> = Vec::new();
-    for (k, x, y) in items {
-        match out.iter_mut().find(|o| o.0 == k) {
-            Some(o) => o.1.push((x, y)),
-            None => out.push((k, vec![(x, y)])),
-        }
-    }
-    for o in &mut out {
-        o.1.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    out
-}
-
-/// Categories in first-seen order; returns the index of `name`.
-pub(crate) fn index_of(list: &mut Vec<String>, name: &str) -> usize {
-    match list.iter().position(|c| c == name) {
-        Some(i) => i,
-        None => {
-            list.push(name.to_string());
-            list.len() - 1
-        }
-    }
-}
-
-pub(crate) use bandwidth::{largest, ops as bandwidth_ops, plain as bandwidth_plain};
-pub(crate) use inst::pick as inst_pick;
-pub(crate) use loaded::curves as loaded_curves;
-
 /// A log-log chart of latency histograms (bucket lower bound against count), one series
 /// each: the per-load and the per-access distributions share it.
 pub(crate) fn histogram_chart<'a>(

@@ -1,10 +1,11 @@
 //! PolyBench kernels (`poly`, seed 000 Table 1): the ref/opt ratio per kernel and target,
 //! and Table 1's layout of the times.
 
-use super::{Ctx, Figure, Panel, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
-use crate::html::esc;
+use crate::markup::esc;
 use crate::plot::{Bar, BarChart};
+use crate::select::index_of;
 use plotters::style::RGBColor;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;

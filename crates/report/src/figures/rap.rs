@@ -1,8 +1,9 @@
 //! Read-after-persist (`rap`, `rap-idle`, seed 001): load latency vs distance.
 
-use super::{Ctx, Figure, Panel, group, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
 use crate::plot::{self, Axis, LineChart, Series};
+use crate::select::group;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 

@@ -1,8 +1,9 @@
 //! Synchronisation cost (`sync`, seed 002): throughput per option.
 
-use super::{Ctx, Figure, Panel, index_of, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
 use crate::plot::{self, Bar, BarChart};
+use crate::select::{index_of, largest};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
 
@@ -24,7 +25,7 @@ impl Figure for SyncCost {
             .filter(|r| data::median(r).is_some())
             .collect();
         let targets = data::targets(recs.iter().copied());
-        let threads = super::bandwidth::largest(&recs, p::THREADS);
+        let threads = largest(&recs, p::THREADS);
         let mut categories = Vec::new();
         let mut bars = Vec::new();
         for r in &recs {
