@@ -561,8 +561,14 @@ fn use_tree(
             Tok::Punct('{') => {
                 i += 1;
                 while i < toks.len() && !toks[i].is_punct('}') {
+                    let at = i;
                     i = use_tree(toks, i, &path, module, out);
                     if toks.get(i).is_some_and(|t| t.is_punct(',')) {
+                        i += 1;
+                    }
+                    if i == at {
+                        // Not a path (a macro's `$name` inside a `use` of its body): step
+                        // over it, or the tree never ends.
                         i += 1;
                     }
                 }
@@ -1147,6 +1153,15 @@ mod checkers {
         }
         s.push_str("    x\n}\n");
         s
+    }
+
+    #[test]
+    fn a_macro_variable_in_a_use_ends() {
+        let files = krate(&[(
+            "lib.rs",
+            "macro_rules! m { ($k:ident) => { mod x { use super::{Key, $k}; } } }\npub struct Key;\n",
+        )]);
+        assert!(module_edges(&files).len() <= 1);
     }
 
     #[test]
