@@ -1,5 +1,5 @@
 //! Builds the preload library of `pmscope run` (`shim/pmscope_preload.c`, the project's only
-//! C) into a shared object that `launch.rs` embeds with `include_bytes!`: the binary carries
+//! C) into a shared object that `launch/mod.rs` embeds with `include_bytes!`: the binary carries
 //! it, so wherever `pmscope` is copied its `run` works, and nothing is installed beside it.
 //! The `cc` crate finds the C compiler (honouring `CC`/`CFLAGS`); it builds archives only,
 //! so the link into a `.so` is one command with that compiler.

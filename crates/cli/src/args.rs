@@ -134,13 +134,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
     )]
     Numa(NumaArgs),
-    /// A real key-value server (memcached, redis) with its heap on each target, loaded by
-    /// its own benchmark client (seed 004 Figures 20, 22, 27), with the heap's verified
-    /// placement.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k"
-    )]
-    App(AppArgs),
     /// File-operation latency on the file system of each directory (seed 004 Figure 23):
     /// create, append, overwrite and read, each with and without fsync, individually timed,
     /// in a directory pmscope creates and removes.
@@ -164,13 +157,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest"
     )]
     Suite(SuiteArgs),
-    /// Run an unmodified program with its large allocations on a target (PMDK libvmmalloc's
-    /// role in seed 000), then report where they went and at which verified page size.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope run -t dram:2m -- python3 -c 'b = bytearray(1 << 30)'\n  pmscope run -t file:/mnt/pmem --threshold 4MiB -- ./app --big\n  pmscope run -t dram:thp,node=1 -- stress-ng --vm 1 --vm-bytes 512M -t 5s",
-        trailing_var_arg = true
-    )]
-    Run(RunArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     #[command(
         after_help = "EXAMPLES:\n  pmscope completions bash > /etc/bash_completion.d/pmscope"
@@ -309,14 +295,6 @@ fn traffic_op_help() -> String {
     )
 }
 
-fn run_target_help() -> String {
-    format!(
-        "The target of the program's large allocations. Syntax: {}, each with an optional \
-         ,node=N; file: names a directory (one file per allocation).",
-        pmscope_mapping::kinds::syntax_summary()
-    )
-}
-
 /// `pmscope numa`.
 #[derive(Debug, Args)]
 pub struct NumaArgs {
@@ -336,52 +314,6 @@ pub struct NumaArgs {
     /// Mapping options (--max-mem, --keep...); targets are made from --memory, not -t.
     #[command(flatten)]
     pub targets: TargetArgs,
-}
-
-/// `pmscope app`.
-#[derive(Debug, Args)]
-pub struct AppArgs {
-    /// The server.
-    #[arg(value_enum)]
-    pub server: AppServer,
-    /// Targets for the server's heap, and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Value sizes (memcached default 1KiB, redis 512, with --aof-on 4).
-    #[arg(long, value_name = "AXIS")]
-    pub value_sizes: Option<String>,
-    /// Concurrent client connections [default: 12].
-    #[arg(long)]
-    pub clients: Option<Count>,
-    /// memcached: seconds per workload and value size [default: 5].
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// redis: requests per workload and value size [default: 50000].
-    #[arg(long)]
-    pub requests: Option<Count>,
-    /// The server's memory limit (memcached -m, redis maxmemory) [default: 1GiB].
-    #[arg(long, value_name = "SIZE")]
-    pub memory: Option<Size>,
-    /// redis: keep an append-only file, fsynced after every write, in a new directory
-    /// inside DIR (file:DIR; removed afterwards unless --keep): seed 004 Figure 27's MSET.
-    #[arg(long, value_name = "file:DIR")]
-    pub aof_on: Option<String>,
-    /// Port on 127.0.0.1 [default: a free one].
-    #[arg(long)]
-    pub port: Option<u16>,
-    /// Allocations of at least SIZE go to the target (pmscope run --threshold; memcached's
-    /// slab pages are 1 MiB).
-    #[arg(long, default_value = "1MiB", value_name = "SIZE")]
-    pub threshold: Size,
-}
-
-/// Servers `pmscope app` drives.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum AppServer {
-    /// memcached, loaded by memaslap (GET-heavy 10 % SET, SET-heavy 50 % SET; 128 B keys).
-    Memcached,
-    /// redis-server, loaded by redis-benchmark (SET then GET; MSET with --aof-on).
-    Redis,
 }
 
 /// `pmscope fs`.
@@ -544,27 +476,6 @@ pub enum Study {
     Table5,
     /// Seed 002: the cost of each synchronisation option (pmmeter).
     Sync,
-}
-
-/// `pmscope run`.
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    // The help lists the kinds from their registry.
-    #[arg(short = 't', long = "target", value_name = "SPEC", help = run_target_help(), required = true)]
-    pub target: TargetSpec,
-    /// Allocations of at least SIZE (malloc family, private anonymous mmap) go to the
-    /// target; smaller ones are left alone.
-    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
-    pub threshold: Size,
-    /// Keep the files created on file: and shm targets (named pmscope-PID-N-kept.bin).
-    #[arg(long)]
-    pub keep: bool,
-    /// Allow writing to devdax devices, destroying their contents.
-    #[arg(long)]
-    pub destroy_data: bool,
-    /// The program and its arguments, after --.
-    #[arg(required = true, num_args = 1.., value_name = "COMMAND", allow_hyphen_values = true)]
-    pub command: Vec<std::ffi::OsString>,
 }
 
 /// `pmscope verify`.

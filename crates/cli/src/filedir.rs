@@ -10,7 +10,6 @@
 use crate::error::usage;
 use anyhow::Result;
 use pmscope_core::record::Record;
-use pmscope_core::vocab::p;
 use pmscope_experiment::Env as Context;
 use pmscope_experiment::params::TargetArgs;
 use pmscope_mapping::{MapOptions, TargetSpec};
@@ -39,21 +38,7 @@ impl DirTarget {
     }
 }
 
-/// `r` with `dir` and the facts of the file system it is on (`mount`) as params: the one
-/// description of a directory every record of file I/O carries (`fs`, `fio`, and the
-/// append-only file of `app redis --aof-on`).
-pub fn describe_directory(r: Record, dir: &Path, mount: Option<&MountInfo>) -> Record {
-    r.param(p::DIRECTORY, dir.display().to_string())
-        .param(p::FS_TYPE, mount.map(|m| m.fstype.clone()))
-        .param(p::MOUNT_POINT, mount.map(|m| m.mount_point.clone()))
-        .param(p::MOUNT_OPTIONS, mount.map(|m| m.options()))
-        .param(
-            p::DEVICE,
-            mount.map(|m| format!("{} ({})", m.source, m.device_number)),
-        )
-        .param(p::DAX, mount.and_then(|m| m.dax()))
-        .param(p::JOURNAL, mount.and_then(|m| m.journal()))
-}
+pub use pmscope_experiment::filedir::describe_directory;
 
 /// The `file:DIR` targets of `command` (at least one), preflighted, with their mounts.
 pub fn targets(

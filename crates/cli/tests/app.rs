@@ -1,5 +1,6 @@
-//! `pmscope app`: real servers under `pmscope run`, their clients, and the lifecycle — a
-//! server that fails to start, a killed client and Ctrl-C all leave no process behind.
+//! `pmscope app`: real servers with their heap placed by the launch library (in-process: the
+//! server is pmscope's own child), their clients, and the lifecycle — a server that fails to
+//! start, a killed client and Ctrl-C all leave no process behind.
 //! memcached, memaslap, redis-server and redis-benchmark come from ./dev setup; a missing
 //! one fails these tests (they are not skipped).
 
@@ -338,6 +339,67 @@ fn a_missing_tool_is_one_sentence_naming_its_package() {
         e.contains("redis-server is not installed") && e.contains("apt-get install redis-server"),
         "{e}"
     );
+}
+
+/// The server is started by `pmscope app` itself, through the launch library: its parent
+/// is the `pmscope app` process (no `pmscope run` in between, no second pmscope at all),
+/// and its heap is still placed and reported.
+#[test]
+fn the_server_is_a_child_of_pmscope_app_itself() {
+    let port = free_port();
+    let marker = tempfile::tempdir().unwrap();
+    let parent = marker.path().join("parent");
+    let server = format!(
+        "echo $PPID > {0}; tr '\\0' ' ' < /proc/$PPID/cmdline >> {0}; exec {1} \"$@\"",
+        parent.display(),
+        which("memcached").display()
+    );
+    let fake = fake_path(&["memcaslap"], &[("memcached", &server)]);
+    let child = pmscope()
+        .env("PATH", path_with(fake.path()))
+        .args([
+            "--json",
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--duration",
+            "1",
+        ])
+        .args(["--clients", "2", "--memory", "64MiB", "--port"])
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pmscope_pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen = std::fs::read_to_string(&parent).expect("the fake server ran");
+    let (ppid, cmdline) = seen.split_once('\n').unwrap();
+    assert_eq!(
+        ppid.parse::<u32>().unwrap(),
+        pmscope_pid,
+        "the server's parent is not pmscope app but: {cmdline}"
+    );
+    let args: Vec<&str> = cmdline.split_whitespace().collect();
+    assert!(
+        args.contains(&"app") && !args.contains(&"run"),
+        "the server's parent: {cmdline}"
+    );
+    let rs = records(&o);
+    let placement: Vec<_> = rs
+        .iter()
+        .filter(|r| r["experiment"] == "app-placement")
+        .collect();
+    assert_eq!(placement.len(), 1, "{rs:?}");
+    let values = &placement[0]["params"]["placement"]["values"];
+    assert!(
+        values["processes"].as_f64().unwrap() >= 1.0,
+        "the server reported no placement: {}",
+        placement[0]
+    );
+    assert_nothing_left(port);
 }
 
 #[test]

@@ -326,7 +326,14 @@ fn the_same_failure_exits_with_the_same_code_in_every_command() {
             );
         }
         // A CPU pmscope may not use: the same sentence, exit 2, whatever the command.
-        let mut a = vec!["--null-executor", cmd, "--cpus", cpu_flag(cmd)];
+        // `--cpu` where the command runs on one CPU, `--cpus` where it takes a list.
+        let help = String::from_utf8_lossy(&pmscope(&[cmd, "--help"]).stdout).into_owned();
+        let flag = if help.contains("--cpu <CPU>") {
+            "--cpu"
+        } else {
+            "--cpus"
+        };
+        let mut a = vec!["--null-executor", cmd, flag, cpu_flag(cmd)];
         a.extend_from_slice(args);
         let o = pmscope(&a);
         assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));

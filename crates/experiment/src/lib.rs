@@ -15,9 +15,11 @@ Sizes are binary: 4K = 4KiB = 4096."
     };
 }
 
+pub mod app;
 pub mod env;
 pub mod error;
 pub mod fallback;
+pub mod filedir;
 pub mod measure;
 pub mod output;
 pub mod params;
@@ -25,6 +27,7 @@ pub mod progress;
 pub mod rap;
 pub mod registry;
 pub mod render;
+pub mod run;
 pub mod suite;
 
 pub use env::Env;

@@ -2,7 +2,7 @@
 //! doc comment is the command's help, its attributes the examples), a suite step, and a
 //! renderer the binary can find by name.
 
-use crate::{Env, Experiment, Output, Placement, rap};
+use crate::{Env, Experiment, Output, Placement, app, rap, run};
 use anyhow::Result;
 use pmscope_core::record::Record;
 
@@ -68,4 +68,18 @@ experiments! {
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", crate::axis_help!()))]
     Rap(rap::Params) => rap::Rap,
+    /// A real key-value server (memcached, redis) with its heap on each target, loaded by
+    /// its own benchmark client (seed 004 Figures 20, 22, 27), with the heap's verified
+    /// placement.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k"
+    )]
+    App(app::Params) => app::App,
+    /// Run an unmodified program with its large allocations on a target (PMDK libvmmalloc's
+    /// role in seed 000), then report where they went and at which verified page size.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope run -t dram:2m -- python3 -c 'b = bytearray(1 << 30)'\n  pmscope run -t file:/mnt/pmem --threshold 4MiB -- ./app --big\n  pmscope run -t dram:thp,node=1 -- stress-ng --vm 1 --vm-bytes 512M -t 5s",
+        trailing_var_arg = true
+    )]
+    Run(run::Params) => run::Run,
 }

@@ -69,8 +69,8 @@ pub fn dies_with_parent(cmd: &mut Command, signal: i32) -> &mut Command {
 }
 
 /// Spawns `cmd` as the leader of a new process group (one signal reaches it and everything
-/// it starts; a terminal's Ctrl-C does not) that receives SIGTERM when pmscope dies: a
-/// `pmscope run` under it forwards that to its program and still reports.
+/// it starts; a terminal's Ctrl-C does not) that receives SIGTERM when pmscope dies, so a
+/// server or client pmscope started ends with it.
 pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
     cmd.process_group(0);
     dies_with_parent(cmd, libc::SIGTERM);

@@ -6,7 +6,8 @@
 //!   canonical k-mers, a concurrent hash table on a target, set operations, and a record
 //!   of inserts, set sizes, phase times and the table's verified configuration.
 //! * [`kvstore`] — the key-value servers and load generators `pmscope app` drives (seed 004):
-//!   their arguments on 127.0.0.1, the seed's workloads, and parsers of the clients' output.
+//!   their arguments on 127.0.0.1, the seed's workloads, the bounded runs of the clients
+//!   and parsers of their output.
 //!
 //! This crate sits above `target`, `runner` and `core`; it contains no `unsafe` (the
 //! software prefetch it uses is `pmscope_sys::prefetch`).

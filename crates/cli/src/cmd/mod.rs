@@ -1,7 +1,6 @@
 //! One file per command. Each turns its arguments into a plan (targets parsed, sizes
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
-mod app;
 mod bandwidth;
 mod fio;
 mod fs;
@@ -17,12 +16,12 @@ mod probe;
 mod quick;
 mod report;
 mod results;
-mod run;
 mod suite;
 mod sync;
 mod verify;
 
 use crate::args::{Cli, Command};
+use crate::error::PassThrough;
 use crate::output::Sink;
 use anyhow::Result;
 use pmscope_experiment::Env as Context;
@@ -51,11 +50,6 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         _ => {}
     }
-    if let Command::Run(a) = &cli.command {
-        // `pmscope run` exits with the program's status, after its record is committed.
-        let mut sink = Sink::open(&cli.output)?;
-        return run::run(&mut ctx, &mut sink, a);
-    }
     if let Command::Kmer(a) = &cli.command {
         // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
         return kmer::run(&mut ctx, &cli.output, a);
@@ -75,6 +69,11 @@ pub fn run(cli: Cli) -> Result<()> {
     let sink = &mut sink;
     let outcome = dispatch(&mut ctx, sink, &cli.command);
     if let Err(e) = outcome {
+        if e.downcast_ref::<PassThrough>().is_some() {
+            // `pmscope run`'s program failed, not pmscope: its record is committed, then
+            // pmscope exits with the program's status.
+            sink.commit()?;
+        }
         if e.downcast_ref::<Interrupted>().is_some() && !sink.json() {
             crate::output::finished::print(sink.records());
         }
@@ -103,9 +102,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Fio(a) => fio::run(ctx, sink, a),
         Command::Poly(a) => poly::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
-        Command::App(a) => app::run(ctx, sink, a),
         Command::Kmer(_)
-        | Command::Run(_)
         | Command::Completions { .. }
         | Command::Man
         | Command::Results(_)

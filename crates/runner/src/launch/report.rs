@@ -1,86 +1,12 @@
-//! Running an unmodified program with its large allocations on a target (`pmscope run`, the
-//! role PMDK's libvmmalloc played in seed 000), reusable by any command that starts a
-//! program (a later memcached or redis study): [`run`] takes a target and a command and
-//! returns the program's exit status and its verified [`Placement`].
-//!
-//! ```text
-//! heap_plan (preflight)     a bad target is refused here: the program never starts
-//! preload library           built from shim/pmscope_preload.c by build.rs, embedded in the
-//!                           binary, written to a memfd: LD_PRELOAD=/proc/<pmscope>/fd/<n>
-//! report file               a memfd too; every process under the program (a wrapper
-//!                           script, the program, its children: LD_PRELOAD is inherited)
-//!                           appends its own block at exit
-//! spawn, wait               a signal sent to pmscope by kill is forwarded once; a terminal's
-//!                           Ctrl-C reaches the program itself (same process group)
-//! parse, sum, warn          bytes per page size and node, read back by the library from
-//!                           /proc/self/smaps and numa_maps before each served range is
-//!                           released and at exit
-//! ```
-//!
-//! Nothing is left on disk: the library and the report are memfds, the library's files on a
-//! `file:` or `shm` target are unnamed (`O_TMPFILE`; named and unlinked at once where the
-//! file system has none, with the scratch naming the next run sweeps) unless `--keep`,
-//! which names them `pmscope-<pid>-<n>-kept.bin`.
+//! The placement report: the block every process under the program appends to the report
+//! file at exit, parsed, summed into a [`Placement`], and judged ([`findings`]).
 
 use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
 use pmscope_core::units::{Bytes, GIB1, KIB4, MIB2, page_size_name};
 use pmscope_core::warning::Warning;
-use pmscope_mapping::{HeapBacking, HeapPlan, MapOptions, TargetError, TargetSpec};
-use pmscope_sys::{process, scratch, signal};
+use pmscope_mapping::{HeapBacking, HeapPlan};
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::io::{Read, Seek};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::Duration;
-
-/// The preload library, compiled by build.rs.
-const PRELOAD_LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libpmscope_preload.so"));
-
-/// Allocations of at least this many bytes go to the target by default: one huge page, so
-/// a huge-page target never spends more than twice what was asked.
-pub const DEFAULT_THRESHOLD: u64 = 2 << 20;
-
-/// What to run where.
-#[derive(Debug)]
-pub struct Launch<'a> {
-    /// The target of the large allocations.
-    pub target: &'a TargetSpec,
-    /// `keep` (name the files of `file:`/`shm` targets instead of leaving them unnamed)
-    /// and `destroy_data` are read; the rest is the preflight's.
-    pub opts: &'a MapOptions,
-    /// Allocations (malloc family, private anonymous mmap) of at least this many bytes are
-    /// placed on the target.
-    pub threshold: u64,
-    /// The program and its arguments.
-    pub command: &'a [OsString],
-}
-
-/// Why a program could not be run.
-#[derive(Debug, thiserror::Error)]
-pub enum LaunchError {
-    /// The target was refused before the program started.
-    #[error(transparent)]
-    Target(#[from] TargetError),
-    /// The command cannot be started as given (usage).
-    #[error("{0}")]
-    Command(String),
-    /// The system refused (memfd, spawn, wait).
-    #[error("{0}")]
-    System(String),
-}
-
-impl LaunchError {
-    /// Whether the request itself was wrong (exit 2) rather than the system (exit 1).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            LaunchError::Target(t) => t.is_usage(),
-            LaunchError::Command(_) => true,
-            LaunchError::System(_) => false,
-        }
-    }
-}
 
 /// What one process under the program reported: its served allocations and what the
 /// kernel backed them with.
@@ -275,131 +201,37 @@ impl Placement {
     }
 }
 
-/// The program's end and where its memory went.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// The exit status as a shell gives it: the code, or 128 + the signal that killed it.
-    pub exit_code: i32,
-    /// The signal that killed it, if one did.
-    pub signal: Option<i32>,
-    /// Where its large allocations went.
-    pub placement: Placement,
-}
-
-/// Runs `launch.command` with its large allocations on `launch.target` and waits for it.
-/// The target is preflighted first: a bad one returns [`LaunchError::Target`] and the
-/// program never starts.
-pub fn run(launch: &Launch<'_>) -> Result<Outcome, LaunchError> {
-    let plan = launch.target.heap_plan(launch.opts)?;
-    let Some(program) = launch.command.first() else {
-        return Err(LaunchError::Command(
-            "no program to run: give one after --, e.g. pmscope run -t dram:2m -- python3 app.py"
-                .into(),
-        ));
-    };
-    let mut warnings = Vec::new();
-    let mut cmd = Command::new(program);
-    cmd.args(&launch.command[1..]);
-    match &plan.backing {
-        HeapBacking::Anonymous { pages } => {
-            cmd.env("PMSCOPE_RUN_BACKING", "anon")
-                .env("PMSCOPE_RUN_PAGES", pages);
+impl Placement {
+    /// The placement the report file's `text` describes, for a program planned as `plan`
+    /// whose launch found `warnings` already; `killed_by` is the signal that ended it.
+    pub(super) fn read(
+        plan: HeapPlan,
+        threshold: u64,
+        text: &str,
+        keep: bool,
+        warnings: Vec<Warning>,
+        killed_by: Option<i32>,
+    ) -> Placement {
+        let processes = parse_reports(text);
+        let mut total = ProcessReport::default();
+        for p in &processes {
+            total.add(p);
         }
-        HeapBacking::Directory { dir, pages } => {
-            let stale = scratch::remove_stale(dir);
-            if !stale.is_empty() {
-                warnings.push(Warning::new(
-                    "stale-files-removed",
-                    format!(
-                        "removed {} file(s) that killed runs left in {}",
-                        stale.len(),
-                        dir.display()
-                    ),
-                    "nothing to do: pmscope sweeps these files at the next run",
-                ));
-            }
-            cmd.env("PMSCOPE_RUN_BACKING", "dir")
-                .env("PMSCOPE_RUN_PAGES", pages)
-                .env("PMSCOPE_RUN_DIR", dir);
-        }
+        let kept_files = match (&plan.backing, keep) {
+            (HeapBacking::Directory { dir, .. }, true) => kept_in(dir, &processes),
+            _ => Vec::new(),
+        };
+        let mut placement = Placement {
+            plan,
+            threshold,
+            processes,
+            total,
+            kept_files,
+            warnings,
+        };
+        placement.warnings.extend(findings(&placement, killed_by));
+        placement
     }
-    match plan.node {
-        Some(n) => cmd.env("PMSCOPE_RUN_NODE", n.to_string()),
-        None => cmd.env_remove("PMSCOPE_RUN_NODE"),
-    };
-    let system = |what: &str, e: std::io::Error| LaunchError::System(format!("{what}: {e}"));
-    let library = process::memfd_with("pmscope-preload.so", PRELOAD_LIBRARY)
-        .map_err(|e| system("cannot hold the preload library in memory", e))?;
-    let mut report = process::memfd_with("pmscope-run-report", b"")
-        .map_err(|e| system("cannot create the report file", e))?;
-    let mut preload = OsString::from(scratch::proc_path(&library));
-    if let Some(theirs) = std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
-        preload.push(":");
-        preload.push(theirs);
-    }
-    cmd.env("LD_PRELOAD", preload)
-        .env("PMSCOPE_RUN_REPORT", scratch::proc_path(&report))
-        .env("PMSCOPE_RUN_THRESHOLD", launch.threshold.to_string())
-        .env("PMSCOPE_RUN_KEEP", if launch.opts.keep { "1" } else { "0" });
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LaunchError::Command(format!(
-            "cannot run '{}': no such program (give a path, or a name found in PATH)",
-            program.to_string_lossy()
-        )),
-        std::io::ErrorKind::PermissionDenied => LaunchError::Command(format!(
-            "cannot run '{}': permission denied (is it executable?)",
-            program.to_string_lossy()
-        )),
-        _ => system(&format!("cannot run '{}'", program.to_string_lossy()), e),
-    })?;
-    let mut forwarded = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return Err(system("cannot wait for the program", e)),
-        }
-        if !forwarded && let Some(sig) = signal::received() {
-            forwarded = true;
-            if !signal::received_from_terminal() {
-                let _ = process::send_signal(child.id(), sig);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let (exit_code, killed_by) = match (status.code(), status.signal()) {
-        (Some(c), _) => (c, None),
-        (None, Some(s)) => (128 + s, Some(s)),
-        (None, None) => (1, None),
-    };
-    let mut text = String::new();
-    report
-        .rewind()
-        .and_then(|_| report.read_to_string(&mut text))
-        .map_err(|e| system("cannot read the placement report", e))?;
-    let processes = parse_reports(&text);
-    let mut total = ProcessReport::default();
-    for p in &processes {
-        total.add(p);
-    }
-    let kept_files = match (&plan.backing, launch.opts.keep) {
-        (HeapBacking::Directory { dir, .. }, true) => kept_in(dir, &processes),
-        _ => Vec::new(),
-    };
-    let mut placement = Placement {
-        plan,
-        threshold: launch.threshold,
-        processes,
-        total,
-        kept_files,
-        warnings,
-    };
-    placement.warnings.extend(findings(&placement, killed_by));
-    Ok(Outcome {
-        exit_code,
-        signal: killed_by,
-        placement,
-    })
 }
 
 /// The files `--keep` left in `dir` for the processes that reported.
@@ -553,11 +385,5 @@ mod tests {
             placement.achieved().describe(),
             "4k 40% (smaps), 60% untouched, node 0, volatile"
         );
-    }
-
-    #[test]
-    fn the_library_is_embedded_and_is_a_shared_object() {
-        assert_eq!(&PRELOAD_LIBRARY[..4], b"\x7fELF");
-        assert_eq!(PRELOAD_LIBRARY[16], 3, "ET_DYN");
     }
 }
