@@ -21,11 +21,17 @@ fn main() {
         "cargo:rustc-env=PMSCOPE_BUILD_PROFILE={}",
         std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into())
     );
-    // Rebuild when HEAD moves (the branch file it names, or HEAD itself when detached).
-    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
-        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo:rerun-if-changed={dir}/{r}");
+    // Rebuild when HEAD moves: HEAD itself, and the branch it names, which is a loose file or
+    // a line of packed-refs (a fresh clone's). `--git-path` finds both in a worktree too; a
+    // path that does not exist would make cargo rebuild every time, so only existing ones
+    // are watched.
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name])
+            && std::path::Path::new(&path).exists()
+        {
+            println!("cargo:rerun-if-changed={path}");
         }
     }
 }
