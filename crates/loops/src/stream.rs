@@ -372,6 +372,13 @@ impl Streamer {
         self.traffic(idx.len() as u64)
     }
 
+    /// The bytes one pass over a region of `region_len` bytes moves, counted as
+    /// [`Streamer::pass`] counts them, without touching memory: what the null executor
+    /// reports a pass of this stream moved.
+    pub fn pass_traffic(&self, region_len: usize) -> Traffic {
+        self.traffic(self.block_count(region_len) as u64)
+    }
+
     /// Blocks in the span.
     pub fn block_count(&self, region_len: usize) -> usize {
         self.span(region_len) / self.access
@@ -620,6 +627,29 @@ mod tests {
             9,
         );
         assert_eq!(t.written as usize, (1 << 16) / 192 * 192);
+        assert_eq!(s.pass_traffic(1 << 16), t);
+    }
+
+    /// A pass's traffic, told without streaming, is what streaming the pass counts.
+    #[test]
+    fn pass_traffic_is_what_a_pass_counts() {
+        let f = CpuFeatures::detect();
+        let w = Streamer::widest(&f);
+        for op in STREAM_OPS {
+            if op == StreamOp::StoreClwb && !f.clwb {
+                continue;
+            }
+            for access in [64usize, 192, 4096] {
+                let s = Streamer::new(op, w, access, &f).unwrap();
+                let mut b = Box::new(Buf([0; 1 << 16]));
+                let len = (1 << 16) - 128; // not a multiple of 192; each half 64-byte aligned
+                let t = s.pass(
+                    StreamView::of(&mut Region::from_slice(&mut b.0[..len]), 1, false)[0],
+                    3,
+                );
+                assert_eq!(s.pass_traffic(len), t, "{} {access}", op.name());
+            }
+        }
     }
 
     #[test]
