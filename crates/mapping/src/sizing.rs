@@ -126,7 +126,7 @@ impl Room {
             granule: 4096,
         };
         for spec in specs {
-            let t = spec.kind().room(spec, opts);
+            let t = spec.room(opts);
             room.granule = room.granule.max(t.granule);
             room.ram |= t.ram;
             if let Some(own) = t.own

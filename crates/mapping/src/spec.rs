@@ -2,6 +2,7 @@
 //! (property-tested to round-trip).
 
 use crate::kinds::{self, Kind};
+use crate::sizing::TargetRoom;
 use crate::{MapOptions, TargetError};
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -34,6 +35,27 @@ impl TargetSpec {
     /// that name a new file.
     pub fn directory(&self) -> Option<&std::path::Path> {
         self.kind.directory()
+    }
+
+    /// The memory the target maps, apart from its page policy: `dram,node=1` for
+    /// `dram:thp,node=1`, so targets that differ only in page size can be set side by side;
+    /// the whole spec for kinds whose argument is not a page policy (a file's page size is
+    /// its file system's).
+    pub fn memory(&self) -> String {
+        if self.kind.page_policy().is_none() {
+            return self.to_string();
+        }
+        match self.node {
+            Some(n) => format!("{},node={n}", self.kind_name()),
+            None => self.kind_name().to_string(),
+        }
+    }
+
+    /// What this target's kind says bounds a size on it before anything is mapped: whether
+    /// its pages are RAM that MemAvailable and `--max-mem` count, its own capacity, its
+    /// granule ([`crate::sizing`]).
+    pub fn room(&self, opts: &MapOptions) -> TargetRoom {
+        self.kind.room(self, opts)
     }
 
     pub(crate) fn kind(&self) -> &dyn Kind {
@@ -161,6 +183,20 @@ mod tests {
         );
         assert_eq!(parse("dram:4k").unwrap().directory(), None);
         assert_eq!(parse("shm").unwrap().directory(), None);
+    }
+
+    #[test]
+    fn memory_leaves_out_the_page_policy_only() {
+        for (spec, memory) in [
+            ("dram:4k", "dram"),
+            ("dram:2m,node=1", "dram,node=1"),
+            ("shm:thp", "shm"),
+            ("file:/mnt/pmem", "file:/mnt/pmem"),
+            ("file:/mnt/pmem,node=0", "file:/mnt/pmem,node=0"),
+            ("devdax:/dev/dax0.0", "devdax:/dev/dax0.0"),
+        ] {
+            assert_eq!(parse(spec).unwrap().memory(), memory, "{spec}");
+        }
     }
 
     #[test]
