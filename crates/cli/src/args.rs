@@ -71,17 +71,6 @@ pub enum Command {
     /// Describe this machine: CPU and persistence instructions, caches, TSC, NUMA nodes,
     /// huge pages, THP, DAX devices and mounts, perf counters.
     Info,
-    /// The main job on the embedded default targets (dram:4k, dram:thp, shm): map, verify,
-    /// and print a short summary.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope quick\n  pmscope quick -t dram:4k -t file:/mnt/pmem --size 1GiB"
-    )]
-    Quick(QuickArgs),
-    /// Map targets, pre-fault them and print what the kernel actually gave.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
-    )]
-    Verify(VerifyArgs),
     /// Idle load latency by dependent-load chains over a working-set sweep.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
     Latency(LatencyArgs),
@@ -556,29 +545,6 @@ pub struct RunArgs {
     /// The program and its arguments, after --.
     #[arg(required = true, num_args = 1.., value_name = "COMMAND", allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
-}
-
-/// `pmscope verify`.
-#[derive(Debug, Args)]
-pub struct VerifyArgs {
-    /// Targets and mapping options.
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Bytes to map per target.
-    #[arg(long, default_value = "64MiB", value_name = "SIZE")]
-    pub size: Size,
-}
-
-/// `pmscope quick`.
-#[derive(Debug, Args)]
-pub struct QuickArgs {
-    /// Targets and mapping options (default: dram:4k, dram:thp, shm:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Bytes to map per target (the working set of both figures), or auto: 4x the
-    /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub size: AutoSize,
 }
 
 /// `pmscope latency`.

@@ -22,9 +22,11 @@ pub mod measure;
 pub mod output;
 pub mod params;
 pub mod progress;
+pub mod quick;
 pub mod rap;
 pub mod registry;
 pub mod render;
+pub mod verify;
 
 pub use env::Env;
 pub use error::{PassThrough, UsageError, usage};

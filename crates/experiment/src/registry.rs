@@ -61,4 +61,15 @@ experiments! {
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", crate::axis_help!()))]
     Rap(rap::Params) => rap::Rap,
+    /// The main job on the embedded default targets (dram:4k, dram:thp, shm): map, verify,
+    /// and print a short summary.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope quick\n  pmscope quick -t dram:4k -t file:/mnt/pmem --size 1GiB"
+    )]
+    Quick(crate::quick::Params) => crate::quick::Quick,
+    /// Map targets, pre-fault them and print what the kernel actually gave.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
+    )]
+    Verify(crate::verify::Params) => crate::verify::Verify,
 }

@@ -14,13 +14,11 @@ mod loaded;
 mod numa;
 mod poly;
 mod probe;
-mod quick;
 mod report;
 mod results;
 mod run;
 mod suite;
 mod sync;
-mod verify;
 
 use crate::args::{Cli, Command};
 use crate::output::Sink;
@@ -88,8 +86,6 @@ pub fn run(cli: Cli) -> Result<()> {
 pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result<()> {
     match command {
         Command::Info => info::run(ctx, sink),
-        Command::Quick(a) => quick::run(ctx, sink, a),
-        Command::Verify(a) => verify::run(ctx, sink, a),
         Command::Latency(a) => latency::run(ctx, sink, a),
         Command::Inst(a) => inst::run(ctx, sink, a),
         Command::Sync(a) => sync::run(ctx, sink, a),
