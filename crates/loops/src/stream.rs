@@ -78,6 +78,15 @@ impl StreamOp {
     }
 }
 
+/// Parses an op's name, as the command line gives it (`--ops read,copy`).
+impl std::str::FromStr for StreamOp {
+    type Err = String;
+    fn from_str(s: &str) -> Result<StreamOp, String> {
+        StreamOp::parse(s.trim())
+            .ok_or_else(|| format!("not a stream op: use {}", StreamOp::names()))
+    }
+}
+
 /// Bytes moved by a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -499,6 +508,13 @@ mod tests {
         assert_eq!(
             StreamOp::names(),
             "read, write, ntstore, store+clwb, copy or ntcopy"
+        );
+        for op in STREAM_OPS {
+            assert_eq!(op.name().parse::<StreamOp>(), Ok(op));
+        }
+        assert_eq!(
+            "load".parse::<StreamOp>(),
+            Err("not a stream op: use read, write, ntstore, store+clwb, copy or ntcopy".into())
         );
     }
 
