@@ -85,9 +85,6 @@ pub enum Command {
     /// The experiments (see `pmscope_experiment::registry`).
     #[command(flatten)]
     Experiment(pmscope_experiment::Step),
-    /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
-    Bandwidth(BandwidthArgs),
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
     Loaded(LoadedArgs),
@@ -269,15 +266,6 @@ pub enum ListWhat {
     /// The op catalog (access sequences of inst, sync and loaded --probe) and whether this
     /// CPU runs them.
     Ops,
-}
-
-fn bandwidth_ops_help() -> String {
-    format!(
-        "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
-         ntcopy: the region's first half into its second, ntcopy with non-temporal stores). \
-         Default: all (with --mix: write, the op of the writers)",
-        pmscope_loops::stream::StreamOp::names()
-    )
 }
 
 fn traffic_op_help() -> String {
@@ -672,58 +660,6 @@ pub struct SyncArgs {
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
     /// The thorough version: 7 repetitions of 1 s per option.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// `pmscope bandwidth`.
-#[derive(Debug, Args)]
-pub struct BandwidthArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    // The op list comes from loops::stream::STREAM_OPS.
-    #[arg(long, help = bandwidth_ops_help())]
-    pub ops: Option<String>,
-    /// Pattern: seq, rand (random aligned blocks of the access size) or both.
-    #[arg(long, default_value = "both")]
-    pub pattern: String,
-    /// Access sizes (sweep axis, multiples of 64 B). Default 64,256,4KiB,64KiB; --full:
-    /// every power of two from 64 B to 128 KiB.
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Thread counts (sweep axis, e.g. 1,2 or 1..4). Default: 1 to the number of CPUs.
-    #[arg(long, value_name = "AXIS")]
-    pub threads: Option<String>,
-    /// CPUs to pin threads to, in order (default: all allowed CPUs).
-    #[arg(long)]
-    pub cpus: Option<Cpus>,
-    /// All threads stream over one shared region instead of one region each.
-    #[arg(long)]
-    pub shared: bool,
-    /// Memory per thread (the whole region with --shared), or auto: 4x the last-level cache
-    /// (over the threads of the smallest --threads point), at least 512MiB, capped by
-    /// available memory (shared among the threads) and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub region: AutoSize,
-    /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2). Default: the widest
-    /// the CPU has.
-    #[arg(long)]
-    pub width: Option<usize>,
-    /// Mixed reads and writes: `split` (k readers and n-k writers, every k) or a ratio R:W
-    /// such as 2:1 (every thread interleaves reads and writes).
-    #[arg(long)]
-    pub mix: Option<String>,
-    /// Seed of the random block order.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: every access size 64 B..128 KiB, 5 repetitions of 1 s.
     #[arg(long)]
     pub full: bool,
 }

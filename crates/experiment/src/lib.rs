@@ -15,6 +15,7 @@ Sizes are binary: 4K = 4KiB = 4096."
     };
 }
 
+pub mod bandwidth;
 pub mod env;
 pub mod error;
 pub mod fallback;

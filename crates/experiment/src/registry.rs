@@ -72,4 +72,7 @@ experiments! {
         after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
     )]
     Verify(crate::verify::Params) => crate::verify::Verify,
+    /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", crate::axis_help!()))]
+    Bandwidth(crate::bandwidth::Params) => crate::bandwidth::Bandwidth,
 }

@@ -2,7 +2,6 @@
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
 mod app;
-mod bandwidth;
 mod fio;
 mod fs;
 mod info;
@@ -90,7 +89,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Inst(a) => inst::run(ctx, sink, a),
         Command::Sync(a) => sync::run(ctx, sink, a),
         Command::Experiment(step) => step.run(ctx, sink),
-        Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
         Command::Loaded(a) => loaded::run(ctx, sink, a),
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
