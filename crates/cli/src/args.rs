@@ -105,12 +105,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope report\n  pmscope report latest latest~1 -o two-runs.html\n  pmscope report optane-box.jsonl cxl-box.jsonl --reference optane-g1 --svg-dir figures"
     )]
     Report(ReportArgs),
-    /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
-    /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
-    )]
-    Numa(NumaArgs),
     /// A real key-value server (memcached, redis) with its heap on each target, loaded by
     /// its own benchmark client (seed 004 Figures 20, 22, 27), with the heap's verified
     /// placement.
@@ -283,27 +277,6 @@ fn run_target_help() -> String {
          ,node=N; file: names a directory (one file per allocation).",
         pmscope_mapping::kinds::syntax_summary()
     )
-}
-
-/// `pmscope numa`.
-#[derive(Debug, Args)]
-pub struct NumaArgs {
-    /// The memory kind mapped on every node, without node= (dram:4k, dram:thp, dram:2m...).
-    #[arg(long, default_value = "dram:4k", value_name = "KIND")]
-    pub memory: String,
-    /// Bytes mapped per memory node (the latency chain covers all of it), or auto: 4x the
-    /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub size: AutoSize,
-    /// Repetitions per cell (one more is run first and dropped).
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Seconds each bandwidth repetition streams [default: 0.15].
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// Mapping options (--max-mem, --keep...); targets are made from --memory, not -t.
-    #[command(flatten)]
-    pub targets: TargetArgs,
 }
 
 /// `pmscope app`.

@@ -20,6 +20,7 @@ pub mod env;
 pub mod error;
 pub mod fallback;
 pub mod measure;
+pub mod numa;
 pub mod output;
 pub mod params;
 pub mod progress;

@@ -75,4 +75,10 @@ experiments! {
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", crate::axis_help!()))]
     Bandwidth(crate::bandwidth::Params) => crate::bandwidth::Bandwidth,
+    /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
+    /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
+    )]
+    Numa(crate::numa::Params) => crate::numa::Numa,
 }

@@ -10,7 +10,6 @@ mod kmer;
 mod latency;
 mod list;
 mod loaded;
-mod numa;
 mod poly;
 mod probe;
 mod report;
@@ -92,7 +91,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Loaded(a) => loaded::run(ctx, sink, a),
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
-        Command::Numa(a) => numa::run(ctx, sink, a),
         Command::Fs(a) => fs::run(ctx, sink, a),
         Command::Fio(a) => fio::run(ctx, sink, a),
         Command::Poly(a) => poly::run(ctx, sink, a),
