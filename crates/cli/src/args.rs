@@ -88,13 +88,6 @@ pub enum Command {
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
     Loaded(LoadedArgs),
-    /// PolyBench kernels (seed 000 Table 1) with their arrays on each target, single-threaded
-    /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
-    /// and LLC misses where perf counters exist.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data"
-    )]
-    Poly(PolyArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
@@ -342,32 +335,6 @@ pub struct FsArgs {
     #[arg(long, default_value = "both")]
     pub fsync: String,
     /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-}
-
-/// `pmscope poly`.
-#[derive(Debug, Args)]
-pub struct PolyArgs {
-    /// Targets and mapping options (default: dram:4k); every kernel's arrays are carved
-    /// from one mapping of the largest kernel's size on each target.
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Dataset size: mini, small, medium, large, or seed (seed 000 Table 1's sizes, up to
-    /// about 1 GiB per kernel).
-    #[arg(long, default_value = "medium")]
-    pub preset: String,
-    /// Kernels, comma-separated (default: all 22 of seed 000 Table 1; `pmscope poly --kernels
-    /// list` names them).
-    #[arg(long, value_name = "LIST")]
-    pub kernels: Option<String>,
-    /// Variants, comma-separated: ref (textbook loop order), opt (interchanged, tiled).
-    #[arg(long, default_value = "ref,opt", value_name = "LIST")]
-    pub variants: String,
-    /// Timed runs per kernel, variant and target (one more is run first and dropped).
-    #[arg(long, visible_alias = "reps", default_value = "3")]
-    pub repetitions: Count,
-    /// CPU to pin the kernels to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
 }

@@ -23,6 +23,7 @@ pub mod measure;
 pub mod numa;
 pub mod output;
 pub mod params;
+pub mod poly;
 pub mod progress;
 pub mod quick;
 pub mod rap;

@@ -81,4 +81,11 @@ experiments! {
         after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
     )]
     Numa(crate::numa::Params) => crate::numa::Numa,
+    /// PolyBench kernels (seed 000 Table 1) with their arrays on each target, single-threaded
+    /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
+    /// and LLC misses where perf counters exist.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data"
+    )]
+    Poly(crate::poly::Params) => crate::poly::Poly,
 }

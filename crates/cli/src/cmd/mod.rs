@@ -10,7 +10,6 @@ mod kmer;
 mod latency;
 mod list;
 mod loaded;
-mod poly;
 mod probe;
 mod report;
 mod results;
@@ -93,7 +92,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Suite(a) => suite::run(ctx, sink, a),
         Command::Fs(a) => fs::run(ctx, sink, a),
         Command::Fio(a) => fio::run(ctx, sink, a),
-        Command::Poly(a) => poly::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
         Command::App(a) => app::run(ctx, sink, a),
         Command::Kmer(_)
