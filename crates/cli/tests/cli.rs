@@ -139,7 +139,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["rap", "--persist", "bogus"],
         2,
-        "pmscope: 'bogus' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync\n",
+        "pmscope: --persist bogus: 'bogus' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync\n",
     ),
     (
         &["bandwidth", "--mix", "2-1"],
