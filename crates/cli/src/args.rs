@@ -80,17 +80,6 @@ pub enum Command {
     /// Describe this machine: CPU and persistence instructions, caches, TSC, NUMA nodes,
     /// huge pages, THP, DAX devices and mounts, perf counters.
     Info,
-    /// The main job on the embedded default targets (dram:4k, dram:thp, shm): map, verify,
-    /// and print a short summary.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope quick\n  pmscope quick -t dram:4k -t file:/mnt/pmem --size 1GiB"
-    )]
-    Quick(QuickArgs),
-    /// Map targets, pre-fault them and print what the kernel actually gave.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
-    )]
-    Verify(VerifyArgs),
     /// Idle load latency by dependent-load chains over a working-set sweep.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
     Latency(LatencyArgs),
@@ -105,19 +94,9 @@ pub enum Command {
     /// The experiments (see `pmscope_experiment::registry`).
     #[command(flatten)]
     Experiment(pmscope_experiment::Step),
-    /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
-    Bandwidth(BandwidthArgs),
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
     Loaded(LoadedArgs),
-    /// PolyBench kernels (seed 000 Table 1) with their arrays on each target, single-threaded
-    /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
-    /// and LLC misses where perf counters exist.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data"
-    )]
-    Poly(PolyArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
@@ -128,12 +107,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope report\n  pmscope report latest latest~1 -o two-runs.html\n  pmscope report optane-box.jsonl cxl-box.jsonl --reference optane-g1 --svg-dir figures"
     )]
     Report(ReportArgs),
-    /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
-    /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
-    )]
-    Numa(NumaArgs),
     /// File-operation latency on the file system of each directory (seed 004 Figure 23):
     /// create, append, overwrite and read, each with and without fsync, individually timed,
     /// in a directory pmscope creates and removes.
@@ -277,15 +250,6 @@ pub enum ListWhat {
     Ops,
 }
 
-fn bandwidth_ops_help() -> String {
-    format!(
-        "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
-         ntcopy: the region's first half into its second, ntcopy with non-temporal stores). \
-         Default: all (with --mix: write, the op of the writers)",
-        pmscope_loops::stream::StreamOp::names()
-    )
-}
-
 fn traffic_op_help() -> String {
     format!(
         "What the traffic does: {} (read: read-only traffic). A row of `pmscope list ops` that \
@@ -293,27 +257,6 @@ fn traffic_op_help() -> String {
          [default: read, or write when --rw has writes]",
         pmscope_loops::stream::StreamOp::names()
     )
-}
-
-/// `pmscope numa`.
-#[derive(Debug, Args)]
-pub struct NumaArgs {
-    /// The memory kind mapped on every node, without node= (dram:4k, dram:thp, dram:2m...).
-    #[arg(long, default_value = "dram:4k", value_name = "KIND")]
-    pub memory: String,
-    /// Bytes mapped per memory node (the latency chain covers all of it), or auto: 4x the
-    /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub size: AutoSize,
-    /// Repetitions per cell (one more is run first and dropped).
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Seconds each bandwidth repetition streams [default: 0.15].
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// Mapping options (--max-mem, --keep...); targets are made from --memory, not -t.
-    #[command(flatten)]
-    pub targets: TargetArgs,
 }
 
 /// `pmscope fs`.
@@ -333,32 +276,6 @@ pub struct FsArgs {
     #[arg(long, default_value = "both")]
     pub fsync: String,
     /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-}
-
-/// `pmscope poly`.
-#[derive(Debug, Args)]
-pub struct PolyArgs {
-    /// Targets and mapping options (default: dram:4k); every kernel's arrays are carved
-    /// from one mapping of the largest kernel's size on each target.
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Dataset size: mini, small, medium, large, or seed (seed 000 Table 1's sizes, up to
-    /// about 1 GiB per kernel).
-    #[arg(long, default_value = "medium")]
-    pub preset: String,
-    /// Kernels, comma-separated (default: all 22 of seed 000 Table 1; `pmscope poly --kernels
-    /// list` names them).
-    #[arg(long, value_name = "LIST")]
-    pub kernels: Option<String>,
-    /// Variants, comma-separated: ref (textbook loop order), opt (interchanged, tiled).
-    #[arg(long, default_value = "ref,opt", value_name = "LIST")]
-    pub variants: String,
-    /// Timed runs per kernel, variant and target (one more is run first and dropped).
-    #[arg(long, visible_alias = "reps", default_value = "3")]
-    pub repetitions: Count,
-    /// CPU to pin the kernels to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
 }
@@ -476,29 +393,6 @@ pub enum Study {
     Table5,
     /// Seed 002: the cost of each synchronisation option (pmmeter).
     Sync,
-}
-
-/// `pmscope verify`.
-#[derive(Debug, Args)]
-pub struct VerifyArgs {
-    /// Targets and mapping options.
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Bytes to map per target.
-    #[arg(long, default_value = "64MiB", value_name = "SIZE")]
-    pub size: Size,
-}
-
-/// `pmscope quick`.
-#[derive(Debug, Args)]
-pub struct QuickArgs {
-    /// Targets and mapping options (default: dram:4k, dram:thp, shm:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Bytes to map per target (the working set of both figures), or auto: 4x the
-    /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub size: AutoSize,
 }
 
 /// `pmscope latency`.
@@ -626,58 +520,6 @@ pub struct SyncArgs {
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
     /// The thorough version: 7 repetitions of 1 s per option.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// `pmscope bandwidth`.
-#[derive(Debug, Args)]
-pub struct BandwidthArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    // The op list comes from loops::stream::STREAM_OPS.
-    #[arg(long, help = bandwidth_ops_help())]
-    pub ops: Option<String>,
-    /// Pattern: seq, rand (random aligned blocks of the access size) or both.
-    #[arg(long, default_value = "both")]
-    pub pattern: String,
-    /// Access sizes (sweep axis, multiples of 64 B). Default 64,256,4KiB,64KiB; --full:
-    /// every power of two from 64 B to 128 KiB.
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Thread counts (sweep axis, e.g. 1,2 or 1..4). Default: 1 to the number of CPUs.
-    #[arg(long, value_name = "AXIS")]
-    pub threads: Option<String>,
-    /// CPUs to pin threads to, in order (default: all allowed CPUs).
-    #[arg(long)]
-    pub cpus: Option<Cpus>,
-    /// All threads stream over one shared region instead of one region each.
-    #[arg(long)]
-    pub shared: bool,
-    /// Memory per thread (the whole region with --shared), or auto: 4x the last-level cache
-    /// (over the threads of the smallest --threads point), at least 512MiB, capped by
-    /// available memory (shared among the threads) and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub region: AutoSize,
-    /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2). Default: the widest
-    /// the CPU has.
-    #[arg(long)]
-    pub width: Option<usize>,
-    /// Mixed reads and writes: `split` (k readers and n-k writers, every k) or a ratio R:W
-    /// such as 2:1 (every thread interleaves reads and writes).
-    #[arg(long)]
-    pub mix: Option<String>,
-    /// Seed of the random block order.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: every access size 64 B..128 KiB, 5 repetitions of 1 s.
     #[arg(long)]
     pub full: bool,
 }

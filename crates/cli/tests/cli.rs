@@ -139,12 +139,12 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["rap", "--persist", "bogus"],
         2,
-        "pmscope: 'bogus' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync\n",
+        "pmscope: --persist bogus: 'bogus' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync\n",
     ),
     (
         &["bandwidth", "--mix", "2-1"],
         2,
-        "pmscope: '2-1' is not a mix: use split (k readers, n-k writers) or a ratio R:W such as 2:1\n",
+        "pmscope: --mix 2-1: not a mix: use split (k readers, n-k writers) or a ratio R:W such as 2:1\n",
     ),
     (&["bandwidth", "--threads", "9999"], 2, ""),
     (

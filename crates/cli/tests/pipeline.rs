@@ -296,7 +296,8 @@ fn the_same_failure_exits_with_the_same_code_in_every_command() {
             "pmscope: --target dram:4k is given twice",
         ),
     ];
-    // loaded needs two CPUs (probe and traffic); every other command one.
+    // loaded needs two CPUs (probe and traffic); every other command one, and the
+    // commands of one CPU name it --cpu.
     let cpu_flag = |cmd: &str| if cmd == "loaded" { "0,9999" } else { "9999" };
     for (cmd, args) in COMMANDS
         .iter()

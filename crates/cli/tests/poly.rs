@@ -188,15 +188,15 @@ fn bad_input_is_one_sentence_and_exit_2() {
     for (args, message) in [
         (
             &["poly", "--preset", "huge"][..],
-            "pmscope: unknown preset `huge`; use one of mini, small, medium, large, seed\n",
+            "pmscope: --preset huge: unknown preset `huge`; use one of mini, small, medium, large, seed\n",
         ),
         (
             &["poly", "--kernels", "gemm,jacobi-3d"][..],
-            "pmscope: --kernels: unknown kernel `jacobi-3d`; use any of gemm, 3mm, 2mm, correlation, covariance, mvt, gemver, jacobi-1d, doitgen, gramschmidt, fdtd-2d, syrk, jacobi-2d, syr2k, symm, dynprog, durbin, seidel-2d, trisolv, cholesky, lu, reg_detect\n",
+            "pmscope: --kernels jacobi-3d: unknown kernel `jacobi-3d`; use any of gemm, 3mm, 2mm, correlation, covariance, mvt, gemver, jacobi-1d, doitgen, gramschmidt, fdtd-2d, syrk, jacobi-2d, syr2k, symm, dynprog, durbin, seidel-2d, trisolv, cholesky, lu, reg_detect\n",
         ),
         (
             &["poly", "--variants", "ref,fast"][..],
-            "pmscope: --variants: unknown variant `fast`; use ref or opt\n",
+            "pmscope: --variants fast: unknown variant `fast`; use ref or opt\n",
         ),
         // The seed's sizes need 1.7 GiB for gemver: refused with the figures, nothing mapped.
         (

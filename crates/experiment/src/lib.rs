@@ -16,19 +16,24 @@ Sizes are binary: 4K = 4KiB = 4096."
 }
 
 pub mod app;
+pub mod bandwidth;
 pub mod env;
 pub mod error;
 pub mod fallback;
 pub mod filedir;
 pub mod measure;
+pub mod numa;
 pub mod output;
 pub mod params;
+pub mod poly;
 pub mod progress;
+pub mod quick;
 pub mod rap;
 pub mod registry;
 pub mod render;
 pub mod run;
 pub mod suite;
+pub mod verify;
 
 pub use env::Env;
 pub use error::{PassThrough, UsageError, usage};

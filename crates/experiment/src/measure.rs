@@ -81,6 +81,25 @@ pub enum Role {
     },
 }
 
+impl Role {
+    /// The bytes one pass of the role over a view of `len` bytes moves, without touching
+    /// memory (what the null executor reports a worker streamed): a stream's pass as
+    /// [`Streamer::pass_traffic`] counts it; an interleaving worker's view split between
+    /// reads and writes in its ratio.
+    pub fn pass_traffic(&self, len: usize) -> Traffic {
+        match *self {
+            Role::Stream(s) => s.pass_traffic(len),
+            Role::Interleave { reads, writes, .. } => {
+                let (len, round) = (len as u64, u64::from(reads + writes));
+                Traffic {
+                    read: len * u64::from(reads) / round,
+                    written: len * u64::from(writes) / round,
+                }
+            }
+        }
+    }
+}
+
 /// Bytes of a sequential pass between two looks at the clock: small enough to stop within
 /// about a millisecond of the deadline, large enough that the look costs nothing.
 const SEQ_CHUNK: usize = 64 << 20;
@@ -179,13 +198,7 @@ pub fn read_bandwidth(
         let out = run.on_cpus(cpus, |w| {
             executor.run(
                 || stream_for(Role::Stream(read), views[w], false, duration, rep as u64),
-                || {
-                    let t = Traffic {
-                        read: views[w].len() as u64,
-                        written: 0,
-                    };
-                    (t, 0.001)
-                },
+                || (read.pass_traffic(views[w].len()), 0.001),
             )
         })?;
         let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);

@@ -82,4 +82,31 @@ experiments! {
         trailing_var_arg = true
     )]
     Run(run::Params) => run::Run,
+    /// The main job on the embedded default targets (dram:4k, dram:thp, shm): map, verify,
+    /// and print a short summary.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope quick\n  pmscope quick -t dram:4k -t file:/mnt/pmem --size 1GiB"
+    )]
+    Quick(crate::quick::Params) => crate::quick::Quick,
+    /// Map targets, pre-fault them and print what the kernel actually gave.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
+    )]
+    Verify(crate::verify::Params) => crate::verify::Verify,
+    /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", crate::axis_help!()))]
+    Bandwidth(crate::bandwidth::Params) => crate::bandwidth::Bandwidth,
+    /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
+    /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope numa\n  pmscope numa --memory dram:thp --size 1GiB"
+    )]
+    Numa(crate::numa::Params) => crate::numa::Numa,
+    /// PolyBench kernels (seed 000 Table 1) with their arrays on each target, single-threaded
+    /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
+    /// and LLC misses where perf counters exist.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data"
+    )]
+    Poly(crate::poly::Params) => crate::poly::Poly,
 }

@@ -78,6 +78,15 @@ impl StreamOp {
     }
 }
 
+/// Parses an op's name, as the command line gives it (`--ops read,copy`).
+impl std::str::FromStr for StreamOp {
+    type Err = String;
+    fn from_str(s: &str) -> Result<StreamOp, String> {
+        StreamOp::parse(s.trim())
+            .ok_or_else(|| format!("not a stream op: use {}", StreamOp::names()))
+    }
+}
+
 /// Bytes moved by a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -372,6 +381,13 @@ impl Streamer {
         self.traffic(idx.len() as u64)
     }
 
+    /// The bytes one pass over a region of `region_len` bytes moves, counted as
+    /// [`Streamer::pass`] counts them, without touching memory: what the null executor
+    /// reports a pass of this stream moved.
+    pub fn pass_traffic(&self, region_len: usize) -> Traffic {
+        self.traffic(self.block_count(region_len) as u64)
+    }
+
     /// Blocks in the span.
     pub fn block_count(&self, region_len: usize) -> usize {
         self.span(region_len) / self.access
@@ -492,6 +508,13 @@ mod tests {
         assert_eq!(
             StreamOp::names(),
             "read, write, ntstore, store+clwb, copy or ntcopy"
+        );
+        for op in STREAM_OPS {
+            assert_eq!(op.name().parse::<StreamOp>(), Ok(op));
+        }
+        assert_eq!(
+            "load".parse::<StreamOp>(),
+            Err("not a stream op: use read, write, ntstore, store+clwb, copy or ntcopy".into())
         );
     }
 
@@ -620,6 +643,29 @@ mod tests {
             9,
         );
         assert_eq!(t.written as usize, (1 << 16) / 192 * 192);
+        assert_eq!(s.pass_traffic(1 << 16), t);
+    }
+
+    /// A pass's traffic, told without streaming, is what streaming the pass counts.
+    #[test]
+    fn pass_traffic_is_what_a_pass_counts() {
+        let f = CpuFeatures::detect();
+        let w = Streamer::widest(&f);
+        for op in STREAM_OPS {
+            if op == StreamOp::StoreClwb && !f.clwb {
+                continue;
+            }
+            for access in [64usize, 192, 4096] {
+                let s = Streamer::new(op, w, access, &f).unwrap();
+                let mut b = Box::new(Buf([0; 1 << 16]));
+                let len = (1 << 16) - 128; // not a multiple of 192; each half 64-byte aligned
+                let t = s.pass(
+                    StreamView::of(&mut Region::from_slice(&mut b.0[..len]), 1, false)[0],
+                    3,
+                );
+                assert_eq!(s.pass_traffic(len), t, "{} {access}", op.name());
+            }
+        }
     }
 
     #[test]

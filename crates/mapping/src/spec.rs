@@ -39,6 +39,20 @@ impl TargetSpec {
         self.kind.directory()
     }
 
+    /// The memory the target maps, apart from its page policy: `dram,node=1` for
+    /// `dram:thp,node=1`, so targets that differ only in page size can be set side by side;
+    /// the whole spec for kinds whose argument is not a page policy (a file's page size is
+    /// its file system's).
+    pub fn memory(&self) -> String {
+        if self.kind.page_policy().is_none() {
+            return self.to_string();
+        }
+        match self.node {
+            Some(n) => format!("{},node={n}", self.kind_name()),
+            None => self.kind_name().to_string(),
+        }
+    }
+
     /// The heap recipe of this target, after its preflight: refuses, before any program
     /// starts, what it refuses before mapping (a `file:` path that exists as a file, devdax
     /// without `--destroy-data`, ...) and what cannot hold a heap at all.
@@ -52,8 +66,10 @@ impl TargetSpec {
         })
     }
 
-    /// What bounds a default size on this target ([`crate::sizing`]).
-    pub(crate) fn room(&self, opts: &MapOptions) -> TargetRoom {
+    /// What this target's kind says bounds a size on it before anything is mapped: whether
+    /// its pages are RAM that MemAvailable and `--max-mem` count, its own capacity, its
+    /// granule ([`crate::sizing`]).
+    pub fn room(&self, opts: &MapOptions) -> TargetRoom {
         self.kind.room(&self.ctx(), opts)
     }
 
@@ -190,6 +206,20 @@ mod tests {
         );
         assert_eq!(parse("dram:4k").unwrap().directory(), None);
         assert_eq!(parse("shm").unwrap().directory(), None);
+    }
+
+    #[test]
+    fn memory_leaves_out_the_page_policy_only() {
+        for (spec, memory) in [
+            ("dram:4k", "dram"),
+            ("dram:2m,node=1", "dram,node=1"),
+            ("shm:thp", "shm"),
+            ("file:/mnt/pmem", "file:/mnt/pmem"),
+            ("file:/mnt/pmem,node=0", "file:/mnt/pmem,node=0"),
+            ("devdax:/dev/dax0.0", "devdax:/dev/dax0.0"),
+        ] {
+            assert_eq!(parse(spec).unwrap().memory(), memory, "{spec}");
+        }
     }
 
     #[test]

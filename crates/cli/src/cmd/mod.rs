@@ -1,7 +1,6 @@
 //! One file per command. Each turns its arguments into a plan (targets parsed, sizes
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
-mod bandwidth;
 mod fio;
 mod fs;
 mod info;
@@ -10,15 +9,11 @@ mod kmer;
 mod latency;
 mod list;
 mod loaded;
-mod numa;
-mod poly;
 mod probe;
-mod quick;
 mod report;
 mod results;
 mod suite;
 mod sync;
-mod verify;
 
 use crate::args::{Cli, Command};
 use crate::error::PassThrough;
@@ -87,20 +82,15 @@ pub fn run(cli: Cli) -> Result<()> {
 pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result<()> {
     match command {
         Command::Info => info::run(ctx, sink),
-        Command::Quick(a) => quick::run(ctx, sink, a),
-        Command::Verify(a) => verify::run(ctx, sink, a),
         Command::Latency(a) => latency::run(ctx, sink, a),
         Command::Inst(a) => inst::run(ctx, sink, a),
         Command::Sync(a) => sync::run(ctx, sink, a),
         Command::Experiment(step) => step.run(ctx, sink),
-        Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
         Command::Loaded(a) => loaded::run(ctx, sink, a),
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
-        Command::Numa(a) => numa::run(ctx, sink, a),
         Command::Fs(a) => fs::run(ctx, sink, a),
         Command::Fio(a) => fio::run(ctx, sink, a),
-        Command::Poly(a) => poly::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
         Command::Kmer(_)
         | Command::Completions { .. }

@@ -124,13 +124,6 @@ impl Sink {
         Ok(())
     }
 
-    /// The records of `experiment` emitted so far.
-    pub fn of<'a>(&'a self, experiment: &'a str) -> impl Iterator<Item = &'a Record> + 'a {
-        self.records
-            .iter()
-            .filter(move |r| r.experiment == experiment)
-    }
-
     /// Renders warnings once each (table mode), to stderr. Only for output that is not a
     /// record (`info`); a record's warnings are rendered when it is emitted.
     pub fn print_warnings(&mut self, warnings: &[Warning]) {

@@ -44,6 +44,10 @@ impl Kind for Dram {
         self.pages.name().into()
     }
 
+    fn page_policy(&self) -> Option<&'static str> {
+        Some(self.pages.name())
+    }
+
     fn prepare(
         &self,
         target: &PrepareCtx,

@@ -45,6 +45,13 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
     /// The canonical argument after `kind:` (`Display` of the spec writes it).
     fn argument(&self) -> String;
 
+    /// The page policy the argument chooses (`4k`, `thp`, ...), for kinds whose argument is
+    /// one; `None` where the page size is not the spec's to choose (a file's is its file
+    /// system's, a device's its alignment).
+    fn page_policy(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Refuses, before anything is mapped for any target, what this kind can tell is
     /// wrong from the spec, the options and the file system alone.
     fn preflight(&self, _opts: &MapOptions) -> Result<(), TargetError> {

@@ -46,6 +46,10 @@ impl Kind for Shm {
         self.pages.name().into()
     }
 
+    fn page_policy(&self) -> Option<&'static str> {
+        Some(self.pages.name())
+    }
+
     fn prepare(
         &self,
         target: &PrepareCtx,

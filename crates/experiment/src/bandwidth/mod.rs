@@ -1,0 +1,278 @@
+//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, ntstore, store+clwb, copy and ntcopy
+//! streams, sequential or over random blocks of the access size, by thread count and access
+//! size, each thread on its own part of the target (or all on one shared region), and mixed
+//! reads and writes (seed 004 Figures 9-13): a split of k readers and n-k writers, or every
+//! thread interleaving reads and writes at a ratio such as 2:1.
+
+pub mod mix;
+mod plan;
+mod render;
+
+pub use mix::Mix;
+pub use plan::{Plan, REGION_FLOOR};
+
+use crate::measure::{Role, stream_for};
+use crate::output::Output;
+use crate::params::{AutoSize, Count, Cpus, Seconds, TargetArgs};
+use crate::progress::Progress;
+use crate::{Env, Experiment, Placement};
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use pmscope_core::record::Record;
+use pmscope_core::summary::Summary;
+use pmscope_core::vocab::{Pattern, p, v};
+use pmscope_loops::Region;
+use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
+use pmscope_runner::harness::{TargetRun, repeat_dropping_first};
+use pmscope_sys::cpu::CpuFeatures;
+
+/// The help of `--ops`, listing the ops from `loops::stream`.
+fn ops_help() -> String {
+    format!(
+        "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
+         ntcopy: the region's first half into its second, ntcopy with non-temporal stores). \
+         Default: all (with --mix: write, the op of the writers)",
+        StreamOp::names()
+    )
+}
+
+/// The address patterns `--pattern` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Patterns {
+    /// Sequential.
+    Seq,
+    /// Random aligned blocks of the access size.
+    Rand,
+    /// Sequential, then random.
+    Both,
+}
+
+impl Patterns {
+    /// The patterns, in the order they are measured.
+    pub fn patterns(self) -> Vec<Pattern> {
+        match self {
+            Patterns::Seq => vec![Pattern::Seq],
+            Patterns::Rand => vec![Pattern::Rand],
+            Patterns::Both => vec![Pattern::Seq, Pattern::Rand],
+        }
+    }
+}
+
+/// A vector width of the streams (`--width`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VectorWidth {
+    /// 64 bytes: AVX-512F.
+    #[value(name = "64")]
+    W64,
+    /// 32 bytes: AVX2.
+    #[value(name = "32")]
+    W32,
+    /// 16 bytes: SSE2, on every x86-64 CPU.
+    #[value(name = "16")]
+    W16,
+}
+
+impl VectorWidth {
+    /// Bytes per vector.
+    pub fn bytes(self) -> usize {
+        match self {
+            VectorWidth::W64 => 64,
+            VectorWidth::W32 => 32,
+            VectorWidth::W16 => 16,
+        }
+    }
+}
+
+/// `pmscope bandwidth`: its parameters and command line.
+#[derive(Debug, Clone, Args)]
+pub struct Params {
+    /// Targets and mapping options (default: dram:4k).
+    #[command(flatten)]
+    pub targets: TargetArgs,
+    // The op list comes from loops::stream::STREAM_OPS.
+    /// The ops (see [`ops_help`]).
+    #[arg(long, value_delimiter = ',', value_name = "OPS", help = ops_help())]
+    pub ops: Option<Vec<StreamOp>>,
+    /// Pattern: seq, rand (random aligned blocks of the access size) or both.
+    #[arg(long, value_enum, default_value = "both", hide_possible_values = true)]
+    pub pattern: Patterns,
+    /// Access sizes (sweep axis, multiples of 64 B). Default 64,256,4KiB,64KiB; --full:
+    /// every power of two from 64 B to 128 KiB.
+    #[arg(long, value_name = "AXIS")]
+    pub sizes: Option<String>,
+    /// Thread counts (sweep axis, e.g. 1,2 or 1..4). Default: 1 to the number of CPUs.
+    #[arg(long, value_name = "AXIS")]
+    pub threads: Option<String>,
+    /// CPUs to pin threads to, in order (default: all allowed CPUs).
+    #[arg(long)]
+    pub cpus: Option<Cpus>,
+    /// All threads stream over one shared region instead of one region each.
+    #[arg(long)]
+    pub shared: bool,
+    /// Memory per thread (the whole region with --shared), or auto: 4x the last-level cache
+    /// (over the threads of the smallest --threads point), at least 512MiB, capped by
+    /// available memory (shared among the threads) and --max-mem.
+    #[arg(long, default_value = "auto", value_name = "SIZE")]
+    pub region: AutoSize,
+    /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<Seconds>,
+    /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
+    #[arg(long)]
+    pub reps: Option<Count>,
+    /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2). Default: the widest
+    /// the CPU has.
+    #[arg(long, value_enum, hide_possible_values = true)]
+    pub width: Option<VectorWidth>,
+    /// Mixed reads and writes: `split` (k readers and n-k writers, every k) or a ratio R:W
+    /// such as 2:1 (every thread interleaves reads and writes).
+    #[arg(long)]
+    pub mix: Option<Mix>,
+    /// Seed of the random block order.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// The thorough version: every access size 64 B..128 KiB, 5 repetitions of 1 s.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `pmscope bandwidth`.
+pub struct Bandwidth;
+
+impl Experiment for Bandwidth {
+    const NAME: &'static str = "bandwidth";
+    type Params = Params;
+    type Plan = Plan;
+
+    fn plan(env: &mut Env, params: &Params) -> Result<Plan> {
+        plan::plan(env, params)
+    }
+
+    fn measure(env: &mut Env, out: &mut dyn Output, plan: &Plan) -> Result<()> {
+        measure(env, out, plan)
+    }
+
+    fn render(records: &[Record]) -> String {
+        render::render(records)
+    }
+
+    fn place(params: &mut Params, on: &Placement) {
+        params.targets = on.targets.clone();
+        if let Some(c) = &on.cpus {
+            params.cpus = Some(c.clone());
+        }
+    }
+}
+
+/// The streamers of one op at one access size: the op itself, and the reader and writer
+/// of a mix (the writer is the op, or ordinary writes when the op reads).
+fn streamers(
+    op: StreamOp,
+    width: usize,
+    size: usize,
+    features: &CpuFeatures,
+) -> Result<(Streamer, Streamer, Streamer)> {
+    let mk = |o: StreamOp| Streamer::new(o, width, size, features);
+    let writer = if op == StreamOp::Read {
+        StreamOp::Write
+    } else {
+        op
+    };
+    Ok((mk(op)?, mk(StreamOp::Read)?, mk(writer)?))
+}
+
+fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
+    let max_threads = p.max_threads();
+    let map_bytes = if p.shared {
+        p.per_thread
+    } else {
+        p.per_thread * max_threads as u64
+    };
+    let points = p.ops.len() * p.patterns.len() * p.sizes.len() * p.threads.len();
+    let progress = Progress::new((points * p.specs.len()) as u64, "bandwidth", out.human());
+    let features = env.features;
+    // The timer is calibrated for the records; streams are timed by their own clock.
+    let mut h = env.start(out, &p.cpus, Some(p.per_thread), false)?;
+    for w in &p.notes {
+        h.note(w.clone());
+    }
+    h.per_target(&p.specs, map_bytes, &p.opts, None, |run, m| {
+        let mut region = Region::from_slice(m.bytes_mut());
+        let views = StreamView::of(&mut region, max_threads, p.shared);
+        for &op in &p.ops {
+            for &pattern in &p.patterns {
+                for &size in &p.sizes {
+                    let (s_op, s_read, s_write) = streamers(op, p.width, size, &features)?;
+                    for &n in &p.threads {
+                        for (label, roles) in mix::thread_roles(n, p.mix, s_op, s_read, s_write) {
+                            let (total, read, written) =
+                                measure_point(run, p, &roles, &views, pattern)?;
+                            let mut rec = run
+                                .record("bandwidth")
+                                .param(p::OP, op.name())
+                                .param(p::PATTERN, pattern.name())
+                                .param(p::ACCESS_BYTES, size)
+                                .param(p::THREADS, n)
+                                .param(p::SHARED, p.shared)
+                                .param(p::VECTOR_BYTES, p.width)
+                                .param(p::REGION_PER_THREAD_BYTES, p.per_thread)
+                                .param(p::SIZE_SOURCE, p.size_source.name())
+                                .param(p::DURATION_S, p.duration.as_secs_f64())
+                                .param(p::MIX, label.as_str())
+                                .value(v::READ_GB_S, read)
+                                .value(v::WRITE_GB_S, written);
+                            rec.metric = Some("bandwidth_gb_s".into());
+                            rec.summary = Some(total);
+                            run.emit(&rec)?;
+                        }
+                        progress.inc();
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    h.finish()?;
+    progress.finish();
+    Ok(())
+}
+
+/// One point: the repetitions of every thread streaming its role over its view at once.
+/// Returns GB/s in total (a summary of the repetitions) and the medians read and written.
+fn measure_point(
+    run: &mut TargetRun<'_, '_>,
+    p: &Plan,
+    roles: &[Role],
+    views: &[StreamView<'_>],
+    pattern: Pattern,
+) -> Result<(Summary, f64, f64)> {
+    let executor = run.executor();
+    let n = roles.len();
+    let random = pattern == Pattern::Rand;
+    let reps_out = repeat_dropping_first(p.reps, |rep| {
+        let out = run.on_cpus(&p.cpus[..n], |w| {
+            executor.run(
+                || {
+                    stream_for(
+                        roles[w],
+                        views[w],
+                        random,
+                        p.duration,
+                        p.seed ^ (w as u64) << 8 ^ rep as u64,
+                    )
+                },
+                // One pass of the role over its view in a millisecond.
+                || (roles[w].pass_traffic(views[w].len()), 0.001),
+            )
+        })?;
+        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+        let r: u64 = out.iter().map(|(t, _)| t.read).sum();
+        let wr: u64 = out.iter().map(|(t, _)| t.written).sum();
+        Ok((r, wr, secs))
+    })?;
+    let gb = |f: &dyn Fn(&(u64, u64, f64)) -> u64| -> Summary {
+        let v: Vec<f64> = reps_out.iter().map(|x| f(x) as f64 / x.2 / 1e9).collect();
+        Summary::of(&v).expect("finite")
+    };
+    Ok((gb(&|x| x.0 + x.1), gb(&|x| x.0).p50, gb(&|x| x.1).p50))
+}

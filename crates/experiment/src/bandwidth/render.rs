@@ -1,0 +1,90 @@
+//! The `bandwidth` table, drawn from records alone: every point, then random against
+//! sequential reads at the same thread count (seed 004 Figure 11).
+
+use crate::render::table::Table;
+use pmscope_core::record::Record;
+use pmscope_core::units::Bytes;
+use pmscope_core::vocab::{Pattern, p, v};
+use pmscope_loops::stream::StreamOp;
+
+/// The median GB/s of a point.
+fn total(r: &Record) -> f64 {
+    r.summary.as_ref().map_or(0.0, |s| s.p50)
+}
+
+/// Whether `r` is a point of plain reads (no mix) in `pattern`.
+fn plain_read(r: &Record, pattern: Pattern) -> bool {
+    r.text(p::OP) == Some(StreamOp::Read.name())
+        && r.text(p::PATTERN) == Some(pattern.name())
+        && r.text(p::MIX).unwrap_or_default().is_empty()
+}
+
+/// The table of every point, then the random-to-sequential read ratios.
+pub fn render(records: &[Record]) -> String {
+    let points: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.experiment == "bandwidth" && r.summary.is_some())
+        .collect();
+    let Some(first) = points.first() else {
+        return String::new();
+    };
+    let mut out = format!(
+        "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of {} x {:.2} s\n",
+        first.count(p::VECTOR_BYTES).unwrap_or_default(),
+        Bytes(first.count(p::REGION_PER_THREAD_BYTES).unwrap_or_default()),
+        if first.flag(p::SHARED).unwrap_or_default() {
+            " (one shared region)"
+        } else {
+            ""
+        },
+        first.summary.as_ref().map_or(0, |s| s.n),
+        first.number(p::DURATION_S).unwrap_or_default()
+    );
+    let mut t = Table::new(&[
+        "target", "op", "pattern", "access", "threads", "mix", "GB/s", "cv %", "read", "write",
+    ]);
+    for r in &points {
+        let label = r.text(p::MIX).unwrap_or_default();
+        t.row(vec![
+            r.spec().unwrap_or_default().to_string(),
+            r.text(p::OP).unwrap_or_default().into(),
+            r.text(p::PATTERN).unwrap_or_default().into(),
+            Bytes(r.count(p::ACCESS_BYTES).unwrap_or_default()).to_string(),
+            r.count(p::THREADS).unwrap_or_default().to_string(),
+            if label.is_empty() {
+                "-".into()
+            } else {
+                label.to_string()
+            },
+            format!("{:.2}", total(r)),
+            format!("{:.1}", 100.0 * r.summary.as_ref().map_or(0.0, |s| s.cv())),
+            format!("{:.2}", r.val(v::READ_GB_S).unwrap_or_default()),
+            format!("{:.2}", r.val(v::WRITE_GB_S).unwrap_or_default()),
+        ]);
+    }
+    out += &format!("{}\n", t.render());
+    for rand in points.iter().filter(|r| plain_read(r, Pattern::Rand)) {
+        let best_seq = points
+            .iter()
+            .filter(|q| {
+                q.spec() == rand.spec()
+                    && plain_read(q, Pattern::Seq)
+                    && q.count(p::THREADS).unwrap_or_default()
+                        == rand.count(p::THREADS).unwrap_or_default()
+            })
+            .map(|q| total(q))
+            .fold(0.0, f64::max);
+        if best_seq > 0.0 {
+            out += &format!(
+                "{}: random {} reads, {} thread(s): {:.2} GB/s = {:.2}x sequential reads ({:.2} GB/s)\n",
+                rand.spec().unwrap_or_default(),
+                Bytes(rand.count(p::ACCESS_BYTES).unwrap_or_default()),
+                rand.count(p::THREADS).unwrap_or_default(),
+                total(rand),
+                total(rand) / best_seq,
+                best_seq
+            );
+        }
+    }
+    out
+}
