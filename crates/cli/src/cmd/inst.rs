@@ -278,7 +278,7 @@ fn measure(ctx: &mut Context, sink: &mut Sink, p: &Plan) -> Result<()> {
                                 seq.time_each(&mut region, c.size, &offs, flush, &mut ticks);
                                 ticks
                                     .iter()
-                                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                                    .map(|&t| timer.net_ns(t, overhead))
                                     .collect::<Vec<f64>>()
                             },
                             || Executor::synthetic(count, 50.0 + c.size as f64),

@@ -143,10 +143,7 @@ fn probe_measurer<'r>(
                 let means = chase_latency(&mut chaser, timer, plan);
                 let mut ticks = vec![0u64; samples];
                 chaser.time_each(&mut ticks);
-                let ns: Vec<f64> = ticks
-                    .iter()
-                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                    .collect();
+                let ns: Vec<f64> = ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect();
                 Point {
                     delay_ns: None,
                     traffic_gb_s: 0.0,
@@ -162,10 +159,7 @@ fn probe_measurer<'r>(
             Box::new(move || {
                 let mut ticks = vec![0u64; samples];
                 seq.time_each(region, 64, &offs, false, &mut ticks);
-                let ns: Vec<f64> = ticks
-                    .iter()
-                    .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-                    .collect();
+                let ns: Vec<f64> = ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect();
                 let s = Summary::of(&ns).expect("finite");
                 Point {
                     delay_ns: None,

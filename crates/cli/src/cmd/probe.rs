@@ -201,7 +201,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &ProbeArgs) -> Result<()> {
                         || {
                             (v.measure)(&mut region, ws as usize)
                                 .iter()
-                                .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
+                                .map(|&t| timer.net_ns(t, overhead))
                                 .collect::<Vec<f64>>()
                         },
                         || {
