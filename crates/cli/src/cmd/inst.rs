@@ -22,7 +22,7 @@ use pmscope_experiment::render::table::Table;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FENCES, FenceKind, OPS, Op, Width};
 use pmscope_loops::catalog;
-use pmscope_loops::stream::BlockOrder;
+use pmscope_loops::offsets::access_offsets as offsets;
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
@@ -43,24 +43,6 @@ pub enum Outcome {
     Measured(Summary, LogHistogram),
     /// Why not, as one sentence (the record's `unsupported`).
     Unsupported(String),
-}
-
-/// Offsets of `count` accesses of `size` bytes in a region of `len` bytes: consecutive
-/// (wrapping) or random, aligned to the access (64 bytes at least, 8 for 8-byte accesses).
-pub fn offsets(count: usize, size: usize, len: usize, random: bool, seed: u64) -> Vec<usize> {
-    let align = if size == 8 { 8 } else { size.max(64) };
-    let slots = (len / align).max(1);
-    let mut order = BlockOrder::new(slots as u64, seed);
-    (0..count)
-        .map(|i| {
-            let slot = if random {
-                order.next_block() as usize
-            } else {
-                i % slots
-            };
-            slot * align
-        })
-        .collect()
 }
 
 /// What `inst` measures, validated before anything is mapped.
@@ -482,27 +464,5 @@ mod tests {
             2 * 2 * 2,
             "ntload at 8 B, both fences, both patterns, both targets"
         );
-    }
-
-    #[test]
-    fn offsets_are_aligned_inside_and_sequential_or_random() {
-        let s = offsets(10, 256, 4096, false, 1);
-        assert_eq!(s, [0, 256, 512, 768, 1024, 1280, 1536, 1792, 2048, 2304]);
-        let wrapped = offsets(20, 256, 4096, false, 1);
-        assert_eq!(wrapped[16], 0);
-        let r = offsets(1000, 64, 1 << 20, true, 7);
-        assert!(r.iter().all(|&o| o % 64 == 0 && o + 64 <= 1 << 20));
-        assert!(r.windows(2).any(|w| w[1] != w[0] + 64));
-        // Without replacement (seed 003 section 4.2.1): a full pass visits every slot once,
-        // and the next pass every slot once again.
-        let mut p = offsets(2 * 4096, 256, 1 << 20, true, 9);
-        let mut second = p.split_off(4096);
-        p.sort_unstable();
-        second.sort_unstable();
-        let every: Vec<usize> = (0..4096).map(|i| i * 256).collect();
-        assert_eq!(p, every);
-        assert_eq!(second, every);
-        let w = offsets(4, 8, 4096, false, 1);
-        assert_eq!(w, [0, 8, 16, 24]);
     }
 }

@@ -154,7 +154,8 @@ fn probe_measurer<'r>(
         }
         Probe::Persist(op, fence) => {
             let seq = Sequence::new(op, fence, Width::widest(features), features)?;
-            let offs = crate::cmd::inst::offsets(samples, 64, region.len(), true, seed);
+            let offs =
+                pmscope_loops::offsets::access_offsets(samples, 64, region.len(), true, seed);
             let overhead = access::timing_overhead(10_001);
             Box::new(move || {
                 let mut ticks = vec![0u64; samples];

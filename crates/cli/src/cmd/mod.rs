@@ -6,7 +6,7 @@ mod bandwidth;
 mod fio;
 mod fs;
 mod info;
-pub(crate) mod inst;
+mod inst;
 mod kmer;
 mod latency;
 mod list;
