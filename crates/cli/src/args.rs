@@ -82,9 +82,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
     )]
     Verify(VerifyArgs),
-    /// Idle load latency by dependent-load chains over a working-set sweep.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
-    Latency(LatencyArgs),
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
     #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", axis_help!()))]
     Inst(InstArgs),
@@ -579,49 +576,6 @@ pub struct QuickArgs {
     /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
     #[arg(long, default_value = "auto", value_name = "SIZE")]
     pub size: AutoSize,
-}
-
-/// `pmscope latency`.
-#[derive(Debug, Args)]
-pub struct LatencyArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Chain order: random (one random cycle), sequential (fixed stride), random-in-page.
-    #[arg(long, default_value = "random")]
-    pub pattern: String,
-    /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
-    #[arg(long, default_value = "64B", value_name = "SIZE")]
-    pub element: Size,
-    /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB; `auto` stands for the
-    /// default end, e.g. 4KiB..auto:x4). Default: 4 KiB to auto — 4x the last-level cache,
-    /// at least 1GiB, capped by available memory and --max-mem — every power of two and the
-    /// midpoint after it, and the end itself.
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Randomise only within groups of this many 4 KiB pages (separates TLB misses from
-    /// memory latency).
-    #[arg(long, value_name = "PAGES")]
-    pub tlb_window: Option<Count>,
-    /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
-    #[arg(long)]
-    pub no_mix: bool,
-    /// Repetitions per point (one more is run first and dropped) [default: 5; 15 with --full].
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Individually timed loads for the distribution at the largest point, 0 for none
-    /// [default: 200000; 1000000 with --full].
-    #[arg(long)]
-    pub samples: Option<usize>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-    /// Seed of the random orders.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 15 repetitions of 200 ms, 1 000 000 timed loads.
-    #[arg(long)]
-    pub full: bool,
 }
 
 /// `pmscope inst`.

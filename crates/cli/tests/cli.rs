@@ -114,7 +114,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["latency", "--pattern", "zigzag"],
         2,
-        "pmscope: 'zigzag' is not a chain pattern: use rand (random), seq (sequential) or random-in-page\n",
+        "pmscope: --pattern zigzag: 'zigzag' is not a chain pattern: use rand (random), seq (sequential) or random-in-page\n",
     ),
     (
         &["latency", "--sizes", "64"],

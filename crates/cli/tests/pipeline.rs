@@ -296,8 +296,13 @@ fn the_same_failure_exits_with_the_same_code_in_every_command() {
             "pmscope: --target dram:4k is given twice",
         ),
     ];
-    // loaded needs two CPUs (probe and traffic); every other command one.
-    let cpu_flag = |cmd: &str| if cmd == "loaded" { "0,9999" } else { "9999" };
+    // loaded needs two CPUs (probe and traffic); every other command one, given as --cpu
+    // where the command pins a single thread.
+    let cpu_flag = |cmd: &str| match cmd {
+        "loaded" => ("--cpus", "0,9999"),
+        "rap" | "latency" => ("--cpu", "9999"),
+        _ => ("--cpus", "9999"),
+    };
     for (cmd, args) in COMMANDS
         .iter()
         .filter(|(c, _)| *c != "verify" && *c != "quick")
@@ -326,7 +331,8 @@ fn the_same_failure_exits_with_the_same_code_in_every_command() {
             );
         }
         // A CPU pmscope may not use: the same sentence, exit 2, whatever the command.
-        let mut a = vec!["--null-executor", cmd, "--cpus", cpu_flag(cmd)];
+        let (flag, cpu) = cpu_flag(cmd);
+        let mut a = vec!["--null-executor", cmd, flag, cpu];
         a.extend_from_slice(args);
         let o = pmscope(&a);
         assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));

@@ -2,7 +2,7 @@
 //! doc comment is the command's help, its attributes the examples), a suite step, and a
 //! renderer the binary can find by name.
 
-use crate::{Env, Experiment, Output, Placement, rap};
+use crate::{Env, Experiment, Output, Placement, latency, rap};
 use anyhow::Result;
 use pmscope_core::record::Record;
 
@@ -61,4 +61,7 @@ experiments! {
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", crate::axis_help!()))]
     Rap(rap::Params) => rap::Rap,
+    /// Idle load latency by dependent-load chains over a working-set sweep.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpu 0\n\n", crate::axis_help!()))]
+    Latency(latency::Params) => latency::Latency,
 }

@@ -211,7 +211,7 @@ fn print_histograms(records: &[Record]) {
             s.max,
             s.n
         );
-        pmscope_experiment::render::histogram::print(h);
+        print!("{}", pmscope_experiment::render::histogram::text(h));
     }
 }
 

@@ -8,7 +8,6 @@ mod fs;
 mod info;
 mod inst;
 mod kmer;
-mod latency;
 mod list;
 mod loaded;
 mod numa;
@@ -90,7 +89,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Info => info::run(ctx, sink),
         Command::Quick(a) => quick::run(ctx, sink, a),
         Command::Verify(a) => verify::run(ctx, sink, a),
-        Command::Latency(a) => latency::run(ctx, sink, a),
         Command::Inst(a) => inst::run(ctx, sink, a),
         Command::Sync(a) => sync::run(ctx, sink, a),
         Command::Experiment(step) => step.run(ctx, sink),
