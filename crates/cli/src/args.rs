@@ -3,9 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use pmscope_experiment::axis_help;
-use pmscope_experiment::params::{
-    AutoSize, Count, Cpus, Seconds, Size, TargetArgs, inst_ops_help, probe_help,
-};
+use pmscope_experiment::params::{AutoSize, Count, Cpus, Seconds, Size, TargetArgs, probe_help};
 use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
 
@@ -82,9 +80,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
     )]
     Verify(VerifyArgs),
-    /// Latency of single instruction sequences: op, flush, fence (LATTester).
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", axis_help!()))]
-    Inst(InstArgs),
     /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
     #[command(
         after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
@@ -576,52 +571,6 @@ pub struct QuickArgs {
     /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
     #[arg(long, default_value = "auto", value_name = "SIZE")]
     pub size: AutoSize,
-}
-
-/// `pmscope inst`.
-#[derive(Debug, Args)]
-pub struct InstArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    #[arg(long, help = inst_ops_help())]
-    pub ops: Option<String>,
-    /// Fences after each access (comma list): none, sfence, mfence. Default: all.
-    #[arg(long)]
-    pub fences: Option<String>,
-    /// Access sizes in bytes (8 or multiples of 64). Default 8,64,128,256,512,1024,4096.
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Address pattern: seq, rand or both.
-    #[arg(long, default_value = "both")]
-    pub pattern: String,
-    /// Region the addresses fall in, or auto: 4x the last-level cache, at least 1GiB,
-    /// capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub region: AutoSize,
-    /// Accesses timed per cell [default: 100000; 1000000 with --full].
-    #[arg(long)]
-    pub count: Option<Count>,
-    /// Do not flush lines before timed loads (measure cache hits instead of memory).
-    #[arg(long)]
-    pub no_flush: bool,
-    /// After the table, print every cell's per-access latency histogram (log buckets, seed
-    /// 003 Figures 6-7); the records always carry them.
-    #[arg(long)]
-    pub histograms: bool,
-    /// Instruction width in bytes for accesses of 64 bytes and more: 16 (SSE2), 32 (AVX2)
-    /// or 64 (AVX-512F) [default: the widest the CPU has].
-    #[arg(long)]
-    pub width: Option<usize>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-    /// Seed of the random addresses.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 1 000 000 accesses per cell.
-    #[arg(long)]
-    pub full: bool,
 }
 
 /// `pmscope sync`.

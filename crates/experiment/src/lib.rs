@@ -18,6 +18,7 @@ Sizes are binary: 4K = 4KiB = 4096."
 pub mod env;
 pub mod error;
 pub mod fallback;
+pub mod inst;
 pub mod latency;
 pub mod measure;
 pub mod output;
@@ -56,6 +57,13 @@ pub trait Experiment {
     /// picks its own).
     fn render(records: &[Record]) -> String;
 
+    /// What a terminal shows after the run: the table, and whatever the parameters'
+    /// display options add (`inst --histograms`); by default the table alone.
+    fn show(params: &Self::Params, records: &[Record]) -> String {
+        let _ = params;
+        Self::render(records)
+    }
+
     /// Puts a suite step on the suite's targets and CPUs (`cpus` as the suite's `--cpus`
     /// list; an experiment of one CPU takes the first).
     fn place(params: &mut Self::Params, on: &Placement);
@@ -75,7 +83,7 @@ pub fn run<E: Experiment>(env: &mut Env, out: &mut dyn Output, params: &E::Param
     let plan = E::plan(env, params)?;
     E::measure(env, out, &plan)?;
     if out.human() {
-        print!("{}", E::render(out.records()));
+        print!("{}", E::show(params, out.records()));
     }
     Ok(())
 }

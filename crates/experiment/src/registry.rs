@@ -2,7 +2,7 @@
 //! doc comment is the command's help, its attributes the examples), a suite step, and a
 //! renderer the binary can find by name.
 
-use crate::{Env, Experiment, Output, Placement, latency, rap};
+use crate::{Env, Experiment, Output, Placement, inst, latency, rap};
 use anyhow::Result;
 use pmscope_core::record::Record;
 
@@ -64,4 +64,7 @@ experiments! {
     /// Idle load latency by dependent-load chains over a working-set sweep.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpu 0\n\n", crate::axis_help!()))]
     Latency(latency::Params) => latency::Latency,
+    /// Latency of single instruction sequences: op, flush, fence (LATTester).
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", crate::axis_help!()))]
+    Inst(inst::Params) => inst::Inst,
 }

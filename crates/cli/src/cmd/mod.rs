@@ -6,7 +6,6 @@ mod bandwidth;
 mod fio;
 mod fs;
 mod info;
-mod inst;
 mod kmer;
 mod list;
 mod loaded;
@@ -89,7 +88,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Info => info::run(ctx, sink),
         Command::Quick(a) => quick::run(ctx, sink, a),
         Command::Verify(a) => verify::run(ctx, sink, a),
-        Command::Inst(a) => inst::run(ctx, sink, a),
         Command::Sync(a) => sync::run(ctx, sink, a),
         Command::Experiment(step) => step.run(ctx, sink),
         Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
