@@ -80,11 +80,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
     )]
     Verify(VerifyArgs),
-    /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
-    )]
-    Sync(SyncArgs),
     /// The experiments (see `pmscope_experiment::registry`).
     #[command(flatten)]
     Experiment(pmscope_experiment::Step),
@@ -571,46 +566,6 @@ pub struct QuickArgs {
     /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
     #[arg(long, default_value = "auto", value_name = "SIZE")]
     pub size: AutoSize,
-}
-
-/// `pmscope sync`.
-#[derive(Debug, Args)]
-pub struct SyncArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Instruction unit in bytes: 8, 16, 32 (AVX2) or 64 (AVX-512F); each 64-byte block is
-    /// 64/unit instructions [default: 32, pmmeter's; 16 on a CPU without AVX2].
-    #[arg(long)]
-    pub unit: Option<usize>,
-    /// Pattern: seq, rand (lines in a precomputed random order) or both.
-    #[arg(long, default_value = "both")]
-    pub pattern: String,
-    /// Region streamed over (split between threads), or auto: 4x the last-level cache, at
-    /// least 1GiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub region: AutoSize,
-    /// Threads, each on its own part of the region.
-    #[arg(long, default_value = "1")]
-    pub threads: Count,
-    /// Repetitions per option (one more is run first and dropped) [default: 3; 7 with --full].
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Seconds each thread streams per repetition [default: 0.2; 1 with --full].
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// CPUs to pin the threads to (default: the allowed CPUs in order).
-    #[arg(long)]
-    pub cpus: Option<Cpus>,
-    /// The fence of the +F options: mfence (pmmeter's default) or sfence.
-    #[arg(long, default_value = "mfence")]
-    pub fence: String,
-    /// Seed of the random line order.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 7 repetitions of 1 s per option.
-    #[arg(long)]
-    pub full: bool,
 }
 
 /// `pmscope bandwidth`.

@@ -27,6 +27,7 @@ pub mod progress;
 pub mod rap;
 pub mod registry;
 pub mod render;
+pub mod sync;
 
 pub use env::Env;
 pub use error::{PassThrough, UsageError, usage};

@@ -2,7 +2,7 @@
 //! doc comment is the command's help, its attributes the examples), a suite step, and a
 //! renderer the binary can find by name.
 
-use crate::{Env, Experiment, Output, Placement, inst, latency, rap};
+use crate::{Env, Experiment, Output, Placement, inst, latency, rap, sync};
 use anyhow::Result;
 use pmscope_core::record::Record;
 
@@ -67,4 +67,9 @@ experiments! {
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
     #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", crate::axis_help!()))]
     Inst(inst::Params) => inst::Inst,
+    /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
+    )]
+    Sync(sync::Params) => sync::Synchronisation,
 }

@@ -17,7 +17,6 @@ mod report;
 mod results;
 mod run;
 mod suite;
-mod sync;
 mod verify;
 
 use crate::args::{Cli, Command};
@@ -88,7 +87,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Info => info::run(ctx, sink),
         Command::Quick(a) => quick::run(ctx, sink, a),
         Command::Verify(a) => verify::run(ctx, sink, a),
-        Command::Sync(a) => sync::run(ctx, sink, a),
         Command::Experiment(step) => step.run(ctx, sink),
         Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
         Command::Loaded(a) => loaded::run(ctx, sink, a),
