@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use pmscope_experiment::axis_help;
-use pmscope_experiment::params::{AutoSize, Count, Cpus, Seconds, Size, TargetArgs, probe_help};
+use pmscope_experiment::params::{AutoSize, Count, Cpus, Seconds, Size, TargetArgs};
 use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
 
@@ -86,9 +86,6 @@ pub enum Command {
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
     Bandwidth(BandwidthArgs),
-    /// Loaded latency: a probe's latency while other threads generate delayed traffic.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
-    Loaded(LoadedArgs),
     /// PolyBench kernels (seed 000 Table 1) with their arrays on each target, single-threaded
     /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
     /// and LLC misses where perf counters exist.
@@ -274,15 +271,6 @@ fn bandwidth_ops_help() -> String {
         "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
          ntcopy: the region's first half into its second, ntcopy with non-temporal stores). \
          Default: all (with --mix: write, the op of the writers)",
-        pmscope_loops::stream::StreamOp::names()
-    )
-}
-
-fn traffic_op_help() -> String {
-    format!(
-        "What the traffic does: {} (read: read-only traffic). A row of `pmscope list ops` that \
-         streams as one of them (load, store, store+clwb+sfence, ...) is accepted too \
-         [default: read, or write when --rw has writes]",
         pmscope_loops::stream::StreamOp::names()
     )
 }
@@ -616,58 +604,6 @@ pub struct BandwidthArgs {
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u64,
     /// The thorough version: every access size 64 B..128 KiB, 5 repetitions of 1 s.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// `pmscope loaded`.
-#[derive(Debug, Args)]
-pub struct LoadedArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    #[arg(long, default_value = "chase", help = probe_help())]
-    pub probe: String,
-    /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
-    /// traffic is always measured first).
-    #[arg(
-        long,
-        default_value = "0,25,50,100,200,400,800,1600,3200,6400,12800,25600"
-    )]
-    pub delays: String,
-    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only) [default:
-    /// 1:0; 0:1 with a writing --traffic-op].
-    #[arg(long)]
-    pub rw: Option<String>,
-    // The op list comes from loops::stream::STREAM_OPS.
-    #[arg(long, value_name = "OP", help = traffic_op_help())]
-    pub traffic_op: Option<String>,
-    /// The order the traffic visits its region: seq, or rand (a random permutation of every
-    /// access-sized block, each once per pass, so the whole region is covered).
-    #[arg(long, default_value = "seq", value_name = "PATTERN")]
-    pub traffic_pattern: String,
-    /// Bytes per traffic access.
-    #[arg(long, default_value = "1KiB", value_name = "SIZE")]
-    pub traffic_access: Size,
-    /// Region each traffic thread streams over, or auto: together the traffic threads cover
-    /// 4x the last-level cache, each at least 256MiB, capped by available memory and
-    /// --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub traffic_region: AutoSize,
-    /// Region of the probe (the chain's working set), or auto: 4x the last-level cache, at
-    /// least 1GiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub probe_region: AutoSize,
-    /// Individually timed probe operations per point [default: 50000; 200000 with --full].
-    #[arg(long)]
-    pub samples: Option<Count>,
-    /// CPUs: the first measures, the others generate traffic (default: all allowed).
-    #[arg(long)]
-    pub cpus: Option<Cpus>,
-    /// Seed of the chain and random lines.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 200 000 samples and longer chain repetitions per point.
     #[arg(long)]
     pub full: bool,
 }

@@ -150,7 +150,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["loaded", "--probe", "load+mfence"],
         2,
-        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore, none), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)\n",
+        "pmscope: --probe load+mfence: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore, none), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)\n",
     ),
     (
         &["loaded", "--rw", "x"],

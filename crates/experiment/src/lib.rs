@@ -20,6 +20,7 @@ pub mod error;
 pub mod fallback;
 pub mod inst;
 pub mod latency;
+pub mod loaded;
 pub mod measure;
 pub mod output;
 pub mod params;

@@ -2,7 +2,7 @@
 //! doc comment is the command's help, its attributes the examples), a suite step, and a
 //! renderer the binary can find by name.
 
-use crate::{Env, Experiment, Output, Placement, inst, latency, rap, sync};
+use crate::{Env, Experiment, Output, Placement, inst, latency, loaded, rap, sync};
 use anyhow::Result;
 use pmscope_core::record::Record;
 
@@ -72,4 +72,7 @@ experiments! {
         after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
     )]
     Sync(sync::Params) => sync::Synchronisation,
+    /// Loaded latency: a probe's latency while other threads generate delayed traffic.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", crate::axis_help!()))]
+    Loaded(loaded::Params) => loaded::Loaded,
 }

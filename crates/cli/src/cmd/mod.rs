@@ -8,7 +8,6 @@ mod fs;
 mod info;
 mod kmer;
 mod list;
-mod loaded;
 mod numa;
 mod poly;
 mod probe;
@@ -89,7 +88,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Verify(a) => verify::run(ctx, sink, a),
         Command::Experiment(step) => step.run(ctx, sink),
         Command::Bandwidth(a) => bandwidth::run(ctx, sink, a),
-        Command::Loaded(a) => loaded::run(ctx, sink, a),
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
         Command::Numa(a) => numa::run(ctx, sink, a),
