@@ -129,10 +129,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope fio -t file:/tmp -t file:/dev/shm\n  pmscope fio -t file:/mnt/pmem --jobs 1,2,4,8 --runtime 30 --size 512MiB"
     )]
     Fio(FioArgs),
-    /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
-    /// XPLines, with the knee of each curve.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
-    Probe(ProbeArgs),
     /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
     /// 003 Table 5), sync (seed 002).
     #[command(
@@ -415,66 +411,6 @@ pub struct FioArgs {
     /// Bytes of each job's file (seed 004: 512MiB).
     #[arg(long, default_value = "64MiB", value_name = "SIZE")]
     pub size: Size,
-}
-
-/// `pmscope probe`.
-#[derive(Debug, Args)]
-pub struct ProbeArgs {
-    /// The probe.
-    #[arg(value_enum)]
-    pub kind: ProbeKind,
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Working sets (sweep axis) [default: 1KiB..64MiB].
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Timed visits per point [default: 10000].
-    #[arg(long)]
-    pub count: Option<Count>,
-    /// chase-write: the write made at each visit: store+clwb, store+clflushopt,
-    /// store+clflush or ntstore [default: store+clwb, or where the CPU lacks clwb
-    /// store+clflushopt, else store+clflush].
-    #[arg(long)]
-    pub write: Option<String>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-    /// Seed of the random orders.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-}
-
-/// The probes of `pmscope probe`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProbeKind {
-    /// Read k of the 4 lines of each XPLine (k = 1..4), flushed: the read buffer's size and
-    /// its granularity (64 B vs 256 B).
-    ReadBuffer,
-    /// Sequential and random non-temporal writes of 1..4 lines of each XPLine: the
-    /// write-combining buffer.
-    WriteBuffer,
-    /// Flushed reads interleaved with non-temporal writes on a disjoint half, against
-    /// read-only and write-only baselines: do reads and writes share a buffer?
-    RwBuffer,
-    /// Random XPLines read line by line, with and without a software prefetch of the next.
-    Prefetch,
-    /// A walk over XPLine elements writing another line of each (--write), coupled (a
-    /// pointer chase) or decoupled (addresses from a DRAM array).
-    ChaseWrite,
-}
-
-impl ProbeKind {
-    /// The name in records.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeKind::ReadBuffer => "read-buffer",
-            ProbeKind::WriteBuffer => "write-buffer",
-            ProbeKind::RwBuffer => "rw-buffer",
-            ProbeKind::Prefetch => "prefetch",
-            ProbeKind::ChaseWrite => "chase-write",
-        }
-    }
 }
 
 /// `pmscope suite`.

@@ -300,7 +300,7 @@ fn the_same_failure_exits_with_the_same_code_in_every_command() {
     // where the command pins a single thread.
     let cpu_flag = |cmd: &str| match cmd {
         "loaded" => ("--cpus", "0,9999"),
-        "rap" | "latency" | "inst" => ("--cpu", "9999"),
+        "rap" | "latency" | "inst" | "probe" => ("--cpu", "9999"),
         _ => ("--cpus", "9999"),
     };
     for (cmd, args) in COMMANDS

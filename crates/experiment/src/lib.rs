@@ -24,6 +24,7 @@ pub mod loaded;
 pub mod measure;
 pub mod output;
 pub mod params;
+pub mod probe;
 pub mod progress;
 pub mod rap;
 pub mod registry;

@@ -2,7 +2,7 @@
 //! doc comment is the command's help, its attributes the examples), a suite step, and a
 //! renderer the binary can find by name.
 
-use crate::{Env, Experiment, Output, Placement, inst, latency, loaded, rap, sync};
+use crate::{Env, Experiment, Output, Placement, inst, latency, loaded, probe, rap, sync};
 use anyhow::Result;
 use pmscope_core::record::Record;
 
@@ -75,4 +75,8 @@ experiments! {
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", crate::axis_help!()))]
     Loaded(loaded::Params) => loaded::Loaded,
+    /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
+    /// XPLines, with the knee of each curve.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", crate::axis_help!()))]
+    Probe(probe::Params) => probe::Probe,
 }

@@ -10,7 +10,6 @@ mod kmer;
 mod list;
 mod numa;
 mod poly;
-mod probe;
 mod quick;
 mod report;
 mod results;
@@ -94,7 +93,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Fs(a) => fs::run(ctx, sink, a),
         Command::Fio(a) => fio::run(ctx, sink, a),
         Command::Poly(a) => poly::run(ctx, sink, a),
-        Command::Probe(a) => probe::run(ctx, sink, a),
         Command::App(a) => app::run(ctx, sink, a),
         Command::Kmer(_)
         | Command::Run(_)
