@@ -124,7 +124,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["inst", "--ops", "foo"],
         2,
-        "pmscope: 'foo' is not an op: use load, ntload, store, store+clflush, store+clflushopt, store+clwb, ntstore\n",
+        "pmscope: --ops foo: 'foo' is not an op: use load, ntload, store, store+clflush, store+clflushopt, store+clwb, ntstore\n",
     ),
     (
         &["inst", "--sizes", "100"],
@@ -139,7 +139,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["rap", "--persist", "bogus"],
         2,
-        "pmscope: 'bogus' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync\n",
+        "pmscope: --persist bogus: 'bogus' is not a persist strategy: use one of clflush, clflushopt, clwb, ntstore, none, msync\n",
     ),
     (
         &["bandwidth", "--mix", "2-1"],
