@@ -57,7 +57,7 @@ pub struct Params {
     #[arg(long, value_name = "AXIS")]
     pub sizes: Option<String>,
     /// Address pattern: seq, rand or both.
-    #[arg(long, value_enum, default_value = "both")]
+    #[arg(long, value_enum, default_value_t = Patterns::Both)]
     pub pattern: Patterns,
     /// Region the addresses fall in, or auto: 4x the last-level cache, at least 1GiB,
     /// capped by available memory and --max-mem.
@@ -379,4 +379,23 @@ fn emit(
         run.emit(&r)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_measure_every_cell_of_both_patterns() {
+        let d = crate::defaults::<Params>();
+        assert_eq!(
+            (d.pattern, d.ops.as_ref(), d.fences.as_ref()),
+            (Patterns::Both, None, None)
+        );
+        let c = cells(&OPS, &FENCES, &[8, 64], &d.pattern.patterns());
+        assert_eq!(c.len(), OPS.len() * FENCES.len() * 2 * 2);
+        assert_eq!((c[0].pattern, c[1].pattern), (Pattern::Seq, Pattern::Rand));
+        assert_eq!(op("store+clwb"), Ok(Op::StoreClwb));
+        assert!(op("foo").is_err() && fence("xfence").is_err());
+    }
 }

@@ -37,7 +37,7 @@ pub struct Params {
     #[command(flatten)]
     pub targets: TargetArgs,
     /// Chain order: random (one random cycle), sequential (fixed stride), random-in-page.
-    #[arg(long, default_value = "random")]
+    #[arg(long, default_value_t = Order::Random)]
     pub pattern: Order,
     /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
     #[arg(long, default_value = "64B", value_name = "SIZE")]
@@ -324,6 +324,13 @@ fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn defaults_and_aliases() {
+        let d = crate::defaults::<Params>();
+        assert_eq!((d.pattern, d.element.0, d.cpu), (Order::Random, 64, None));
+        assert_eq!("seq".parse(), Ok(Order::Sequential), "the suite's spelling");
+    }
 
     #[test]
     fn default_sweep_has_powers_and_midpoints() {

@@ -61,7 +61,7 @@ pub struct Params {
     pub traffic_op: Option<StreamOp>,
     /// The order the traffic visits its region: seq, or rand (a random permutation of every
     /// access-sized block, each once per pass, so the whole region is covered).
-    #[arg(long, value_enum, default_value = "seq", value_name = "PATTERN")]
+    #[arg(long, value_enum, default_value_t = TrafficPattern::Seq, value_name = "PATTERN")]
     pub traffic_pattern: TrafficPattern,
     /// Bytes per traffic access.
     #[arg(long, default_value = "1KiB", value_name = "SIZE")]

@@ -111,6 +111,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn defaults() {
+        let d = crate::defaults::<Params>();
+        assert_eq!(d.probe.probe, super::super::Probe::Chase);
+        assert_eq!(d.traffic_pattern.pattern(), Pattern::Seq);
+        assert_eq!((d.rw, d.traffic_op), (None, None));
+        assert_eq!(traffic_op("store+clwb+sfence"), Ok(StreamOp::StoreClwb));
+    }
+
+    #[test]
     fn ratios() {
         assert_eq!(
             "2:1".parse(),

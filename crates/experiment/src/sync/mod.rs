@@ -58,7 +58,7 @@ pub struct Params {
     #[arg(long)]
     pub unit: Option<usize>,
     /// Pattern: seq, rand (lines in a precomputed random order) or both.
-    #[arg(long, value_enum, default_value = "both")]
+    #[arg(long, value_enum, default_value_t = Patterns::Both)]
     pub pattern: Patterns,
     /// Region streamed over (split between threads), or auto: 4x the last-level cache, at
     /// least 1GiB, capped by available memory and --max-mem.
@@ -77,7 +77,7 @@ pub struct Params {
     #[arg(long)]
     pub cpus: Option<Cpus>,
     /// The fence of the +F options: mfence (pmmeter's default) or sfence.
-    #[arg(long, value_enum, default_value = "mfence")]
+    #[arg(long, value_enum, default_value_t = PlusFence::Mfence)]
     pub fence: PlusFence,
     /// Seed of the random line order.
     #[arg(long, default_value_t = 0x5EED)]
@@ -329,4 +329,17 @@ fn measure_option(
     r.metric = Some("bandwidth_gb_s".into());
     r.summary = Some(s);
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_pmmeters() {
+        let d = crate::defaults::<Params>();
+        assert_eq!(d.pattern.patterns(), [Pattern::Seq, Pattern::Rand]);
+        assert_eq!(d.fence.kind(), FenceKind::Mfence);
+        assert_eq!((d.threads.0, d.unit), (1, None));
+    }
 }
