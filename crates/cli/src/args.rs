@@ -2,10 +2,7 @@
 //! interpreted. Each command turns these into its plan.
 
 use clap::{Args, Parser, Subcommand};
-use pmscope_experiment::axis_help;
-use pmscope_experiment::params::{
-    AutoSize, Count, Cpus, Seconds, Size, TargetArgs, inst_ops_help, probe_help,
-};
+use pmscope_experiment::params::{Count, Cpus, Seconds, Size, TargetArgs};
 use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
 
@@ -80,23 +77,9 @@ pub enum Command {
     /// Describe this machine: CPU and persistence instructions, caches, TSC, NUMA nodes,
     /// huge pages, THP, DAX devices and mounts, perf counters.
     Info,
-    /// Idle load latency by dependent-load chains over a working-set sweep.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
-    Latency(LatencyArgs),
-    /// Latency of single instruction sequences: op, flush, fence (LATTester).
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", axis_help!()))]
-    Inst(InstArgs),
-    /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
-    )]
-    Sync(SyncArgs),
     /// The experiments (see `pmscope_experiment::registry`).
     #[command(flatten)]
     Experiment(pmscope_experiment::Step),
-    /// Loaded latency: a probe's latency while other threads generate delayed traffic.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
-    Loaded(LoadedArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.
     Kmer(KmerArgs),
@@ -120,10 +103,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope fio -t file:/tmp -t file:/dev/shm\n  pmscope fio -t file:/mnt/pmem --jobs 1,2,4,8 --runtime 30 --size 512MiB"
     )]
     Fio(FioArgs),
-    /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
-    /// XPLines, with the knee of each curve.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
-    Probe(ProbeArgs),
     /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
     /// 003 Table 5), sync (seed 002).
     #[command(
@@ -250,15 +229,6 @@ pub enum ListWhat {
     Ops,
 }
 
-fn traffic_op_help() -> String {
-    format!(
-        "What the traffic does: {} (read: read-only traffic). A row of `pmscope list ops` that \
-         streams as one of them (load, store, store+clwb+sfence, ...) is accepted too \
-         [default: read, or write when --rw has writes]",
-        pmscope_loops::stream::StreamOp::names()
-    )
-}
-
 /// `pmscope fs`.
 #[derive(Debug, Args)]
 pub struct FsArgs {
@@ -300,66 +270,6 @@ pub struct FioArgs {
     pub size: Size,
 }
 
-/// `pmscope probe`.
-#[derive(Debug, Args)]
-pub struct ProbeArgs {
-    /// The probe.
-    #[arg(value_enum)]
-    pub kind: ProbeKind,
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Working sets (sweep axis) [default: 1KiB..64MiB].
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Timed visits per point [default: 10000].
-    #[arg(long)]
-    pub count: Option<Count>,
-    /// chase-write: the write made at each visit: store+clwb, store+clflushopt,
-    /// store+clflush or ntstore [default: store+clwb, or where the CPU lacks clwb
-    /// store+clflushopt, else store+clflush].
-    #[arg(long)]
-    pub write: Option<String>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-    /// Seed of the random orders.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-}
-
-/// The probes of `pmscope probe`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProbeKind {
-    /// Read k of the 4 lines of each XPLine (k = 1..4), flushed: the read buffer's size and
-    /// its granularity (64 B vs 256 B).
-    ReadBuffer,
-    /// Sequential and random non-temporal writes of 1..4 lines of each XPLine: the
-    /// write-combining buffer.
-    WriteBuffer,
-    /// Flushed reads interleaved with non-temporal writes on a disjoint half, against
-    /// read-only and write-only baselines: do reads and writes share a buffer?
-    RwBuffer,
-    /// Random XPLines read line by line, with and without a software prefetch of the next.
-    Prefetch,
-    /// A walk over XPLine elements writing another line of each (--write), coupled (a
-    /// pointer chase) or decoupled (addresses from a DRAM array).
-    ChaseWrite,
-}
-
-impl ProbeKind {
-    /// The name in records.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeKind::ReadBuffer => "read-buffer",
-            ProbeKind::WriteBuffer => "write-buffer",
-            ProbeKind::RwBuffer => "rw-buffer",
-            ProbeKind::Prefetch => "prefetch",
-            ProbeKind::ChaseWrite => "chase-write",
-        }
-    }
-}
-
 /// `pmscope suite`.
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
@@ -393,187 +303,6 @@ pub enum Study {
     Table5,
     /// Seed 002: the cost of each synchronisation option (pmmeter).
     Sync,
-}
-
-/// `pmscope latency`.
-#[derive(Debug, Args)]
-pub struct LatencyArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Chain order: random (one random cycle), sequential (fixed stride), random-in-page.
-    #[arg(long, default_value = "random")]
-    pub pattern: String,
-    /// Element size (the stride of sequential chains): 64B, or 256B for Optane's XPLine.
-    #[arg(long, default_value = "64B", value_name = "SIZE")]
-    pub element: Size,
-    /// Working sets (sweep axis, e.g. 4KiB..1GiB or 1MiB,1GiB; `auto` stands for the
-    /// default end, e.g. 4KiB..auto:x4). Default: 4 KiB to auto — 4x the last-level cache,
-    /// at least 1GiB, capped by available memory and --max-mem — every power of two and the
-    /// midpoint after it, and the end itself.
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Randomise only within groups of this many 4 KiB pages (separates TLB misses from
-    /// memory latency).
-    #[arg(long, value_name = "PAGES")]
-    pub tlb_window: Option<Count>,
-    /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
-    #[arg(long)]
-    pub no_mix: bool,
-    /// Repetitions per point (one more is run first and dropped) [default: 5; 15 with --full].
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Individually timed loads for the distribution at the largest point, 0 for none
-    /// [default: 200000; 1000000 with --full].
-    #[arg(long)]
-    pub samples: Option<usize>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-    /// Seed of the random orders.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 15 repetitions of 200 ms, 1 000 000 timed loads.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// `pmscope inst`.
-#[derive(Debug, Args)]
-pub struct InstArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    #[arg(long, help = inst_ops_help())]
-    pub ops: Option<String>,
-    /// Fences after each access (comma list): none, sfence, mfence. Default: all.
-    #[arg(long)]
-    pub fences: Option<String>,
-    /// Access sizes in bytes (8 or multiples of 64). Default 8,64,128,256,512,1024,4096.
-    #[arg(long, value_name = "AXIS")]
-    pub sizes: Option<String>,
-    /// Address pattern: seq, rand or both.
-    #[arg(long, default_value = "both")]
-    pub pattern: String,
-    /// Region the addresses fall in, or auto: 4x the last-level cache, at least 1GiB,
-    /// capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub region: AutoSize,
-    /// Accesses timed per cell [default: 100000; 1000000 with --full].
-    #[arg(long)]
-    pub count: Option<Count>,
-    /// Do not flush lines before timed loads (measure cache hits instead of memory).
-    #[arg(long)]
-    pub no_flush: bool,
-    /// After the table, print every cell's per-access latency histogram (log buckets, seed
-    /// 003 Figures 6-7); the records always carry them.
-    #[arg(long)]
-    pub histograms: bool,
-    /// Instruction width in bytes for accesses of 64 bytes and more: 16 (SSE2), 32 (AVX2)
-    /// or 64 (AVX-512F) [default: the widest the CPU has].
-    #[arg(long)]
-    pub width: Option<usize>,
-    /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-    /// Seed of the random addresses.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 1 000 000 accesses per cell.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// `pmscope sync`.
-#[derive(Debug, Args)]
-pub struct SyncArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Instruction unit in bytes: 8, 16, 32 (AVX2) or 64 (AVX-512F); each 64-byte block is
-    /// 64/unit instructions [default: 32, pmmeter's; 16 on a CPU without AVX2].
-    #[arg(long)]
-    pub unit: Option<usize>,
-    /// Pattern: seq, rand (lines in a precomputed random order) or both.
-    #[arg(long, default_value = "both")]
-    pub pattern: String,
-    /// Region streamed over (split between threads), or auto: 4x the last-level cache, at
-    /// least 1GiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub region: AutoSize,
-    /// Threads, each on its own part of the region.
-    #[arg(long, default_value = "1")]
-    pub threads: Count,
-    /// Repetitions per option (one more is run first and dropped) [default: 3; 7 with --full].
-    #[arg(long)]
-    pub reps: Option<Count>,
-    /// Seconds each thread streams per repetition [default: 0.2; 1 with --full].
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<Seconds>,
-    /// CPUs to pin the threads to (default: the allowed CPUs in order).
-    #[arg(long)]
-    pub cpus: Option<Cpus>,
-    /// The fence of the +F options: mfence (pmmeter's default) or sfence.
-    #[arg(long, default_value = "mfence")]
-    pub fence: String,
-    /// Seed of the random line order.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 7 repetitions of 1 s per option.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// `pmscope loaded`.
-#[derive(Debug, Args)]
-pub struct LoadedArgs {
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    #[arg(long, default_value = "chase", help = probe_help())]
-    pub probe: String,
-    /// Delays injected after every traffic access, in ns (sweep axis; an idle point with no
-    /// traffic is always measured first).
-    #[arg(
-        long,
-        default_value = "0,25,50,100,200,400,800,1600,3200,6400,12800,25600"
-    )]
-    pub delays: String,
-    /// The traffic's read:write ratio (1:0 reads only, 2:1, 1:1, 0:1 writes only) [default:
-    /// 1:0; 0:1 with a writing --traffic-op].
-    #[arg(long)]
-    pub rw: Option<String>,
-    // The op list comes from loops::stream::STREAM_OPS.
-    #[arg(long, value_name = "OP", help = traffic_op_help())]
-    pub traffic_op: Option<String>,
-    /// The order the traffic visits its region: seq, or rand (a random permutation of every
-    /// access-sized block, each once per pass, so the whole region is covered).
-    #[arg(long, default_value = "seq", value_name = "PATTERN")]
-    pub traffic_pattern: String,
-    /// Bytes per traffic access.
-    #[arg(long, default_value = "1KiB", value_name = "SIZE")]
-    pub traffic_access: Size,
-    /// Region each traffic thread streams over, or auto: together the traffic threads cover
-    /// 4x the last-level cache, each at least 256MiB, capped by available memory and
-    /// --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub traffic_region: AutoSize,
-    /// Region of the probe (the chain's working set), or auto: 4x the last-level cache, at
-    /// least 1GiB, capped by available memory and --max-mem.
-    #[arg(long, default_value = "auto", value_name = "SIZE")]
-    pub probe_region: AutoSize,
-    /// Individually timed probe operations per point [default: 50000; 200000 with --full].
-    #[arg(long)]
-    pub samples: Option<Count>,
-    /// CPUs: the first measures, the others generate traffic (default: all allowed).
-    #[arg(long)]
-    pub cpus: Option<Cpus>,
-    /// Seed of the chain and random lines.
-    #[arg(long, default_value_t = 0x5EED)]
-    pub seed: u64,
-    /// The thorough version: 200 000 samples and longer chain repetitions per point.
-    #[arg(long)]
-    pub full: bool,
 }
 
 /// `pmscope kmer`.

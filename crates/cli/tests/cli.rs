@@ -114,7 +114,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["latency", "--pattern", "zigzag"],
         2,
-        "pmscope: 'zigzag' is not a chain pattern: use rand (random), seq (sequential) or random-in-page\n",
+        "pmscope: --pattern zigzag: 'zigzag' is not a chain pattern: use rand (random), seq (sequential) or random-in-page\n",
     ),
     (
         &["latency", "--sizes", "64"],
@@ -124,7 +124,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["inst", "--ops", "foo"],
         2,
-        "pmscope: 'foo' is not an op: use load, ntload, store, store+clflush, store+clflushopt, store+clwb, ntstore\n",
+        "pmscope: --ops foo: 'foo' is not an op: use load, ntload, store, store+clflush, store+clflushopt, store+clwb, ntstore\n",
     ),
     (
         &["inst", "--sizes", "100"],
@@ -150,7 +150,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
     (
         &["loaded", "--probe", "load+mfence"],
         2,
-        "pmscope: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore, none), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)\n",
+        "pmscope: --probe load+mfence: 'load+mfence' is not a probe: use chase, a persist strategy (clflush, clflushopt, clwb, ntstore, none), or a storing op such as store+clwb+sfence or SW (see `pmscope list ops`)\n",
     ),
     (
         &["loaded", "--rw", "x"],

@@ -155,9 +155,10 @@ fn loaded_traffic_of_every_op_and_pattern() {
             &["--traffic-op", "read", "--rw", "1:1"][..],
             "pmscope: --rw 1:1 asks for writes but --traffic-op read writes nothing",
         ),
+        // A word outside a closed set is clap's own error (exit 2), naming the choices.
         (
             &["--traffic-pattern", "random"][..],
-            "pmscope: --traffic-pattern random: use seq or rand",
+            "error: invalid value 'random' for '--traffic-pattern <PATTERN>'",
         ),
     ] {
         let mut a = vec!["--null-executor", "loaded", "-t", "dram:4k"];

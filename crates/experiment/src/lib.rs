@@ -21,11 +21,15 @@ pub mod env;
 pub mod error;
 pub mod fallback;
 pub mod filedir;
+pub mod inst;
+pub mod latency;
+pub mod loaded;
 pub mod measure;
 pub mod numa;
 pub mod output;
 pub mod params;
 pub mod poly;
+pub mod probe;
 pub mod progress;
 pub mod quick;
 pub mod rap;
@@ -33,6 +37,7 @@ pub mod registry;
 pub mod render;
 pub mod run;
 pub mod suite;
+pub mod sync;
 pub mod verify;
 
 pub use env::Env;
@@ -64,6 +69,13 @@ pub trait Experiment {
     /// picks its own).
     fn render(records: &[Record]) -> String;
 
+    /// What a terminal shows after the run: the table, and whatever the parameters'
+    /// display options add (`inst --histograms`); by default the table alone.
+    fn show(params: &Self::Params, records: &[Record]) -> String {
+        let _ = params;
+        Self::render(records)
+    }
+
     /// Puts a suite step on the suite's targets and CPUs (`cpus` as the suite's `--cpus`
     /// list; an experiment of one CPU takes the first).
     fn place(params: &mut Self::Params, on: &Placement);
@@ -91,7 +103,7 @@ pub fn run<E: Experiment>(env: &mut Env, out: &mut dyn Output, params: &E::Param
     let plan = E::plan(env, params)?;
     E::measure(env, out, &plan)?;
     if out.human() {
-        print!("{}", E::render(out.records()));
+        print!("{}", E::show(params, out.records()));
     }
     Ok(())
 }

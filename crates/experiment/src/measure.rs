@@ -51,10 +51,7 @@ pub fn chase_distribution(
     let warm = ticks.len().min(1000);
     chaser.time_each(&mut ticks[..warm]); // warms the timing path; overwritten below
     chaser.time_each(&mut ticks);
-    let ns: Vec<f64> = ticks
-        .iter()
-        .map(|&t| timer.tsc_ticks_to_ns(t.saturating_sub(overhead)))
-        .collect();
+    let ns: Vec<f64> = ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect();
     let summary = Summary::of(&ns).expect("samples are finite");
     (summary, LogHistogram::of(&ns, 4))
 }

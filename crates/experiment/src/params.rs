@@ -5,6 +5,7 @@
 
 use clap::Args;
 use pmscope_core::units::Bytes;
+use pmscope_core::vocab::Pattern;
 use pmscope_loops::catalog;
 use pmscope_mapping::TargetSpec;
 use std::str::FromStr;
@@ -196,4 +197,26 @@ pub fn probe_help() -> String {
         "What the measuring thread times: chase (dependent loads), a persist strategy ({}) meaning its store, flush and drain, or a storing op of `pmscope list ops` such as store+clwb+sfence or SW",
         catalog::strategy_names()
     )
+}
+
+/// The address pattern option of the commands that measure either pattern or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Patterns {
+    /// Consecutive addresses.
+    Seq,
+    /// Random addresses.
+    Rand,
+    /// Both, sequential first.
+    Both,
+}
+
+impl Patterns {
+    /// The patterns measured, in order.
+    pub fn patterns(self) -> Vec<Pattern> {
+        match self {
+            Patterns::Seq => vec![Pattern::Seq],
+            Patterns::Rand => vec![Pattern::Rand],
+            Patterns::Both => vec![Pattern::Seq, Pattern::Rand],
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //! doc comment is the command's help, its attributes the examples), a suite step, and a
 //! renderer the binary can find by name.
 
-use crate::{Env, Experiment, Output, Placement, app, rap, run};
+use crate::{
+    Env, Experiment, Output, Placement, app, inst, latency, loaded, probe, rap, run, sync,
+};
 use anyhow::Result;
 use pmscope_core::record::Record;
 
@@ -109,4 +111,22 @@ experiments! {
         after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data"
     )]
     Poly(crate::poly::Params) => crate::poly::Poly,
+    /// Idle load latency by dependent-load chains over a working-set sweep.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpu 0\n\n", crate::axis_help!()))]
+    Latency(latency::Params) => latency::Latency,
+    /// Latency of single instruction sequences: op, flush, fence (LATTester).
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", crate::axis_help!()))]
+    Inst(inst::Params) => inst::Inst,
+    /// Throughput of 64-byte block streams under each synchronisation option (pmmeter).
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope sync -t file:/mnt/pmem\n  pmscope sync --unit 64 --fence sfence --threads 2 --cpus 0,1"
+    )]
+    Sync(sync::Params) => sync::Synchronisation,
+    /// Loaded latency: a probe's latency while other threads generate delayed traffic.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", crate::axis_help!()))]
+    Loaded(loaded::Params) => loaded::Loaded,
+    /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
+    /// XPLines, with the knee of each curve.
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", crate::axis_help!()))]
+    Probe(probe::Params) => probe::Probe,
 }

@@ -14,6 +14,7 @@ mod arch;
 pub mod catalog;
 pub mod chain;
 pub mod chase;
+pub mod offsets;
 pub mod probe;
 mod region;
 pub mod rng;

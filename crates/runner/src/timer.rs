@@ -108,6 +108,15 @@ impl Timer {
         ticks as f64 * self.tsc_ns_per_tick
     }
 
+    /// The latency of one single timed access in ns: its TSC `ticks` less `overhead`, the
+    /// ticks of an empty timed interval of the same discipline (`access::timing_overhead`,
+    /// `chase::single_timing_overhead`), never below zero. Every command that times single
+    /// accesses converts its ticks here.
+    #[inline]
+    pub fn net_ns(&self, ticks: u64, overhead: u64) -> f64 {
+        self.tsc_ticks_to_ns(ticks.saturating_sub(overhead))
+    }
+
     /// The overhead of one start/stop pair in ticks (median of 10 001 empty intervals).
     pub fn overhead_ticks(&self) -> u64 {
         let mut v: Vec<u64> = (0..10_001)
@@ -312,6 +321,22 @@ mod tests {
         // Nothing to judge, or one length only: no claim of a coarse step.
         assert_eq!(interval_step(&[]), 1.0);
         assert_eq!(interval_step(&[49; 1000]), 1.0);
+    }
+
+    #[test]
+    fn net_ns_subtracts_the_overhead_and_stops_at_zero() {
+        let t = Timer {
+            tsc_ns_per_tick: 0.5,
+            ..Timer::monotonic()
+        };
+        assert_eq!(t.net_ns(130, 30), 50.0);
+        assert_eq!(t.net_ns(30, 30), 0.0);
+        assert_eq!(
+            t.net_ns(10, 30),
+            0.0,
+            "an access faster than the empty interval"
+        );
+        assert_eq!(t.net_ns(10, 0), 5.0);
     }
 
     #[test]

@@ -4,16 +4,11 @@
 mod fio;
 mod fs;
 mod info;
-pub(crate) mod inst;
 mod kmer;
-mod latency;
 mod list;
-mod loaded;
-mod probe;
 mod report;
 mod results;
 mod suite;
-mod sync;
 
 use crate::args::{Cli, Command};
 use crate::error::PassThrough;
@@ -82,16 +77,11 @@ pub fn run(cli: Cli) -> Result<()> {
 pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result<()> {
     match command {
         Command::Info => info::run(ctx, sink),
-        Command::Latency(a) => latency::run(ctx, sink, a),
-        Command::Inst(a) => inst::run(ctx, sink, a),
-        Command::Sync(a) => sync::run(ctx, sink, a),
         Command::Experiment(step) => step.run(ctx, sink),
-        Command::Loaded(a) => loaded::run(ctx, sink, a),
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
         Command::Fs(a) => fs::run(ctx, sink, a),
         Command::Fio(a) => fio::run(ctx, sink, a),
-        Command::Probe(a) => probe::run(ctx, sink, a),
         Command::Kmer(_)
         | Command::Completions { .. }
         | Command::Man

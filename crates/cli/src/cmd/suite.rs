@@ -485,10 +485,8 @@ pub fn run(ctx: &mut Context, sink: &mut Sink, a: &SuiteArgs) -> Result<()> {
         argv.extend(common.iter().cloned());
         if let Some(c) = &a.cpus {
             let list = pmscope_core::cpulist::format_list(&c.0);
-            if s.argv[0] == "rap" {
+            if matches!(s.argv[0], "rap" | "latency" | "inst") {
                 argv.extend(["--cpu".into(), c.0[0].to_string()]);
-            } else if matches!(s.argv[0], "latency" | "inst") {
-                argv.extend(["--cpus".into(), c.0[0].to_string()]);
             } else {
                 argv.extend(["--cpus".into(), list]);
             }

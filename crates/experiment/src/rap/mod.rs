@@ -199,10 +199,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                     let mut order: Vec<u32> = (0..lines as u32).collect();
                     SplitMix64::new(p.seed).shuffle(&mut order);
                     let to_ns = |t: &[u64]| -> Summary {
-                        let ns: Vec<f64> = t
-                            .iter()
-                            .map(|&x| timer.tsc_ticks_to_ns(x.saturating_sub(overhead)))
-                            .collect();
+                        let ns: Vec<f64> = t.iter().map(|&x| timer.net_ns(x, overhead)).collect();
                         Summary::of(&ns).expect("finite")
                     };
                     // Baseline: loads of lines flushed just before, far from any recent persist.
