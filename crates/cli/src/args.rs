@@ -2,7 +2,7 @@
 //! interpreted. Each command turns these into its plan.
 
 use clap::{Args, Parser, Subcommand};
-use pmscope_experiment::params::{Count, Cpus, Seconds, Size, TargetArgs};
+use pmscope_experiment::params::{Count, Seconds, Size, TargetArgs};
 use pmscope_mapping::TargetSpec;
 use std::path::PathBuf;
 
@@ -108,7 +108,7 @@ pub enum Command {
     #[command(
         after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest"
     )]
-    Suite(SuiteArgs),
+    Suite(pmscope_experiment::suite::Params),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     #[command(
         after_help = "EXAMPLES:\n  pmscope completions bash > /etc/bash_completion.d/pmscope"
@@ -268,41 +268,6 @@ pub struct FioArgs {
     /// Bytes of each job's file (seed 004: 512MiB).
     #[arg(long, default_value = "64MiB", value_name = "SIZE")]
     pub size: Size,
-}
-
-/// `pmscope suite`.
-#[derive(Debug, Args)]
-pub struct SuiteArgs {
-    /// The study.
-    #[arg(value_enum)]
-    pub study: Study,
-    /// Targets and mapping options (default: dram:4k).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// The publication-grade version of every step (each command's --full).
-    #[arg(long)]
-    pub full: bool,
-    /// CPUs to use (default: all this process may use).
-    #[arg(long)]
-    pub cpus: Option<Cpus>,
-    /// Finish RUN, an interrupted run of this suite in the results store (an id, latest,
-    /// latest~N or a tag): its finished steps are kept, the rest are measured into it.
-    #[arg(long, value_name = "RUN")]
-    pub resume: Option<String>,
-}
-
-/// The studies `pmscope suite` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Study {
-    /// Seed 004 section 3: idle latency (random, sequential), instruction latency,
-    /// bandwidth vs threads per op, bandwidth vs access size, mixed read/write, loaded
-    /// latency. About 2 minutes for two targets on 2 cores.
-    Basic,
-    /// Seed 003 Table 5: single-thread latency by access size, rand/seq x read/write/
-    /// write+flush, with slowdown factors against the first target.
-    Table5,
-    /// Seed 002: the cost of each synchronisation option (pmmeter).
-    Sync,
 }
 
 /// `pmscope kmer`.

@@ -132,28 +132,4 @@ impl Sink {
     pub fn records(&self) -> &[Record] {
         Output::records(self)
     }
-    /// See [`Output::set_quiet`].
-    pub fn set_quiet(&mut self, quiet: bool) {
-        Output::set_quiet(self, quiet)
-    }
-    /// See [`Output::store`].
-    pub fn store(&self) -> Option<&Store> {
-        Output::store(self)
-    }
-    /// See [`Output::begin_run`].
-    pub fn begin_run(&mut self, line: &[String], resume: Option<RunId>) -> Result<Option<RunId>> {
-        Output::begin_run(self, line, resume)
-    }
-    /// See [`Output::begin_step`].
-    pub fn begin_step(&mut self, step: usize) -> Result<()> {
-        Output::begin_step(self, step)
-    }
-    /// See [`Output::finish_step`].
-    pub fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
-        Output::finish_step(self, step, name)
-    }
-    /// See [`Output::replay`].
-    pub fn replay(&mut self, r: &Record) -> Result<()> {
-        Output::replay(self, r)
-    }
 }

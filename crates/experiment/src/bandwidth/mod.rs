@@ -13,7 +13,7 @@ pub use plan::{Plan, REGION_FLOOR};
 
 use crate::measure::{Role, stream_for};
 use crate::output::Output;
-use crate::params::{AutoSize, Count, Cpus, Seconds, TargetArgs};
+use crate::params::{AutoSize, Count, Cpus, Patterns, Seconds, TargetArgs};
 use crate::progress::Progress;
 use crate::{Env, Experiment, Placement};
 use anyhow::Result;
@@ -34,28 +34,6 @@ fn ops_help() -> String {
          Default: all (with --mix: write, the op of the writers)",
         StreamOp::names()
     )
-}
-
-/// The address patterns `--pattern` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Patterns {
-    /// Sequential.
-    Seq,
-    /// Random aligned blocks of the access size.
-    Rand,
-    /// Sequential, then random.
-    Both,
-}
-
-impl Patterns {
-    /// The patterns, in the order they are measured.
-    pub fn patterns(self) -> Vec<Pattern> {
-        match self {
-            Patterns::Seq => vec![Pattern::Seq],
-            Patterns::Rand => vec![Pattern::Rand],
-            Patterns::Both => vec![Pattern::Seq, Pattern::Rand],
-        }
-    }
 }
 
 /// A vector width of the streams (`--width`).
@@ -161,6 +139,21 @@ impl Experiment for Bandwidth {
         if let Some(c) = &on.cpus {
             params.cpus = Some(c.clone());
         }
+    }
+
+    /// A study names its ops; on a CPU without an op's instructions (no clwb: store+clwb)
+    /// the op is left out of the step rather than failing the study, as the default op
+    /// list does.
+    fn fit_to_cpu(params: &mut Params, f: &CpuFeatures) -> Vec<String> {
+        let Some(ops) = &mut params.ops else {
+            return Vec::new();
+        };
+        let width = Streamer::widest(f);
+        let (keep, out): (Vec<StreamOp>, Vec<StreamOp>) = ops
+            .iter()
+            .partition(|&&op| Streamer::new(op, width, 64, f).is_ok());
+        *ops = keep;
+        out.into_iter().map(|op| op.name().to_string()).collect()
     }
 }
 

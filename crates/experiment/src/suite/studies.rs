@@ -1,10 +1,17 @@
-//! The studies, as data: each step is an experiment with its typed parameters. `full` runs
-//! each experiment's thorough version instead of the budget one (basic is sized to finish
-//! two targets in about two minutes on a 2-core machine). Working sets and regions meant to
-//! measure memory are `auto` (each experiment's default, sized to the machine's last-level
-//! cache), never a fixed size that a large cache holds.
+//! The studies, as data: each step is an experiment with its typed parameters, starting
+//! from the command line's defaults ([`defaults`]). `full` runs each experiment's thorough
+//! version instead of the budget one (basic is sized to finish two targets in about two
+//! minutes on a 2-core machine). Working sets and regions meant to measure memory are
+//! `auto` (each experiment's default, sized to the machine's last-level cache), never a
+//! fixed size that a large cache holds.
 
-use crate::{Step, defaults, rap};
+use crate::bandwidth::{self, Mix};
+use crate::loaded::{self, Rw};
+use crate::params::{Count, Patterns, Seconds};
+use crate::{Step, defaults, inst, latency, sync};
+use pmscope_loops::access::{FenceKind, Op};
+use pmscope_loops::chain::Order;
+use pmscope_loops::stream::StreamOp;
 
 /// The studies `pmscope suite` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,9 +40,217 @@ impl Study {
 
 /// The steps of a study: a name (stored with each point) and the step.
 pub fn steps(study: Study, full: bool) -> Vec<(&'static str, Step)> {
-    let _ = (study, full);
-    vec![(
-        "read after persist",
-        Step::Rap(rap::Params { full, ..defaults() }),
-    )]
+    match study {
+        Study::Basic if full => basic_full(),
+        Study::Basic => basic(),
+        Study::Table5 => vec![("access latency by size (Table 5)", table5(full))],
+        Study::Sync => vec![(
+            "synchronisation cost (pmmeter)",
+            Step::Sync(sync::Params { full, ..defaults() }),
+        )],
+    }
+}
+
+/// The thorough basic study: each experiment's `--full`.
+fn basic_full() -> Vec<(&'static str, Step)> {
+    let bw = |ops: &[StreamOp], pattern, sizes: &str| bandwidth::Params {
+        ops: Some(ops.to_vec()),
+        pattern,
+        sizes: Some(sizes.into()),
+        full: true,
+        ..defaults()
+    };
+    vec![
+        ("latency, random", latency_full(Order::Random)),
+        ("latency, sequential", latency_full(Order::Sequential)),
+        (
+            "instruction latency",
+            Step::Inst(inst::Params {
+                full: true,
+                ..defaults()
+            }),
+        ),
+        (
+            "bandwidth vs threads",
+            Step::Bandwidth(bw(THREAD_OPS, Patterns::Seq, "4KiB")),
+        ),
+        (
+            "bandwidth vs access size",
+            Step::Bandwidth(bandwidth::Params {
+                threads: Some("1".into()),
+                ..bw(SIZE_OPS, Patterns::Rand, "64..64KiB")
+            }),
+        ),
+        (
+            "mixed read/write",
+            Step::Bandwidth(bandwidth::Params {
+                mix: Some(Mix::Split),
+                ..bw(&[StreamOp::Write], Patterns::Both, "4KiB")
+            }),
+        ),
+        ("loaded latency", loaded_full(None)),
+        ("loaded latency, 2:1 traffic", loaded_full(Some(TWO_TO_ONE))),
+    ]
+}
+
+/// The budget basic study.
+fn basic() -> Vec<(&'static str, Step)> {
+    let bw = |ops: &[StreamOp], pattern, sizes: &str| bandwidth::Params {
+        ops: Some(ops.to_vec()),
+        pattern,
+        sizes: Some(sizes.into()),
+        reps: Some(Count(3)),
+        duration: Some(Seconds(0.1)),
+        ..defaults()
+    };
+    let loaded = |rw| {
+        Step::Loaded(loaded::Params {
+            rw,
+            delays: "0,100,400,1600,6400".into(),
+            samples: Some(Count(20_000)),
+            ..defaults()
+        })
+    };
+    vec![
+        (
+            "latency, random",
+            latency(Order::Random, "4KiB..auto", 50_000),
+        ),
+        (
+            "latency, sequential",
+            latency(Order::Sequential, "4KiB..auto:x4", 0),
+        ),
+        (
+            "instruction latency",
+            Step::Inst(inst::Params {
+                count: Some(Count(20_000)),
+                sizes: Some("8,64,256,1024,4096".into()),
+                ..defaults()
+            }),
+        ),
+        (
+            "bandwidth vs threads",
+            Step::Bandwidth(bw(THREAD_OPS, Patterns::Seq, "4KiB")),
+        ),
+        (
+            "bandwidth vs access size",
+            Step::Bandwidth(bandwidth::Params {
+                threads: Some("1".into()),
+                ..bw(SIZE_OPS, Patterns::Rand, "64..16KiB")
+            }),
+        ),
+        (
+            "mixed read/write",
+            Step::Bandwidth(bandwidth::Params {
+                mix: Some(Mix::Split),
+                ..bw(&[StreamOp::Write], Patterns::Both, "4KiB")
+            }),
+        ),
+        ("loaded latency", loaded(None)),
+        ("loaded latency, 2:1 traffic", loaded(Some(TWO_TO_ONE))),
+    ]
+}
+
+/// The ops of the thread sweep: reads, writes, non-temporal stores, stores written back.
+const THREAD_OPS: &[StreamOp] = &[
+    StreamOp::Read,
+    StreamOp::Write,
+    StreamOp::NtStore,
+    StreamOp::StoreClwb,
+];
+
+/// The ops of the access-size sweep.
+const SIZE_OPS: &[StreamOp] = &[StreamOp::Read, StreamOp::Write];
+
+/// Two reads per write: seed 004's loaded-latency traffic mix.
+const TWO_TO_ONE: Rw = Rw {
+    reads: 2,
+    writes: 1,
+};
+
+fn latency(pattern: Order, sizes: &str, samples: usize) -> Step {
+    Step::Latency(latency::Params {
+        pattern,
+        sizes: Some(sizes.into()),
+        reps: Some(Count(3)),
+        samples: Some(samples),
+        ..defaults()
+    })
+}
+
+fn latency_full(pattern: Order) -> Step {
+    Step::Latency(latency::Params {
+        pattern,
+        full: true,
+        ..defaults()
+    })
+}
+
+fn loaded_full(rw: Option<Rw>) -> Step {
+    Step::Loaded(loaded::Params {
+        rw,
+        full: true,
+        ..defaults()
+    })
+}
+
+/// Seed 003 Table 5: loads, stores and stores flushed, unfenced and fenced, by size.
+fn table5(full: bool) -> Step {
+    let base = inst::Params {
+        ops: Some(vec![Op::Load, Op::Store, Op::StoreClflush]),
+        fences: Some(vec![FenceKind::None, FenceKind::Sfence]),
+        sizes: Some("64..4KiB".into()),
+        ..defaults()
+    };
+    Step::Inst(if full {
+        inst::Params { full: true, ..base }
+    } else {
+        inst::Params {
+            count: Some(Count(20_000)),
+            ..base
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_sys::cpu::CpuFeatures;
+
+    /// Every step of every study is a valid experiment (its defaults parse) and has a name
+    /// of its own within its study (the store identifies finished steps by index and name).
+    #[test]
+    fn every_study_is_made_of_named_steps() {
+        for study in [Study::Basic, Study::Table5, Study::Sync] {
+            for full in [false, true] {
+                let steps = steps(study, full);
+                assert!(!steps.is_empty());
+                let mut names: Vec<&str> = steps.iter().map(|(n, _)| *n).collect();
+                names.sort();
+                names.dedup();
+                assert_eq!(names.len(), steps.len(), "{study:?} {full}");
+            }
+        }
+    }
+
+    /// On a CPU without clwb, the bandwidth steps leave store+clwb out and say so; on one
+    /// with it, nothing is left out.
+    #[test]
+    fn the_steps_leave_out_ops_this_cpu_lacks() {
+        let old = CpuFeatures::baseline();
+        let modern = CpuFeatures { clwb: true, ..old };
+        for study in [Study::Basic, Study::Table5, Study::Sync] {
+            for full in [false, true] {
+                for (_, mut step) in steps(study, full) {
+                    let mut again = step.clone();
+                    let out = step.fit_to_cpu(&old);
+                    assert!(out.iter().all(|o| o == "store+clwb"), "{out:?}");
+                    if let Step::Bandwidth(p) = &step {
+                        assert!(!p.ops.iter().flatten().any(|o| *o == StreamOp::StoreClwb));
+                    }
+                    assert!(again.fit_to_cpu(&modern).is_empty());
+                }
+            }
+        }
+    }
 }
