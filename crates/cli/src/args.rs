@@ -132,19 +132,6 @@ pub enum Command {
         after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k"
     )]
     App(AppArgs),
-    /// File-operation latency on the file system of each directory (seed 004 Figure 23):
-    /// create, append, overwrite and read, each with and without fsync, individually timed,
-    /// in a directory pmscope creates and removes.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope fs -t file:/tmp -t file:/dev/shm\n  pmscope fs -t file:/mnt/pmem -t file:/mnt/ssd --samples 5000"
-    )]
-    Fs(FsArgs),
-    /// 4 KiB sync read and write bandwidth by the real fio (seed 004 Figure 24), random and
-    /// sequential, over a sweep of jobs, in a directory pmscope creates and removes.
-    #[command(
-        after_help = "EXAMPLES:\n  pmscope fio -t file:/tmp -t file:/dev/shm\n  pmscope fio -t file:/mnt/pmem --jobs 1,2,4,8 --runtime 30 --size 512MiB"
-    )]
-    Fio(FioArgs),
     /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
     /// XPLines, with the knee of each curve.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
@@ -375,27 +362,6 @@ pub enum AppServer {
     Redis,
 }
 
-/// `pmscope fs`.
-#[derive(Debug, Args)]
-pub struct FsArgs {
-    /// Directories to measure in, as file:DIR targets (repeatable).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Timed operations per operation kind (a tenth more are run first, untimed).
-    #[arg(long, default_value = "1000")]
-    pub samples: Count,
-    /// Operations (comma list): create, append-4k, overwrite-4k, overwrite-512, read-4k.
-    /// Default: all.
-    #[arg(long)]
-    pub ops: Option<String>,
-    /// With and without fsync before close: both, on or off.
-    #[arg(long, default_value = "both")]
-    pub fsync: String,
-    /// CPU to pin the measuring thread to.
-    #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
-    pub cpu: Option<usize>,
-}
-
 /// `pmscope poly`.
 #[derive(Debug, Args)]
 pub struct PolyArgs {
@@ -420,26 +386,6 @@ pub struct PolyArgs {
     /// CPU to pin the kernels to.
     #[arg(long = "cpus", visible_alias = "cpu", value_name = "CPU")]
     pub cpu: Option<usize>,
-}
-
-/// `pmscope fio`.
-#[derive(Debug, Args)]
-pub struct FioArgs {
-    /// Directories to run fio in, as file:DIR targets (repeatable).
-    #[command(flatten)]
-    pub targets: TargetArgs,
-    /// Job counts (sweep axis, e.g. 1..4 or 1,2,4,8): each job its own file.
-    #[arg(long, default_value = "1..2", value_name = "AXIS")]
-    pub jobs: String,
-    /// Workloads (comma list of fio rw= values): read, randread, write, randwrite.
-    #[arg(long, default_value = "read,randread,write,randwrite")]
-    pub rw: String,
-    /// Seconds each fio run lasts (seed 004: 30).
-    #[arg(long, default_value = "2", value_name = "SECONDS")]
-    pub runtime: Seconds,
-    /// Bytes of each job's file (seed 004: 512MiB).
-    #[arg(long, default_value = "64MiB", value_name = "SIZE")]
-    pub size: Size,
 }
 
 /// `pmscope probe`.

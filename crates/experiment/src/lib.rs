@@ -18,6 +18,9 @@ Sizes are binary: 4K = 4KiB = 4096."
 pub mod env;
 pub mod error;
 pub mod fallback;
+pub mod filedir;
+pub mod fio;
+pub mod fs;
 pub mod measure;
 pub mod output;
 pub mod params;

@@ -61,4 +61,17 @@ experiments! {
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", crate::axis_help!()))]
     Rap(rap::Params) => rap::Rap,
+    /// File-operation latency on the file system of each directory (seed 004 Figure 23):
+    /// create, append, overwrite and read, each with and without fsync, individually timed,
+    /// in a directory pmscope creates and removes.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope fs -t file:/tmp -t file:/dev/shm\n  pmscope fs -t file:/mnt/pmem -t file:/mnt/ssd --samples 5000"
+    )]
+    Fs(crate::fs::Params) => crate::fs::Fs,
+    /// 4 KiB sync read and write bandwidth by the real fio (seed 004 Figure 24), random and
+    /// sequential, over a sweep of jobs, in a directory pmscope creates and removes.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope fio -t file:/tmp -t file:/dev/shm\n  pmscope fio -t file:/mnt/pmem --jobs 1,2,4,8 --runtime 30 --size 512MiB"
+    )]
+    Fio(crate::fio::Params) => crate::fio::Fio,
 }

@@ -11,10 +11,10 @@
 
 use crate::args::{AppArgs, AppServer};
 use crate::error::usage;
-use crate::filedir;
 use crate::output::Sink;
 use pmscope_core::vocab::{p, v};
 use pmscope_experiment::Env as Context;
+use pmscope_experiment::filedir;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use pmscope_core::range::{AxisKind, parse_axis};

@@ -3,8 +3,6 @@
 
 mod app;
 mod bandwidth;
-mod fio;
-mod fs;
 mod info;
 pub(crate) mod inst;
 mod kmer;
@@ -99,8 +97,6 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
         Command::Numa(a) => numa::run(ctx, sink, a),
-        Command::Fs(a) => fs::run(ctx, sink, a),
-        Command::Fio(a) => fio::run(ctx, sink, a),
         Command::Poly(a) => poly::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
         Command::App(a) => app::run(ctx, sink, a),

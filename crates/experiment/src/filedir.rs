@@ -2,17 +2,17 @@
 //! facts of the file system each directory is on, and the work directory they create
 //! exclusively inside it and remove afterwards.
 //!
-//! A `file:DIR` target is parsed and preflighted like every target (`Context::targets`),
+//! A `file:DIR` target is parsed and preflighted like every target (`Env::targets`),
 //! then must name an existing directory (`TargetSpec::directory`). The harness still maps
 //! each target — a small file in DIR — so every record carries what the kernel granted
 //! there (MAP_SYNC or the page cache, the page size) beside what the mount options ask for.
 
+use crate::Env;
 use crate::error::usage;
+use crate::params::TargetArgs;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
-use pmscope_experiment::Env as Context;
-use pmscope_experiment::params::TargetArgs;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_sys::mountinfo::MountInfo;
 use std::path::{Path, PathBuf};
@@ -56,11 +56,7 @@ pub fn describe_directory(r: Record, dir: &Path, mount: Option<&MountInfo>) -> R
 }
 
 /// The `file:DIR` targets of `command` (at least one), preflighted, with their mounts.
-pub fn targets(
-    ctx: &Context,
-    command: &str,
-    a: &TargetArgs,
-) -> Result<(Vec<DirTarget>, MapOptions)> {
+pub fn targets(ctx: &Env, command: &str, a: &TargetArgs) -> Result<(Vec<DirTarget>, MapOptions)> {
     if a.targets.is_empty() {
         return Err(usage(format!(
             "{command} needs a directory to work in: give -t file:DIR (e.g. -t file:/tmp)"
