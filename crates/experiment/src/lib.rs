@@ -15,12 +15,14 @@ Sizes are binary: 4K = 4KiB = 4096."
     };
 }
 
+pub mod atomic_file;
 pub mod env;
 pub mod error;
 pub mod fallback;
 pub mod filedir;
 pub mod fio;
 pub mod fs;
+pub mod kmer;
 pub mod measure;
 pub mod output;
 pub mod params;

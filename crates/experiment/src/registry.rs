@@ -61,6 +61,9 @@ experiments! {
     /// Read-after-persist: latency of loading a line persisted d lines earlier.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope rap -t file:/mnt/pmem --persist clwb\n  pmscope rap --distances 0..64 --persist clflushopt\n\n", crate::axis_help!()))]
     Rap(rap::Params) => rap::Rap,
+    /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
+    /// counts and set operations, on a hash table placed on a memory target.
+    Kmer(crate::kmer::Params) => crate::kmer::Kmer,
     /// File-operation latency on the file system of each directory (seed 004 Figure 23):
     /// create, append, overwrite and read, each with and without fsync, individually timed,
     /// in a directory pmscope creates and removes.

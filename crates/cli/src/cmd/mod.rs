@@ -5,7 +5,6 @@ mod app;
 mod bandwidth;
 mod info;
 pub(crate) mod inst;
-mod kmer;
 mod latency;
 mod list;
 mod loaded;
@@ -54,10 +53,6 @@ pub fn run(cli: Cli) -> Result<()> {
         let mut sink = Sink::open(&cli.output)?;
         return run::run(&mut ctx, &mut sink, a);
     }
-    if let Command::Kmer(a) = &cli.command {
-        // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
-        return kmer::run(&mut ctx, &cli.output, a);
-    }
     match &cli.command {
         Command::Results(a) => return results::run(&cli.output, a),
         Command::Compare(a) => return results::compare(&cli.output, a),
@@ -100,8 +95,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Poly(a) => poly::run(ctx, sink, a),
         Command::Probe(a) => probe::run(ctx, sink, a),
         Command::App(a) => app::run(ctx, sink, a),
-        Command::Kmer(_)
-        | Command::Run(_)
+        Command::Run(_)
         | Command::Completions { .. }
         | Command::Man
         | Command::Results(_)

@@ -5,8 +5,9 @@
 //! `--no-store`, every record also joins the results store as one point of this command's
 //! run, committed as it arrives; [`Sink::commit`] marks the run complete.
 
-pub mod atomic_file;
 pub mod finished;
+
+pub use pmscope_experiment::atomic_file;
 
 use crate::args::OutputArgs;
 use anyhow::{Context as _, Result};
@@ -22,6 +23,9 @@ pub struct Sink {
     /// Inside a suite: records only, no per-command tables or progress bars.
     quiet: bool,
     file: Option<(String, PendingOutput)>,
+    /// `-o` as given (`-`: stdout), and `--force`.
+    output: Option<std::path::PathBuf>,
+    force: bool,
     printed: Vec<String>,
     records: Vec<Record>,
     store: Option<StoreRun>,
@@ -78,6 +82,8 @@ impl Sink {
             json: a.json || to_stdout,
             quiet: false,
             file,
+            output: a.output.clone(),
+            force: a.force,
             printed: Vec::new(),
             records: Vec::new(),
             store,
@@ -294,5 +300,27 @@ impl pmscope_experiment::Output for Sink {
     }
     fn replay(&mut self, r: &Record) -> Result<()> {
         Sink::replay(self, r)
+    }
+    fn file(&self) -> Option<&std::path::Path> {
+        self.output.as_deref()
+    }
+    fn set_file(&mut self, path: &std::path::Path) -> Result<()> {
+        if self.output.is_some() {
+            return Err(anyhow::anyhow!("the records already go to -o"));
+        }
+        if path == std::path::Path::new("-") {
+            self.json = true;
+        } else {
+            let pending = PendingOutput::prepare(path, self.force)?;
+            self.file = Some((path.display().to_string(), pending));
+        }
+        self.output = Some(path.to_path_buf());
+        Ok(())
+    }
+    fn prepare_output(&self, flag: &'static str, path: &std::path::Path) -> Result<PendingOutput> {
+        PendingOutput::prepare_for(flag, path, self.force)
+    }
+    fn keep_out_of_store(&mut self) {
+        self.store = None;
     }
 }
