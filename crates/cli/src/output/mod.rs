@@ -33,25 +33,57 @@ pub struct Sink {
 
 /// The results store and this command's run in it (begun at the first record).
 struct StoreRun {
-    store: Store,
+    store: LazyStore,
     tags: Vec<String>,
     run: Option<RunId>,
     /// Inside a suite: the step the next records belong to.
     step: Option<usize>,
 }
 
-/// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
-pub fn open_store(a: &OutputArgs) -> Result<Store> {
-    let path = a
-        .results
+/// Where the results store is: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+fn store_path(a: &OutputArgs) -> Result<std::path::PathBuf> {
+    a.results
         .clone()
         .or_else(pmscope_store::default_path)
         .ok_or_else(|| {
             crate::error::usage(
                 "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
             )
-        })?;
-    Ok(Store::open(&path)?)
+        })
+}
+
+/// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+pub fn open_store(a: &OutputArgs) -> Result<Store> {
+    Ok(Store::open(&store_path(a)?)?)
+}
+
+/// A results store opened when first needed: an existing one is opened (and checked) when
+/// the sink opens; a new one is created with the first record, so a command refused before
+/// it measured anything leaves no store behind.
+struct LazyStore {
+    path: std::path::PathBuf,
+    store: std::cell::OnceCell<Store>,
+}
+
+impl LazyStore {
+    fn new(a: &OutputArgs) -> Result<LazyStore> {
+        let lazy = LazyStore {
+            path: store_path(a)?,
+            store: std::cell::OnceCell::new(),
+        };
+        if lazy.path.exists() {
+            lazy.get()?;
+        }
+        Ok(lazy)
+    }
+
+    fn get(&self) -> Result<&Store> {
+        if let Some(s) = self.store.get() {
+            return Ok(s);
+        }
+        let opened = Store::open(&self.path)?;
+        Ok(self.store.get_or_init(|| opened))
+    }
 }
 
 impl Sink {
@@ -72,7 +104,7 @@ impl Sink {
             None
         } else {
             Some(StoreRun {
-                store: open_store(a)?,
+                store: LazyStore::new(a)?,
                 tags: a.tags.clone(),
                 run: None,
                 step: None,
@@ -98,7 +130,7 @@ impl Sink {
             ..
         }) = &self.store
         {
-            store.finish_run(*run)?;
+            store.get()?.finish_run(*run)?;
         }
         match self.file.take() {
             Some((_, pending)) if !self.records.is_empty() || pending.written() => pending.commit(),
@@ -117,9 +149,10 @@ impl Sink {
         self.quiet = quiet;
     }
 
-    /// The results store, unless `--no-store`.
+    /// The results store, unless `--no-store` (or it cannot be opened: the first record
+    /// says why).
     pub fn store(&self) -> Option<&Store> {
-        self.store.as_ref().map(|s| &s.store)
+        self.store.as_ref().and_then(|s| s.store.get().ok())
     }
 
     /// Begins this command's run now (a suite does, so that a run killed before its first
@@ -136,10 +169,10 @@ impl Sink {
         };
         let run = match resume {
             Some(run) => {
-                s.store.add_tags(run, &s.tags)?;
+                s.store.get()?.add_tags(run, &s.tags)?;
                 run
             }
-            None => s.store.begin_run(command_line, &s.tags)?,
+            None => s.store.get()?.begin_run(command_line, &s.tags)?,
         };
         s.run = Some(run);
         Ok(Some(run))
@@ -151,7 +184,7 @@ impl Sink {
     pub fn begin_step(&mut self, step: usize) -> Result<()> {
         if let Some(s) = &mut self.store {
             if let Some(run) = s.run {
-                s.store.restart_step(run, step)?;
+                s.store.get()?.restart_step(run, step)?;
             }
             s.step = Some(step);
         }
@@ -167,7 +200,7 @@ impl Sink {
             ..
         }) = &mut self.store
         {
-            store.finish_step(*run, step, name)?;
+            store.get()?.finish_step(*run, step, name)?;
             *current = None;
         }
         Ok(())
@@ -205,9 +238,11 @@ impl Sink {
         if let Some(s) = &mut self.store {
             let run = match s.run {
                 Some(run) => run,
-                None => *s.run.insert(s.store.begin_run(&r.command_line, &s.tags)?),
+                None => *s
+                    .run
+                    .insert(s.store.get()?.begin_run(&r.command_line, &s.tags)?),
             };
-            s.store.add_step_record(run, s.step, r)?;
+            s.store.get()?.add_step_record(run, s.step, r)?;
         }
         if self.json {
             let mut out = std::io::stdout().lock();
