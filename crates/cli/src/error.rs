@@ -27,6 +27,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
                 .is_some_and(|s| s.is_usage())
             || c.downcast_ref::<pmscope_runner::launch::LaunchError>()
                 .is_some_and(|l| l.is_usage())
+            || c.downcast_ref::<pmscope_workload::kmer::job::JobError>()
+                .is_some_and(|j| j.is_usage())
     });
     if is_usage { 2 } else { 1 }
 }

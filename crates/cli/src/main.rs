@@ -9,7 +9,6 @@
 mod args;
 mod cmd;
 mod error;
-mod filedir;
 mod output;
 
 use clap::Parser;

@@ -888,6 +888,65 @@ fn a_kmer_record_carries_the_environment_findings() {
     }
 }
 
+/// The warning codes of a `kmer count` record on `-t shm` with `table`, and its target.
+fn shm_record(dir: &Path, table: &str) -> (Vec<String>, serde_json::Value) {
+    let o = pmscope_timed(
+        dir,
+        &[
+            "kmer", "count", "-k", "5", "a.fa", "b.fa", "--table", table, "-t", "shm", "--json",
+        ],
+    );
+    assert!(o.status.success(), "{table}: {}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let codes = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap().to_string())
+        .collect();
+    (codes, r["target"].clone())
+}
+
+/// A persistent table is judged like every persisting command's target: on shm (DRAM-backed
+/// tmpfs) its stores survive no power failure, and its record says so
+/// (`pmscope_persist::domain_warning`); a volatile table asks for nothing durable and
+/// carries no such warning. Either record carries the table's target as achieved.
+#[test]
+fn a_persistent_table_on_a_non_durable_target_says_so_in_its_record() {
+    let dir = fixtures();
+    let (codes, target) = shm_record(dir.path(), "static-pm");
+    assert!(
+        codes.contains(&"persist-on-emulated".to_string()),
+        "{codes:?}"
+    );
+    assert!(
+        target["spec"].as_str().unwrap().starts_with("shm"),
+        "{target}"
+    );
+    assert_eq!(target["achieved"]["persistence"], "emulated", "{target}");
+    let (codes, target) = shm_record(dir.path(), "volatile");
+    assert!(
+        !codes.iter().any(|c| c.starts_with("persist-")),
+        "{codes:?}"
+    );
+    assert!(
+        target["achieved"]["bytes"].as_u64().unwrap() > 0,
+        "{target}"
+    );
+    // tx-pm persists inside libpmemobj, which msyncs a pool that is not on DAX: on tmpfs
+    // that is no more durable.
+    if pmscope_workload::kmer::table::TableKind::TxPm
+        .available()
+        .is_ok()
+    {
+        let (codes, _) = shm_record(dir.path(), "tx-pm");
+        assert!(
+            codes.contains(&"persist-on-emulated".to_string()),
+            "{codes:?}"
+        );
+    }
+}
+
 /// `-o` is the record file as in every command: a failed job leaves an existing file
 /// exactly as it was, also with --force, and the k-mers file is not created.
 #[test]

@@ -752,6 +752,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "genome_files",
         ],
         values: &[
+            "bases",
             "inserts",
             "insert_ms",
             "insert_mips",

@@ -16,12 +16,16 @@ Sizes are binary: 4K = 4KiB = 4096."
 }
 
 pub mod app;
+pub mod atomic_file;
 pub mod bandwidth;
 pub mod env;
 pub mod error;
 pub mod fallback;
 pub mod filedir;
+pub mod fio;
+pub mod fs;
 pub mod inst;
+pub mod kmer;
 pub mod latency;
 pub mod loaded;
 pub mod measure;

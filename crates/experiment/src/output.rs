@@ -2,10 +2,12 @@
 //! the results store) implements [`Output`]; an experiment only emits records and asks
 //! whether a human is watching.
 
+use crate::atomic_file::PendingOutput;
 use anyhow::Result;
 use pmscope_core::record::Record;
 use pmscope_runner::harness::RecordSink;
 use pmscope_store::{RunId, Store};
+use std::path::Path;
 
 /// The destination of records, as experiments and suites see it.
 pub trait Output: RecordSink {
@@ -31,4 +33,32 @@ pub trait Output: RecordSink {
     /// A record an interrupted attempt stored, passed on as if measured now (not stored
     /// again).
     fn replay(&mut self, r: &Record) -> Result<()>;
+
+    // For an experiment with outputs of its own (`kmer` writes k-mers to `--kmers`): the
+    // record file is the binary's, so the experiment asks where it goes.
+
+    /// Where `-o` sends the records (`-`: stdout), if it was given.
+    fn file(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Sends the records to `path` as `-o path` would (`kmer --record`, the old name of
+    /// `-o`): prepared now, so an existing file is refused at once (unless `--force`).
+    fn set_file(&mut self, path: &Path) -> Result<()> {
+        Err(anyhow::anyhow!(
+            "this output cannot send records to {}",
+            path.display()
+        ))
+    }
+
+    /// Prepares an output of the experiment's own (`kmer --kmers FILE`) under the rules of
+    /// `-o`: refused at once if the file exists (unless `--force`), in place only when
+    /// committed.
+    fn prepare_output(&self, flag: &'static str, path: &Path) -> Result<PendingOutput> {
+        PendingOutput::prepare_for(flag, path, false)
+    }
+
+    /// The records that follow are not measurements (a data set written, a pool checked):
+    /// they go to the terminal and `-o`, not into the results store.
+    fn keep_out_of_store(&mut self) {}
 }

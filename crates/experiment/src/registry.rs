@@ -129,4 +129,20 @@ experiments! {
     /// XPLines, with the knee of each curve.
     #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", crate::axis_help!()))]
     Probe(probe::Params) => probe::Probe,
+    /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
+    /// counts and set operations, on a hash table placed on a memory target.
+    Kmer(crate::kmer::Params) => crate::kmer::Kmer,
+    /// File-operation latency on the file system of each directory (seed 004 Figure 23):
+    /// create, append, overwrite and read, each with and without fsync, individually timed,
+    /// in a directory pmscope creates and removes.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope fs -t file:/tmp -t file:/dev/shm\n  pmscope fs -t file:/mnt/pmem -t file:/mnt/ssd --samples 5000"
+    )]
+    Fs(crate::fs::Params) => crate::fs::Fs,
+    /// 4 KiB sync read and write bandwidth by the real fio (seed 004 Figure 24), random and
+    /// sequential, over a sweep of jobs, in a directory pmscope creates and removes.
+    #[command(
+        after_help = "EXAMPLES:\n  pmscope fio -t file:/tmp -t file:/dev/shm\n  pmscope fio -t file:/mnt/pmem --jobs 1,2,4,8 --runtime 30 --size 512MiB"
+    )]
+    Fio(crate::fio::Params) => crate::fio::Fio,
 }

@@ -222,21 +222,7 @@ impl<'s> Harness<'s> {
             interrupt::check()?;
             let mut mapping = pmscope_mapping::map(spec, bytes, opts)?;
             let target = mapping.record();
-            let mut warnings = mapping.warnings().to_vec();
-            if let Some(s) = persists {
-                warnings.extend(pmscope_persist::domain_warning(s, &target.achieved));
-            }
-            let mut pairs: Vec<(String, &Achieved)> =
-                self.seen.iter().map(|(n, a)| (n.clone(), a)).collect();
-            pairs.push((target.spec.clone(), &target.achieved));
-            if pairs.len() > 1 {
-                // Against the targets before it: the first of them is the reference.
-                warnings.extend(pmscope_mapping::verify::compare_targets(&[
-                    pairs[0].clone(),
-                    pairs[pairs.len() - 1].clone(),
-                ]));
-            }
-            warnings.extend(self.env.iter().cloned());
+            let warnings = self.judge(&target, mapping.warnings().to_vec(), persists);
             let mut run = TargetRun {
                 harness: self,
                 target,
@@ -248,6 +234,50 @@ impl<'s> Harness<'s> {
             self.seen.push((target.spec, target.achieved));
         }
         Ok(())
+    }
+
+    /// Takes over a target the workload mapped and verified itself (a k-mer table sizes and
+    /// maps its own memory, after the measurement began): judged as [`Harness::per_target`]
+    /// judges the targets it maps — its mapping's `warnings`, the persistence domain against
+    /// `persists`, the targets before it, the environment — and counted among the targets
+    /// [`Harness::finish`] compares. Its records come from the returned run.
+    pub fn adopt(
+        &mut self,
+        target: TargetRecord,
+        warnings: Vec<Warning>,
+        persists: Option<PersistStrategy>,
+    ) -> TargetRun<'_, 's> {
+        let warnings = self.judge(&target, warnings, persists);
+        self.seen
+            .push((target.spec.clone(), target.achieved.clone()));
+        TargetRun {
+            harness: self,
+            target,
+            warnings,
+            placements: Vec::new(),
+        }
+    }
+
+    /// Every warning a target's records carry: its mapping's, the persistence domain's
+    /// (with `persists`), against the first target before it, and the environment's.
+    fn judge(
+        &self,
+        target: &TargetRecord,
+        mut warnings: Vec<Warning>,
+        persists: Option<PersistStrategy>,
+    ) -> Vec<Warning> {
+        if let Some(s) = persists {
+            warnings.extend(pmscope_persist::domain_warning(s, &target.achieved));
+        }
+        if let Some((first, achieved)) = self.seen.first() {
+            // Against the targets before it: the first of them is the reference.
+            warnings.extend(pmscope_mapping::verify::compare_targets(&[
+                (first.clone(), achieved),
+                (target.spec.clone(), &target.achieved),
+            ]));
+        }
+        warnings.extend(self.env.iter().cloned());
+        warnings
     }
 
     /// Counts a target verified outside [`Harness::per_target`] — a program's heap placed

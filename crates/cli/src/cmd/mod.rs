@@ -1,10 +1,7 @@
 //! One file per command. Each turns its arguments into a plan (targets parsed, sizes
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
-mod fio;
-mod fs;
 mod info;
-mod kmer;
 mod list;
 mod report;
 mod results;
@@ -39,10 +36,6 @@ pub fn run(cli: Cli) -> Result<()> {
             return Ok(());
         }
         _ => {}
-    }
-    if let Command::Kmer(a) = &cli.command {
-        // `pmscope kmer` writes its k-mer sets to -o itself and opens its own record sink.
-        return kmer::run(&mut ctx, &cli.output, a);
     }
     match &cli.command {
         Command::Results(a) => return results::run(&cli.output, a),
@@ -80,10 +73,7 @@ pub fn dispatch(ctx: &mut Context, sink: &mut Sink, command: &Command) -> Result
         Command::Experiment(step) => step.run(ctx, sink),
         Command::List { what } => list::run(ctx, sink, *what),
         Command::Suite(a) => suite::run(ctx, sink, a),
-        Command::Fs(a) => fs::run(ctx, sink, a),
-        Command::Fio(a) => fio::run(ctx, sink, a),
-        Command::Kmer(_)
-        | Command::Completions { .. }
+        Command::Completions { .. }
         | Command::Man
         | Command::Results(_)
         | Command::Compare(_)

@@ -5,18 +5,16 @@
 //! `--no-store`, every record also joins the results store as one point of this command's
 //! run, committed as it arrives; [`Sink::commit`] marks the run complete.
 
-pub mod atomic_file;
 pub mod finished;
-mod store;
 
-use store::StoreRun;
-pub use store::open_store;
+pub use pmscope_experiment::atomic_file;
 
 use crate::args::OutputArgs;
 use anyhow::{Context as _, Result};
 use atomic_file::PendingOutput;
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
+use pmscope_store::{RunId, Store};
 use std::io::Write;
 
 /// The destination of a command's records.
@@ -25,9 +23,67 @@ pub struct Sink {
     /// Inside a suite: records only, no per-command tables or progress bars.
     quiet: bool,
     file: Option<(String, PendingOutput)>,
+    /// `-o` as given (`-`: stdout), and `--force`.
+    output: Option<std::path::PathBuf>,
+    force: bool,
     printed: Vec<String>,
     records: Vec<Record>,
     store: Option<StoreRun>,
+}
+
+/// The results store and this command's run in it (begun at the first record).
+struct StoreRun {
+    store: LazyStore,
+    tags: Vec<String>,
+    run: Option<RunId>,
+    /// Inside a suite: the step the next records belong to.
+    step: Option<usize>,
+}
+
+/// Where the results store is: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+fn store_path(a: &OutputArgs) -> Result<std::path::PathBuf> {
+    a.results
+        .clone()
+        .or_else(pmscope_store::default_path)
+        .ok_or_else(|| {
+            crate::error::usage(
+                "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
+            )
+        })
+}
+
+/// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+pub fn open_store(a: &OutputArgs) -> Result<Store> {
+    Ok(Store::open(&store_path(a)?)?)
+}
+
+/// A results store opened when first needed: an existing one is opened (and checked) when
+/// the sink opens; a new one is created with the first record, so a command refused before
+/// it measured anything leaves no store behind.
+struct LazyStore {
+    path: std::path::PathBuf,
+    store: std::cell::OnceCell<Store>,
+}
+
+impl LazyStore {
+    fn new(a: &OutputArgs) -> Result<LazyStore> {
+        let lazy = LazyStore {
+            path: store_path(a)?,
+            store: std::cell::OnceCell::new(),
+        };
+        if lazy.path.exists() {
+            lazy.get()?;
+        }
+        Ok(lazy)
+    }
+
+    fn get(&self) -> Result<&Store> {
+        if let Some(s) = self.store.get() {
+            return Ok(s);
+        }
+        let opened = Store::open(&self.path)?;
+        Ok(self.store.get_or_init(|| opened))
+    }
 }
 
 impl Sink {
@@ -48,7 +104,7 @@ impl Sink {
             None
         } else {
             Some(StoreRun {
-                store: open_store(a)?,
+                store: LazyStore::new(a)?,
                 tags: a.tags.clone(),
                 run: None,
                 step: None,
@@ -58,6 +114,8 @@ impl Sink {
             json: a.json || to_stdout,
             quiet: false,
             file,
+            output: a.output.clone(),
+            force: a.force,
             printed: Vec::new(),
             records: Vec::new(),
             store,
@@ -72,12 +130,96 @@ impl Sink {
             ..
         }) = &self.store
         {
-            store.finish_run(*run)?;
+            store.get()?.finish_run(*run)?;
         }
         match self.file.take() {
             Some((_, pending)) if !self.records.is_empty() || pending.written() => pending.commit(),
             _ => Ok(()),
         }
+    }
+
+    /// Whether commands print their human tables and progress (not under --json, not
+    /// inside a suite).
+    pub fn human(&self) -> bool {
+        !self.json && !self.quiet
+    }
+
+    /// Sets whether commands stay quiet (a suite draws its own progress and summary).
+    pub fn set_quiet(&mut self, quiet: bool) {
+        self.quiet = quiet;
+    }
+
+    /// The results store, unless `--no-store` (or it cannot be opened: the first record
+    /// says why).
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref().and_then(|s| s.store.get().ok())
+    }
+
+    /// Begins this command's run now (a suite does, so that a run killed before its first
+    /// point can be resumed), or continues `resume`, an incomplete run of the store (which
+    /// gains this command's tags).
+    /// Returns the run, `None` under `--no-store`.
+    pub fn begin_run(
+        &mut self,
+        command_line: &[String],
+        resume: Option<RunId>,
+    ) -> Result<Option<RunId>> {
+        let Some(s) = &mut self.store else {
+            return Ok(None);
+        };
+        let run = match resume {
+            Some(run) => {
+                s.store.get()?.add_tags(run, &s.tags)?;
+                run
+            }
+            None => s.store.get()?.begin_run(command_line, &s.tags)?,
+        };
+        s.run = Some(run);
+        Ok(Some(run))
+    }
+
+    /// Inside a suite: the records that follow belong to step `step` (0-based). Points a
+    /// killed attempt of this step left in the run are deleted first, so the step is
+    /// stored whole and once.
+    pub fn begin_step(&mut self, step: usize) -> Result<()> {
+        if let Some(s) = &mut self.store {
+            if let Some(run) = s.run {
+                s.store.get()?.restart_step(run, step)?;
+            }
+            s.step = Some(step);
+        }
+        Ok(())
+    }
+
+    /// Inside a suite: step `step` finished, every point of it stored.
+    pub fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            step: current,
+            ..
+        }) = &mut self.store
+        {
+            store.get()?.finish_step(*run, step, name)?;
+            *current = None;
+        }
+        Ok(())
+    }
+
+    /// A record an earlier, interrupted attempt of this run stored (`suite --resume`): it
+    /// goes to `-o` and `--json` as if measured now, and to the renderers, but not again
+    /// into the store.
+    pub fn replay(&mut self, r: &Record) -> Result<()> {
+        let line = serde_json::to_string(r).context("serialising a record")?;
+        if let Some((name, f)) = &mut self.file {
+            f.write_line(&line)
+                .with_context(|| format!("writing {name}"))?;
+        }
+        if self.json {
+            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+        }
+        self.records.push(r.clone());
+        Ok(())
     }
 
     /// Whether stdout takes JSON Lines.
@@ -96,9 +238,11 @@ impl Sink {
         if let Some(s) = &mut self.store {
             let run = match s.run {
                 Some(run) => run,
-                None => *s.run.insert(s.store.begin_run(&r.command_line, &s.tags)?),
+                None => *s
+                    .run
+                    .insert(s.store.get()?.begin_run(&r.command_line, &s.tags)?),
             };
-            s.store.add_step_record(run, s.step, r)?;
+            s.store.get()?.add_step_record(run, s.step, r)?;
         }
         if self.json {
             let mut out = std::io::stdout().lock();
@@ -122,6 +266,11 @@ impl Sink {
             writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
         }
         Ok(())
+    }
+
+    /// The records emitted so far: what the human renderers draw their tables from.
+    pub fn records(&self) -> &[Record] {
+        &self.records
     }
 
     /// Renders warnings once each (table mode), to stderr. Only for output that is not a
@@ -148,5 +297,58 @@ impl Sink {
 impl pmscope_runner::harness::RecordSink for Sink {
     fn emit(&mut self, r: &Record) -> Result<()> {
         Sink::emit(self, r)
+    }
+}
+
+impl pmscope_experiment::Output for Sink {
+    fn human(&self) -> bool {
+        Sink::human(self)
+    }
+    fn records(&self) -> &[Record] {
+        Sink::records(self)
+    }
+    fn set_quiet(&mut self, quiet: bool) {
+        Sink::set_quiet(self, quiet)
+    }
+    fn store(&self) -> Option<&Store> {
+        Sink::store(self)
+    }
+    fn begin_run(
+        &mut self,
+        command_line: &[String],
+        resume: Option<RunId>,
+    ) -> Result<Option<RunId>> {
+        Sink::begin_run(self, command_line, resume)
+    }
+    fn begin_step(&mut self, step: usize) -> Result<()> {
+        Sink::begin_step(self, step)
+    }
+    fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
+        Sink::finish_step(self, step, name)
+    }
+    fn replay(&mut self, r: &Record) -> Result<()> {
+        Sink::replay(self, r)
+    }
+    fn file(&self) -> Option<&std::path::Path> {
+        self.output.as_deref()
+    }
+    fn set_file(&mut self, path: &std::path::Path) -> Result<()> {
+        if self.output.is_some() {
+            return Err(anyhow::anyhow!("the records already go to -o"));
+        }
+        if path == std::path::Path::new("-") {
+            self.json = true;
+        } else {
+            let pending = PendingOutput::prepare(path, self.force)?;
+            self.file = Some((path.display().to_string(), pending));
+        }
+        self.output = Some(path.to_path_buf());
+        Ok(())
+    }
+    fn prepare_output(&self, flag: &'static str, path: &std::path::Path) -> Result<PendingOutput> {
+        PendingOutput::prepare_for(flag, path, self.force)
+    }
+    fn keep_out_of_store(&mut self) {
+        self.store = None;
     }
 }

@@ -157,6 +157,20 @@ pub enum JobError {
     Interrupted(#[from] Interrupted),
 }
 
+impl JobError {
+    /// Whether the request is at fault (exit 2: malformed input, an impossible request, a
+    /// refused pool or target) rather than the system (exit 1). An interrupt has its own
+    /// exit status, which the caller reads from the [`Interrupted`] itself.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            JobError::Read(r) => r.is_usage,
+            JobError::Table(t) => t.is_usage(),
+            JobError::Usage(_) => true,
+            JobError::Workers(_) | JobError::Write(_) | JobError::Interrupted(_) => false,
+        }
+    }
+}
+
 /// A genome as the report lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenomeSummary {

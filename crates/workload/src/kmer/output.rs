@@ -14,6 +14,38 @@ pub enum Format {
     Fasta,
 }
 
+impl Format {
+    /// Every format, as `--format` lists them.
+    pub const ALL: [Format; 2] = [Format::Tsv, Format::Fasta];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Tsv => "tsv",
+            Format::Fasta => "fasta",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Format::Tsv => "Tab-separated, with a header row",
+            Format::Fasta => "One FASTA record per k-mer",
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown format '{s}': choose tsv or fasta"))
+    }
+}
+
 /// A primer candidate: a k-mer of the relative complement and where it first occurs in the
 /// first in-group genome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

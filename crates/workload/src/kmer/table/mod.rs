@@ -11,8 +11,8 @@
 //! a table remember a single "last genome" per k-mer instead of one per thread.
 //! `reserve` takes `&mut self`, so it runs between genomes, never during inserts.
 //!
-//! Registry: [`TableKind`] names every implementation and is the one place a new table is
-//! listed; a table makes itself through [`Create`], and the job is generic over it (see
+//! Registry: [`TableKind`] names every implementation (its name, help line, structure and
+//! [`Durability`]) and is the one place a new table is listed; a table makes itself through [`Create`], and the job is generic over it (see
 //! [`super::job`]), so the job never names a concrete table.
 
 #[cfg(test)]
@@ -72,6 +72,31 @@ pub enum TableError {
     Unavailable(pmscope_pmemobj::Unavailable),
 }
 
+impl TableError {
+    /// Whether the request is at fault (exit 2: a refused pool or strategy, a target the
+    /// user named wrongly) rather than the machine (exit 1).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            TableError::Refused(_) => true,
+            TableError::Target(t) => t.is_usage(),
+            TableError::Limit(_) | TableError::Unavailable(_) => false,
+        }
+    }
+}
+
+/// How a kind of table makes its stores durable: what its records say about flushes and
+/// fences, and what its target is judged against (`pmscope_persist::domain_warning`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Nothing is made durable.
+    None,
+    /// pmscope persists with the `--persist` strategy ([`TableFacts::persister`]) and counts
+    /// its flushes and fences.
+    Persister,
+    /// libpmemobj persists inside its transactions (libpmem chooses how), uncounted.
+    Libpmemobj,
+}
+
 /// The table implementations, as `--table` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TableKind {
@@ -96,6 +121,37 @@ impl TableKind {
             TableKind::Volatile => "volatile",
             TableKind::StaticPm => "static-pm",
             TableKind::TxPm => "tx-pm",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            TableKind::Volatile => "Concurrent open addressing in the target's memory",
+            TableKind::StaticPm => {
+                "The seed's Static-HT: log-free, crash-consistent, in a persistent pool"
+            }
+            TableKind::TxPm => {
+                "The seed's PMDK-HT: chained buckets in a libpmemobj pool, every insert a transaction (needs a file target: shm, file:DIR, or --pool)"
+            }
+        }
+    }
+
+    /// Its data structure, as seed 003's Table 9 names it.
+    pub fn structure(self) -> &'static str {
+        match self {
+            TableKind::Volatile => "open addressing",
+            TableKind::StaticPm => "Static-HT",
+            TableKind::TxPm => "PMDK-HT",
+        }
+    }
+
+    /// How it makes its stores durable.
+    pub fn durability(self) -> Durability {
+        match self {
+            TableKind::Volatile => Durability::None,
+            TableKind::StaticPm => Durability::Persister,
+            TableKind::TxPm => Durability::Libpmemobj,
         }
     }
 }

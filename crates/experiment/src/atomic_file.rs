@@ -17,14 +17,21 @@ use std::path::{Path, PathBuf};
 /// file, never clobbers an existing one, and never leaves a 0-byte file that blocks the
 /// next.
 pub enum PendingOutput {
+    /// `-`: standard output, flushed on commit.
     Stdout(BufWriter<std::io::Stdout>),
+    /// A file, written beside its name.
     File {
         /// `None`: the file is unnamed until commit.
         temp: Option<PathBuf>,
+        /// The name it takes on commit.
         dest: PathBuf,
+        /// Whether it may replace an existing file.
         force: bool,
+        /// The option that named it, for the errors.
         flag: &'static str,
+        /// Open until commit.
         writer: Option<BufWriter<File>>,
+        /// Whether anything was written.
         wrote: bool,
     },
 }

@@ -1,0 +1,244 @@
+//! `pmscope kmer bench`: seed 003's Table 9 on this machine — every table of the registry
+//! (volatile, the log-free static-pm and the PMDK transactional tx-pm) counting the same
+//! genomes on the same target, side by side: million inserts per second, the ratio to the
+//! volatile table, and flushes and fences per insert.
+//!
+//! Flushes and fences are counted where pmscope issues them (static-pm's `Persister`).
+//! tx-pm's happen inside libpmemobj, which does not count them: the table says "not
+//! counted (inside libpmemobj)" and the record leaves the values out, never a guess. What a
+//! table's persistence is comes from the registry ([`TableKind::durability`]), so a new
+//! table kind appears here by itself.
+
+pub mod render;
+
+use super::params::TableTarget;
+use super::{Libpmem, demo, durable_by, job_error, record, table_error};
+use crate::Env;
+use crate::error::usage;
+use crate::output::Output;
+use crate::params::{Count, check_threads};
+use anyhow::{Result, anyhow};
+use clap::Args;
+use pmscope_core::record::Record;
+use pmscope_core::vocab::{p, v};
+use pmscope_mapping::{MapOptions, TargetSpec};
+use pmscope_persist::{PersistChoice, PersistStrategy, Persister};
+use pmscope_workload::kmer::encode::MAX_K;
+use pmscope_workload::kmer::job::{self, Job, Operation, Report};
+use pmscope_workload::kmer::output::Format;
+use pmscope_workload::kmer::read::Split;
+use pmscope_workload::kmer::table::{Durability, TableKind};
+use std::path::{Path, PathBuf};
+
+/// What tx-pm's flush and fence columns say.
+pub const NOT_COUNTED: &str = "not counted (inside libpmemobj)";
+
+/// Options of `pmscope kmer bench`.
+#[derive(Debug, Args, Clone)]
+pub struct Params {
+    /// FASTA or gzipped FASTA files, one genome each (default: the S. aureus references
+    /// of ragout-examples).
+    #[arg(value_name = "FILES")]
+    pub genomes: Vec<PathBuf>,
+    /// K-mer length, 1 to 128.
+    #[arg(short = 'k', value_name = "K", default_value_t = 31)]
+    pub k: usize,
+    /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<Count>,
+    /// How static-pm makes stores durable: clflush, clflushopt, clwb, ntstore, none or
+    /// msync (tx-pm persists inside libpmemobj). Default: clwb, or where the CPU lacks it
+    /// clflushopt, else clflush (the record says which).
+    #[arg(long, value_name = "STRATEGY")]
+    pub persist: Option<PersistStrategy>,
+    /// The one memory target every table is placed on and its mapping options.
+    #[command(flatten)]
+    pub targets: TableTarget,
+}
+
+/// The bench, checked: every table possible here, before any is measured.
+pub struct Plan {
+    k: usize,
+    threads: usize,
+    cpus: Vec<usize>,
+    choice: PersistChoice,
+    persister: Persister,
+    spec: TargetSpec,
+    map_options: MapOptions,
+    genomes: Vec<PathBuf>,
+}
+
+/// Checks k, the threads, the persister, the one target and every table kind.
+pub fn plan(env: &Env, a: &Params) -> Result<Plan> {
+    if a.k == 0 || a.k > MAX_K {
+        return Err(usage(format!(
+            "-k {} is out of range: k must be between 1 and {MAX_K}",
+            a.k
+        )));
+    }
+    let allowed = pmscope_sys::affinity::allowed_cpus()
+        .map_err(|e| anyhow!("reading the CPUs pmscope may use: {e}"))?;
+    let threads = a.threads.map(|n| n.0).unwrap_or(allowed.len().max(1));
+    check_threads(threads, &allowed).map_err(usage)?;
+    // static-pm's persister; a named strategy this CPU lacks is refused here, at once.
+    let choice = a
+        .persist
+        .map_or(PersistChoice::Default, PersistChoice::Named);
+    let persister = Persister::choose(choice, &env.features)?;
+    let (specs, map_options) = env.targets(&a.targets.as_target_args(), &["shm:4k"])?;
+    if specs.len() != 1 {
+        return Err(usage(
+            "pmscope kmer bench places every table on one --target; give it once",
+        ));
+    }
+    // Every table must be possible here before any is measured: without libpmemobj the
+    // bench stops now, not after counting with two tables.
+    for table in TableKind::ALL {
+        table.available().map_err(table_error)?;
+    }
+    let genomes = if a.genomes.is_empty() {
+        demo::genomes(Path::new(demo::RAGOUT), Path::new(demo::KAPTIVE))?.0
+    } else {
+        a.genomes.clone()
+    };
+    Ok(Plan {
+        k: a.k,
+        threads,
+        cpus: allowed[..threads].to_vec(),
+        choice,
+        persister,
+        spec: specs[0].clone(),
+        map_options,
+        genomes,
+    })
+}
+
+/// Counts the genomes with every table, then emits one `kmer-bench` record per table,
+/// each from its adopted target. The tables share one target, so no `comparison` record
+/// follows: a table whose memory differs from the first's (its page size) says so in its
+/// own record.
+pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
+    let human = out.human();
+    let features = env.features;
+    let mut h = env.start(out, &p.cpus, None, false)?;
+    if let Some(w) = crate::fallback::persist_note(&p.persister) {
+        h.note(w);
+    }
+    let mut rows: Vec<(TableKind, Report)> = Vec::new();
+    for table in TableKind::ALL {
+        if human {
+            eprintln!("pmscope kmer bench: counting with the {table} table ...");
+        }
+        let report = job::run(&job(p, table, features), None).map_err(job_error)?;
+        rows.push((table, report));
+    }
+    // Every table counted the same k-mers: anything else is a bug worth stopping for.
+    let distinct: Vec<Option<u64>> = rows.iter().map(|(_, r)| r.set("union")).collect();
+    if distinct.iter().any(|d| *d != distinct[0]) {
+        return Err(anyhow!(
+            "the tables disagree on the distinct k-mers ({distinct:?}): a table is wrong"
+        ));
+    }
+    let volatile_mips = rows
+        .iter()
+        .find(|(t, _)| t.durability() == Durability::None)
+        .map_or(f64::NAN, |(_, r)| r.mips_excluding_growth());
+    for (table, r) in &rows {
+        let durable = durable_by(*table, &r.table, &features);
+        let mut run = h.adopt(r.table.target.clone(), r.table.warnings.clone(), durable);
+        let rec = bench_record(run.record("kmer-bench"), *table, r, p, volatile_mips);
+        run.emit(&rec)?;
+    }
+    Ok(())
+}
+
+/// The job of one table: count the genomes, write nothing.
+fn job(p: &Plan, table: TableKind, features: pmscope_sys::cpu::CpuFeatures) -> Job {
+    Job {
+        operation: Operation::Count {
+            genomes: p.genomes.clone(),
+        },
+        k: p.k,
+        threads: p.threads,
+        split: Split::PerFile,
+        target: p.spec.clone(),
+        map_options: p.map_options.clone(),
+        format: Format::Tsv,
+        sorted: false,
+        preview: 0,
+        table,
+        pool: None,
+        persist: p.choice,
+        features,
+        partition: None,
+    }
+}
+
+/// One table's row of Table 9 as a record.
+fn bench_record(rec: Record, table: TableKind, r: &Report, p: &Plan, volatile_mips: f64) -> Record {
+    let persist = p.persister.strategy();
+    let mut rec = rec
+        .param(p::K, r.k)
+        .param(p::THREADS, r.threads)
+        .param(p::TABLE, table.name())
+        .param(p::PERSIST, persist.to_string())
+        .param(p::PERSIST_DEFAULT, p.persister.defaulted())
+        .param(p::PERSIST_INSTRUCTIONS, p.persister.instructions())
+        .param(p::FLUSH_COUNT, flush_count(table, r))
+        .param(p::PERSIST_MEANS, persist_means(table, r, persist))
+        .param(p::GENOME_FILES, record::genome_files(r))
+        .value(
+            v::BASES,
+            r.genomes.iter().map(|g| g.bases).sum::<u64>() as f64,
+        )
+        .value(v::INSERTS, r.inserts as f64)
+        .value(v::INSERT_MS, r.phases.insert.as_secs_f64() * 1e3)
+        .value(v::INSERT_MIPS, r.mips_excluding_growth())
+        .value(v::INSERT_MIPS_WITH_GROWTH, r.mips())
+        .value(v::GROW_MS, r.phases.grow.as_secs_f64() * 1e3)
+        .value(v::TABLE_GROWN, r.table.grown as f64)
+        .value(v::TABLE_LOAD_FACTOR, r.table.load_factor)
+        .value(
+            v::MIPS_VS_VOLATILE,
+            r.mips_excluding_growth() / volatile_mips,
+        )
+        .value(v::UNION_KMERS, r.set("union").unwrap_or(0) as f64)
+        .value(v::TABLE_BYTES, r.table.footprint_bytes as f64);
+    if let Some((flushes, fences)) = per_insert(table, r) {
+        rec = rec
+            .value(v::FLUSHES_PER_INSERT, flushes)
+            .value(v::FENCES_PER_INSERT, fences);
+    }
+    rec.metric = Some("insert_mips".into());
+    rec.threads = r.placements.clone();
+    rec
+}
+
+/// (flushes, fences) per insert, where they were counted.
+fn per_insert(table: TableKind, r: &Report) -> Option<(f64, f64)> {
+    match table.durability() {
+        Durability::None => Some((0.0, 0.0)),
+        Durability::Persister | Durability::Libpmemobj => r.persist_per_insert(),
+    }
+}
+
+/// How the table's stores reach persistence. libpmem flushes with CPU instructions only
+/// where it believes the pool is pmem (a DAX mapping, or `PMEM_IS_PMEM_FORCE=1`), and with
+/// `msync` elsewhere; static-pm uses the `--persist` strategy everywhere. On tmpfs the two
+/// then pay very different costs, which the table must say.
+fn persist_means(table: TableKind, r: &Report, persist: PersistStrategy) -> String {
+    match table.durability() {
+        Durability::None => "none".into(),
+        Durability::Persister => persist.to_string(),
+        Durability::Libpmemobj => Libpmem::of(&r.table.target.achieved).describe().into(),
+    }
+}
+
+/// Who counted the flushes.
+fn flush_count(table: TableKind, r: &Report) -> &'static str {
+    match (table.durability(), r.table.persist) {
+        (Durability::None, _) => "none issued",
+        (_, Some(_)) => "persister",
+        (_, None) => NOT_COUNTED,
+    }
+}

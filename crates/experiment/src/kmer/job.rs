@@ -1,0 +1,284 @@
+//! A k-mer job (primers, count, union, intersect, subtract, demo): its plan, checked before
+//! any genome is read; its outputs (`--kmers`, and `-o` or the old `--record`), checked
+//! against each other before any work; and its measurement: the job runs inside a started
+//! measurement, then the harness adopts the table's target and the record is made from it.
+
+use super::params::{Partition, RunArgs};
+use super::{durable_by, job_error, record, summary, table_error};
+use crate::Env;
+use crate::atomic_file::PendingOutput;
+use crate::error::usage;
+use crate::output::Output;
+use crate::params::check_threads;
+use anyhow::{Result, anyhow};
+use pmscope_mapping::TargetSpec;
+use pmscope_persist::PersistChoice;
+use pmscope_workload::kmer::encode::MAX_K;
+use pmscope_workload::kmer::job::{self, Job, Operation};
+use pmscope_workload::kmer::read::Split;
+use pmscope_workload::kmer::table::TableKind;
+use pmscope_workload::kmer::table::partition::NodePlan;
+use std::path::{Path, PathBuf};
+
+/// A job, checked.
+pub struct Plan {
+    job: Job,
+    /// Where the workers run: the first `threads` allowed CPUs, or node by node.
+    worker_cpus: Vec<usize>,
+    /// `--kmers`.
+    kmers: Option<PathBuf>,
+    /// `--record`, the old name of `-o`.
+    record: Option<PathBuf>,
+    /// The demo's first line (which genomes are which), and its longer previews.
+    intro: Option<String>,
+}
+
+impl Plan {
+    fn demo(&self) -> bool {
+        self.intro.is_some()
+    }
+}
+
+/// Checks the run options against the machine and the target: k, threads, the table and
+/// its persistence, the partition.
+pub fn plan(
+    env: &Env,
+    r: &RunArgs,
+    operation: Operation,
+    default_k: usize,
+    intro: Option<String>,
+) -> Result<Plan> {
+    let k = r.k.unwrap_or(default_k);
+    if k == 0 || k > MAX_K {
+        return Err(usage(format!(
+            "-k {k} is out of range: k must be between 1 and {MAX_K}"
+        )));
+    }
+    let allowed = pmscope_sys::affinity::allowed_cpus()
+        .map_err(|e| anyhow!("reading the CPUs pmscope may use: {e}"))?;
+    let threads = match r.threads {
+        Some(n) => n.0,
+        None => allowed.len().max(1),
+    };
+    // The rule of every command: one pinned thread per CPU.
+    check_threads(threads, &allowed).map_err(usage)?;
+    let table = r.table;
+    let persist = r
+        .persist
+        .map_or(PersistChoice::Default, PersistChoice::Named);
+    // A named strategy this CPU lacks is refused before anything is read or mapped.
+    if table == TableKind::StaticPm {
+        pmscope_persist::Persister::choose(persist, &env.features)?;
+    }
+    if r.pool.is_some() && table == TableKind::Volatile {
+        return Err(usage(
+            "--pool holds a persistent table; add --table static-pm or --table tx-pm",
+        ));
+    }
+    let (specs, map_options) = env.targets(&r.targets.as_target_args(), &["dram:thp"])?;
+    if specs.len() != 1 {
+        return Err(usage(
+            "pmscope kmer places its table on one --target; give it once",
+        ));
+    }
+    let partition = match r.partition {
+        Partition::None => None,
+        Partition::Nodes => Some(node_plan(env, r, &specs[0], &allowed, threads)?),
+    };
+    let worker_cpus = match &partition {
+        Some(plan) => plan.workers().0,
+        None => allowed[..threads].to_vec(),
+    };
+    // A table this machine cannot make (tx-pm without libpmemobj) is refused before any
+    // output is prepared or the environment judged.
+    table.available().map_err(table_error)?;
+    let job = Job {
+        operation,
+        k,
+        threads,
+        split: if r.genome_per_record {
+            Split::PerRecord
+        } else {
+            Split::PerFile
+        },
+        target: specs[0].clone(),
+        map_options,
+        format: r.format,
+        sorted: r.sorted,
+        preview: if intro.is_some() { 5 } else { 3 },
+        table,
+        pool: r.pool.clone(),
+        persist,
+        features: env.features,
+        partition,
+    };
+    Ok(Plan {
+        job,
+        worker_cpus,
+        kmers: r.kmers.clone(),
+        record: r.record.clone(),
+        intro,
+    })
+}
+
+/// `--partition nodes`: refuses what cannot be placed node by node, then spreads the
+/// threads over the nodes with CPUs.
+fn node_plan(
+    env: &Env,
+    r: &RunArgs,
+    spec: &TargetSpec,
+    allowed: &[usize],
+    threads: usize,
+) -> Result<NodePlan> {
+    if r.table == TableKind::TxPm {
+        return Err(usage(
+            "--partition nodes cannot split tx-pm: its table is one libpmemobj pool file whose pages no node binding places; use --table static-pm or volatile",
+        ));
+    }
+    if r.pool.is_some() {
+        return Err(usage(
+            "--pool holds one table, but --partition nodes makes one per node; drop --pool (the sub-tables then live on the target) or --partition",
+        ));
+    }
+    if spec.node.is_some() {
+        return Err(usage(format!(
+            "-t {spec}: --partition nodes binds each sub-table to its own node; give the target without node="
+        )));
+    }
+    if matches!(spec.kind_name(), "file" | "devdax") {
+        return Err(usage(format!(
+            "-t {spec}: a file's or a device's memory is where its file system or device puts it, so it cannot be split across nodes; use a dram or shm target with --partition nodes"
+        )));
+    }
+    NodePlan::new(&pmscope_sys::numa::nodes(&env.root), allowed, threads).map_err(usage)
+}
+
+/// Checks the two outputs against each other and prepares the k-mers' (the record file is
+/// the binary's `-o`, or the old `--record`, which then becomes it): before any work, so
+/// a collision or a clobber is refused at once.
+fn outputs(out: &mut dyn Output, p: &Plan) -> Result<Option<PendingOutput>> {
+    let stdout = Path::new("-");
+    let record_file = match (out.file(), &p.record) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
+                "--record is the old name of -o; give the record file once, with -o",
+            ));
+        }
+        (Some(o), None) => Some(o.to_path_buf()),
+        (None, Some(o)) => Some(o.clone()),
+        (None, None) => None,
+    };
+    if let Some(k) = &p.kmers {
+        if let Some(o) = &record_file
+            && same_destination(k, o)
+        {
+            return Err(usage(format!(
+                "--kmers {} and -o {} name the same {}: give each output its own",
+                k.display(),
+                o.display(),
+                if k == stdout { "stdout" } else { "file" }
+            )));
+        }
+        // Not a human's terminal: stdout carries JSON Lines.
+        if !out.human() && k == stdout {
+            return Err(usage(
+                "--kmers - with --json: under --json stdout carries only JSON Lines; write the k-mers to a file",
+            ));
+        }
+    }
+    if let (None, Some(r)) = (out.file(), &p.record) {
+        out.set_file(r)?;
+    }
+    match &p.kmers {
+        Some(k) => Ok(Some(out.prepare_output("--kmers", k)?)),
+        None => Ok(None),
+    }
+}
+
+/// Whether two output names reach the same place (`-` is stdout; `a/../x` is `x`).
+fn same_destination(a: &Path, b: &Path) -> bool {
+    let stdout = Path::new("-");
+    if a == stdout || b == stdout {
+        return a == b;
+    }
+    let full = |p: &Path| {
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        // Resolve the parent directory where it exists, so `./x` and `dir/../x` agree.
+        match (abs.parent(), abs.file_name()) {
+            (Some(d), Some(n)) => d.canonicalize().map(|d| d.join(n)).unwrap_or(abs.clone()),
+            _ => abs.clone(),
+        }
+    };
+    full(a) == full(b)
+}
+
+/// Runs the job, writes the k-mers, emits the record from the adopted target, and prints
+/// the summary (on stderr when the k-mers own stdout).
+pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
+    let mut kmers_out = outputs(out, p)?;
+    let human = out.human();
+    let kmers_to_stdout = p.kmers.as_deref() == Some(Path::new("-"));
+    let say = |text: &str| {
+        if kmers_to_stdout {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+        }
+    };
+    if let Some(intro) = &p.intro
+        && human
+    {
+        say(intro);
+    }
+    let features = env.features;
+    // The environment is judged as for every measuring command; the findings go into the
+    // record (the job's workers run on `worker_cpus`).
+    let mut h = env.start(out, &p.worker_cpus, None, false)?;
+    let report = job::run(&p.job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
+    if let Some(o) = kmers_out {
+        o.commit()?;
+    }
+    // Where pmscope persists (static-pm), a default that fell back is noted in the record.
+    if let Some(w) = report
+        .table
+        .persister
+        .as_ref()
+        .and_then(crate::fallback::persist_note)
+    {
+        h.note(w);
+    }
+    let durable = durable_by(p.job.table, &report.table, &features);
+    let mut run = h.adopt(
+        report.table.target.clone(),
+        report.table.warnings.clone(),
+        durable,
+    );
+    let rec = record::job(run.record("kmer"), &report, p.job.partition.as_ref());
+    run.emit(&rec)?;
+    h.finish()?;
+    if human {
+        say(&summary::summary(
+            &report,
+            p.job.partition.as_ref(),
+            p.kmers.as_deref(),
+            p.demo(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_names_of_one_place_are_the_same_destination() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("x.tsv");
+        let b = dir.path().join(".").join("x.tsv");
+        assert!(same_destination(&a, &b));
+        assert!(!same_destination(&a, &dir.path().join("y.tsv")));
+        assert!(same_destination(Path::new("-"), Path::new("-")));
+        assert!(!same_destination(Path::new("-"), &a));
+    }
+}

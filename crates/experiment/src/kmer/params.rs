@@ -1,0 +1,239 @@
+//! The command line of `pmscope kmer`: one subcommand per job, the options every job that
+//! builds a table shares ([`RunArgs`]), and the table's one target ([`TableTarget`]). The
+//! table kinds and k-mer formats are the workload's own types, parsed from their names.
+
+use super::bench;
+use crate::params::{Count, Size, TargetArgs};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Subcommand};
+use pmscope_mapping::TargetSpec;
+use pmscope_persist::PersistStrategy;
+use pmscope_workload::kmer::output::Format;
+use pmscope_workload::kmer::table::TableKind;
+use std::path::PathBuf;
+
+/// Where the k-mer commands write.
+const OUTPUT_HELP: &str = "Outputs: --kmers FILE receives the k-mers (TSV, or FASTA with --format fasta; --kmers - is stdout); -o FILE receives the JSON record, as in every command. Each appears only when the job succeeded and is never overwritten without --force.\n\nEXAMPLES:\n  pmscope kmer count -k 31 genomes/*.fa.gz --kmers counts.tsv -o run.jsonl\n  pmscope kmer primers --in-group a.fa b.fa --out-group c.fa --kmers candidates.tsv";
+
+/// The k-mer commands. For these, `--kmers FILE` receives the k-mers (TSV or FASTA;
+/// `--kmers -` is stdout) and `-o FILE` the JSON record, as everywhere.
+#[derive(Debug, Clone, Subcommand)]
+#[command(after_help = OUTPUT_HELP)]
+pub enum Command {
+    /// PCR primer candidates: k-mers in every in-group genome and in no out-group genome,
+    /// with their position in the first in-group genome.
+    #[command(after_help = OUTPUT_HELP)]
+    Primers(PrimersArgs),
+    /// Distinct canonical k-mers, and how many k-mers occur in 1, 2, ... genomes.
+    #[command(after_help = OUTPUT_HELP)]
+    Count(SetArgs),
+    /// The k-mers of any of the genomes.
+    #[command(after_help = OUTPUT_HELP)]
+    Union(SetArgs),
+    /// The k-mers of all of the genomes.
+    #[command(after_help = OUTPUT_HELP)]
+    Intersect(SetArgs),
+    /// The k-mers of the genomes that none of the --minus genomes has.
+    #[command(after_help = OUTPUT_HELP)]
+    Subtract(SubtractArgs),
+    /// The primer pipeline on the genomes of Debian's ragout-examples and kaptive-example.
+    #[command(after_help = OUTPUT_HELP)]
+    Demo(DemoArgs),
+    /// Write a synthetic reference and strains derived from it (SNPs, indels) as FASTA.
+    Synth(SynthArgs),
+    /// Check a static-pm or tx-pm pool after a crash: header, cut-short inserts cleared
+    /// (rolled back, for tx-pm), contents.
+    Recover(RecoverArgs),
+    /// Seed 003's Table 9 on one target: volatile, static-pm and tx-pm side by side
+    /// (million inserts per second, ratio to volatile, flushes and fences per insert).
+    #[command(
+        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2\n  pmscope kmer bench -t file:/mnt/pmem -k 100"
+    )]
+    Bench(bench::Params),
+}
+
+/// `--table`: the workload's table registry, each kind with its help line.
+fn table_kinds() -> impl TypedValueParser<Value = TableKind> {
+    PossibleValuesParser::new(TableKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
+        .map(|s| s.parse::<TableKind>().expect("a listed kind parses"))
+}
+
+/// `--format`: the workload's formats, each with its help line.
+fn formats() -> impl TypedValueParser<Value = Format> {
+    PossibleValuesParser::new(Format::ALL.map(|f| PossibleValue::new(f.name()).help(f.about())))
+        .map(|s| s.parse::<Format>().expect("a listed format parses"))
+}
+
+/// Options of every k-mer command that builds a table.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// K-mer length, 1 to 128 (default: 100 for primers and demo, 31 otherwise).
+    #[arg(short = 'k', value_name = "K")]
+    pub k: Option<usize>,
+    /// The table implementation.
+    #[arg(long, default_value = "volatile", value_parser = table_kinds())]
+    pub table: TableKind,
+    /// Pool file of a persistent table: created exclusively, or reopened to resume the
+    /// job it holds (default: a fresh pool on the target, gone afterwards).
+    #[arg(long, value_name = "PATH")]
+    pub pool: Option<PathBuf>,
+    /// How a persistent table makes stores durable: clflush, clflushopt, clwb, ntstore,
+    /// none or msync. Default: clwb, or where the CPU lacks it clflushopt, else clflush
+    /// (the record says which; a reopened --pool keeps the strategy it was written with).
+    #[arg(long, value_name = "STRATEGY")]
+    pub persist: Option<PersistStrategy>,
+    /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<Count>,
+    /// `nodes`: one sub-table per NUMA node with CPUs, on that node's memory (dram or shm
+    /// targets), its threads pinned there and inserting only into it; k-mers are routed
+    /// to sub-tables by hash, so results equal `none`'s (seed 003 section 5.4).
+    #[arg(long, value_enum, default_value = "none")]
+    pub partition: Partition,
+    /// Treat every FASTA record as a genome of its own (default: one file = one genome).
+    #[arg(long)]
+    pub genome_per_record: bool,
+    /// Format of the k-mers written with --kmers.
+    #[arg(long, default_value = "tsv", value_parser = formats())]
+    pub format: Format,
+    /// Sort written k-mer sets lexicographically (candidates are in genome order anyway).
+    #[arg(long)]
+    pub sorted: bool,
+    /// Write the k-mers (TSV or FASTA) to FILE; `-` is stdout (not with --json).
+    #[arg(long, value_name = "FILE")]
+    pub kmers: Option<PathBuf>,
+    /// The old name of -o (the JSON record); deprecated.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub record: Option<PathBuf>,
+    /// The table's memory target and mapping options.
+    #[command(flatten)]
+    pub targets: TableTarget,
+}
+
+/// The one memory target of a k-mer table and its mapping options.
+#[derive(Debug, Args, Clone)]
+pub struct TableTarget {
+    /// The one memory target the table is placed on (default dram:thp; a table lives on
+    /// one target, so give it once). Syntax: dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp],
+    /// devdax:/dev/daxX.Y, each with an optional ,node=N. See `pmscope list targets`.
+    #[arg(short = 't', long = "target", value_name = "SPEC")]
+    pub targets: Vec<TargetSpec>,
+    /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).
+    #[arg(long, value_name = "SIZE")]
+    pub max_mem: Option<Size>,
+    /// Keep files pmscope created for file: and shm targets.
+    #[arg(long)]
+    pub keep: bool,
+    /// Refuse file targets that are not on DAX (MAP_SYNC refused).
+    #[arg(long)]
+    pub require_dax: bool,
+    /// Allow writing to devdax devices, destroying their contents.
+    #[arg(long)]
+    pub destroy_data: bool,
+}
+
+impl TableTarget {
+    /// As the mapping options of every command.
+    pub fn as_target_args(&self) -> TargetArgs {
+        TargetArgs {
+            targets: self.targets.clone(),
+            max_mem: self.max_mem,
+            keep: self.keep,
+            require_dax: self.require_dax,
+            destroy_data: self.destroy_data,
+        }
+    }
+}
+
+/// How a k-mer table is split across NUMA nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Partition {
+    /// One table on the target.
+    None,
+    /// One sub-table per NUMA node with CPUs, each on its own node.
+    Nodes,
+}
+
+/// `pmscope kmer count|union|intersect`.
+#[derive(Debug, Clone, Args)]
+pub struct SetArgs {
+    /// FASTA or gzipped FASTA files, one genome each.
+    #[arg(required = true, value_name = "FILES")]
+    pub genomes: Vec<PathBuf>,
+    /// Run options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `pmscope kmer subtract`.
+#[derive(Debug, Clone, Args)]
+pub struct SubtractArgs {
+    /// Genomes whose k-mers are kept.
+    #[arg(required = true, value_name = "FILES")]
+    pub genomes: Vec<PathBuf>,
+    /// Genomes whose k-mers are removed.
+    #[arg(long, required = true, num_args = 1.., value_name = "FILES")]
+    pub minus: Vec<PathBuf>,
+    /// Run options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `pmscope kmer primers`.
+#[derive(Debug, Clone, Args)]
+pub struct PrimersArgs {
+    /// Genomes of the group to detect.
+    #[arg(long, required = true, num_args = 1.., value_name = "FILES")]
+    pub in_group: Vec<PathBuf>,
+    /// Genomes that must not be detected.
+    #[arg(long, required = true, num_args = 1.., value_name = "FILES")]
+    pub out_group: Vec<PathBuf>,
+    /// Run options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `pmscope kmer demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Directory of the ragout examples.
+    #[arg(long, default_value = super::demo::RAGOUT, value_name = "DIR")]
+    pub ragout: PathBuf,
+    /// Directory of the kaptive examples.
+    #[arg(long, default_value = super::demo::KAPTIVE, value_name = "DIR")]
+    pub kaptive: PathBuf,
+    /// Run options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `pmscope kmer synth`.
+#[derive(Debug, Clone, Args)]
+pub struct SynthArgs {
+    /// Directory to write reference.fasta and strain_N.fasta into (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Bases of the reference (decimal suffixes k, M, G: 5M = 5,000,000).
+    #[arg(long, default_value = "5M", value_name = "BASES")]
+    pub length: String,
+    /// Strains derived from the reference.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub strains: usize,
+    /// Substitutions per base.
+    #[arg(long, default_value_t = 0.001, value_name = "RATE")]
+    pub snp_rate: f64,
+    /// Insertions or deletions (1 to 10 bases) per base.
+    #[arg(long, default_value_t = 0.0001, value_name = "RATE")]
+    pub indel_rate: f64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// `pmscope kmer recover`.
+#[derive(Debug, Clone, Args)]
+pub struct RecoverArgs {
+    /// The pool file.
+    #[arg(long, value_name = "PATH")]
+    pub pool: PathBuf,
+}
