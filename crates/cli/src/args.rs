@@ -79,11 +79,11 @@ pub enum Command {
     Quick(QuickArgs),
     /// Map targets, pre-fault them and print what the kernel actually gave.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB   # exits 1 without 512 free 2 MiB huge pages\n  pmscope verify -t file:/mnt/pmem --require-dax   # exits 2 without a DAX file system\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device"
     )]
     Verify(VerifyArgs),
     /// Idle load latency by dependent-load chains over a working-set sweep.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0\n\n", axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpus 0   # exits 1 without NUMA node 1\n\n", axis_help!()))]
     Latency(LatencyArgs),
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
     #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", axis_help!()))]
@@ -97,16 +97,16 @@ pub enum Command {
     #[command(flatten)]
     Experiment(pmscope_experiment::Step),
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5   # exits 2 with fewer than 8 CPUs\n\n", axis_help!()))]
     Bandwidth(BandwidthArgs),
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7   # exits 2 with fewer than 8 CPUs\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", axis_help!()))]
     Loaded(LoadedArgs),
     /// PolyBench kernels (seed 000 Table 1) with their arrays on each target, single-threaded
     /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
     /// and LLC misses where perf counters exist.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data"
+        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device"
     )]
     Poly(PolyArgs),
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
@@ -129,7 +129,7 @@ pub enum Command {
     /// its own benchmark client (seed 004 Figures 20, 22, 27), with the heap's verified
     /// placement.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k"
+        after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm --duration 1\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB --requests 5000\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k --requests 2000"
     )]
     App(AppArgs),
     /// File-operation latency on the file system of each directory (seed 004 Figure 23):
@@ -147,18 +147,18 @@ pub enum Command {
     Fio(FioArgs),
     /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
     /// XPLines, with the knee of each curve.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", axis_help!()))]
     Probe(ProbeArgs),
     /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
     /// 003 Table 5), sync (seed 002).
     #[command(
-        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest"
+        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest   # exits 2 unless the latest run is an interrupted basic suite"
     )]
     Suite(SuiteArgs),
     /// Run an unmodified program with its large allocations on a target (PMDK libvmmalloc's
     /// role in seed 000), then report where they went and at which verified page size.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope run -t dram:2m -- python3 -c 'b = bytearray(1 << 30)'\n  pmscope run -t file:/mnt/pmem --threshold 4MiB -- ./app --big\n  pmscope run -t dram:thp,node=1 -- stress-ng --vm 1 --vm-bytes 512M -t 5s",
+        after_help = "EXAMPLES:\n  pmscope run -t dram:2m -- python3 -c 'b = bytearray(1 << 30)'\n  pmscope run -t file:/mnt/pmem --threshold 4MiB -- python3 -c 'b = bytearray(64 << 20)'\n  pmscope run -t dram:thp,node=1 -- python3 -c 'b = bytearray(512 << 20)'",
         trailing_var_arg = true
     )]
     Run(RunArgs),
@@ -857,7 +857,7 @@ pub enum KmerCommand {
     /// Seed 003's Table 9 on one target: volatile, static-pm and tx-pm side by side
     /// (million inserts per second, ratio to volatile, flushes and fences per insert).
     #[command(
-        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2\n  pmscope kmer bench -t file:/mnt/pmem -k 100"
+        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2 genomes/*.fa.gz\n  pmscope kmer bench -t file:/mnt/pmem -k 100 genomes/*.fa.gz"
     )]
     Bench(KmerBenchArgs),
 }
