@@ -88,7 +88,7 @@ pub enum Command {
     /// A named study over each target, as one run: basic (seed 004 section 3), table5 (seed
     /// 003 Table 5), sync (seed 002).
     #[command(
-        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:4k -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest"
+        after_help = "EXAMPLES:\n  pmscope suite basic -t dram:thp\n  pmscope suite table5 -t dram:thp -t file:/mnt/pmem --full\n  pmscope suite basic --resume latest   # exits 2 unless the latest run is an interrupted basic suite"
     )]
     Suite(pmscope_experiment::suite::Params),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.

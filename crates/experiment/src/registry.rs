@@ -74,13 +74,13 @@ experiments! {
     /// its own benchmark client (seed 004 Figures 20, 22, 27), with the heap's verified
     /// placement.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k"
+        after_help = "EXAMPLES:\n  pmscope app memcached -t dram:4k -t dram:thp -t shm --duration 1\n  pmscope app redis -t dram:4k --value-sizes 64,512,4KiB --requests 5000\n  pmscope app redis --aof-on file:/mnt/pmem -t dram:4k --requests 2000"
     )]
     App(app::Params) => app::App,
     /// Run an unmodified program with its large allocations on a target (PMDK libvmmalloc's
     /// role in seed 000), then report where they went and at which verified page size.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope run -t dram:2m -- python3 -c 'b = bytearray(1 << 30)'\n  pmscope run -t file:/mnt/pmem --threshold 4MiB -- ./app --big\n  pmscope run -t dram:thp,node=1 -- stress-ng --vm 1 --vm-bytes 512M -t 5s",
+        after_help = "EXAMPLES:\n  pmscope run -t dram:2m -- python3 -c 'b = bytearray(1 << 30)'\n  pmscope run -t file:/mnt/pmem --threshold 4MiB -- python3 -c 'b = bytearray(64 << 20)'\n  pmscope run -t dram:thp,node=1 -- python3 -c 'b = bytearray(512 << 20)'",
         trailing_var_arg = true
     )]
     Run(run::Params) => run::Run,
@@ -92,11 +92,11 @@ experiments! {
     Quick(crate::quick::Params) => crate::quick::Quick,
     /// Map targets, pre-fault them and print what the kernel actually gave.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB\n  pmscope verify -t file:/mnt/pmem --require-dax\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data"
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB   # exits 1 without 512 free 2 MiB huge pages\n  pmscope verify -t file:/mnt/pmem --require-dax   # exits 2 without a DAX file system\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device"
     )]
     Verify(crate::verify::Params) => crate::verify::Verify,
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5\n\n", crate::axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope bandwidth -t dram:4k -t file:/mnt/pmem\n  pmscope bandwidth --ops read --pattern rand --sizes 64..128KiB --threads 1\n  pmscope bandwidth --ops write --mix 2:1 --threads 1..8 --duration 0.5   # exits 2 with fewer than 8 CPUs\n\n", crate::axis_help!()))]
     Bandwidth(crate::bandwidth::Params) => crate::bandwidth::Bandwidth,
     /// Idle latency and read bandwidth from every CPU node to every memory node, memory-only
     /// (CXL) nodes included, with the verified placement of every cell (Intel MLC's matrix).
@@ -108,11 +108,11 @@ experiments! {
     /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
     /// and LLC misses where perf counters exist.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data"
+        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device"
     )]
     Poly(crate::poly::Params) => crate::poly::Poly,
     /// Idle load latency by dependent-load chains over a working-set sweep.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpu 0\n\n", crate::axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpu 0   # exits 1 without NUMA node 1\n\n", crate::axis_help!()))]
     Latency(latency::Params) => latency::Latency,
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
     #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", crate::axis_help!()))]
@@ -123,11 +123,11 @@ experiments! {
     )]
     Sync(sync::Params) => sync::Synchronisation,
     /// Loaded latency: a probe's latency while other threads generate delayed traffic.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", crate::axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope loaded -t dram:4k\n  pmscope loaded --rw 2:1 --delays 0,100,1000 --cpus 0-7   # exits 2 with fewer than 8 CPUs\n  pmscope loaded --probe store+clwb+sfence -t file:/mnt/pmem\n\n", crate::axis_help!()))]
     Loaded(loaded::Params) => loaded::Loaded,
     /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
     /// XPLines, with the knee of each curve.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", crate::axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", crate::axis_help!()))]
     Probe(probe::Params) => probe::Probe,
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.

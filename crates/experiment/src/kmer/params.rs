@@ -47,7 +47,7 @@ pub enum Command {
     /// Seed 003's Table 9 on one target: volatile, static-pm and tx-pm side by side
     /// (million inserts per second, ratio to volatile, flushes and fences per insert).
     #[command(
-        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2\n  pmscope kmer bench -t file:/mnt/pmem -k 100"
+        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2 genomes/*.fa.gz\n  pmscope kmer bench -t file:/mnt/pmem -k 100 genomes/*.fa.gz"
     )]
     Bench(bench::Params),
 }
