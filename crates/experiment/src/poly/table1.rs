@@ -143,8 +143,6 @@ pub(super) fn table1(
     out
 }
 
-/// The dTLB and LLC misses: a table where perf_event counted them, else one line saying
-
 #[cfg(test)]
 mod tests {
     use super::*;
