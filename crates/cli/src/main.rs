@@ -1,5 +1,6 @@
-//! The `pmscope` binary: clap arguments ([`args`]) are turned into a validated plan by each
-//! command in [`cmd`], which maps targets, measures, and hands [`Record`]s to [`output`].
+//! The `pmscope` binary: the command line ([`args`]) is parsed into a typed experiment step
+//! (`pmscope_experiment::Step`) or one of the commands that measure nothing ([`cmd`]); the
+//! experiment plans, measures and hands [`Record`]s to the sink ([`output`]).
 //!
 //! Errors are one sentence with a hint; usage errors exit 2, runtime failures 1. A panic is
 //! a bug: it is reported in one line (no backtrace) and exits 1.
@@ -46,6 +47,21 @@ fn main() -> ExitCode {
                 let flag = flag.split([' ', '=']).next().unwrap_or_default();
                 let value = ctx(clap::error::ContextKind::InvalidValue);
                 eprintln!("pmscope: {flag} {value}: {why}");
+                return ExitCode::from(2);
+            }
+            // A word outside an option's set: one sentence naming the set.
+            if e.kind() == clap::error::ErrorKind::InvalidValue {
+                let ctx = |k| e.get(k).cloned();
+                let text = |v: Option<clap::error::ContextValue>| match v {
+                    Some(clap::error::ContextValue::String(s)) => s,
+                    Some(clap::error::ContextValue::Strings(v)) => v.join(", "),
+                    _ => String::new(),
+                };
+                let flag = text(ctx(clap::error::ContextKind::InvalidArg));
+                let flag = flag.split([' ', '=']).next().unwrap_or_default().to_string();
+                let value = text(ctx(clap::error::ContextKind::InvalidValue));
+                let valid = text(ctx(clap::error::ContextKind::ValidValue));
+                eprintln!("pmscope: {flag} {value}: not one of its values: use {valid}");
                 return ExitCode::from(2);
             }
             // clap prints its own usage errors (exit 2) and --help/--version (exit 0).

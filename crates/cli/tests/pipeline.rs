@@ -155,10 +155,10 @@ fn loaded_traffic_of_every_op_and_pattern() {
             &["--traffic-op", "read", "--rw", "1:1"][..],
             "pmscope: --rw 1:1 asks for writes but --traffic-op read writes nothing",
         ),
-        // A word outside a closed set is clap's own error (exit 2), naming the choices.
+        // A word outside a closed set: one sentence naming the choices (exit 2).
         (
             &["--traffic-pattern", "random"][..],
-            "error: invalid value 'random' for '--traffic-pattern <PATTERN>'",
+            "pmscope: --traffic-pattern random: not one of its values: use seq, rand",
         ),
     ] {
         let mut a = vec!["--null-executor", "loaded", "-t", "dram:4k"];
