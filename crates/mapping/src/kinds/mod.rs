@@ -1,8 +1,13 @@
 //! The target kinds. Each file holds everything about its kind: its grammar (parse and
 //! canonical form), its documentation, its preflight checks and mapping, what it expects to
 //! achieve and the remedy when it does not. To add a kind: one file here and one row in
-//! [`KINDS`]; nothing else names a kind. What several kinds share is in `common`, which
-//! names none, so no kind imports another.
+//! [`KINDS`]. Code outside this crate asks a spec what it needs (`TargetSpec::directory`,
+//! `room`, `memory`) instead of naming kinds, except three places that still do and need
+//! a question of their own before a new kind is added: `kmer --partition nodes`
+//! (experiment `kmer/job.rs`: which kinds cannot be split across nodes), the message of
+//! `filedir.rs` for a `file:` path that is not a directory, and where tx-pm keeps its pool
+//! (workload `kmer/table/tx_pm.rs`). What several kinds share is in `common`, which names
+//! none, so no kind imports another.
 
 use crate::backing::{Backing, MapOptions};
 use crate::error::SpecError;
