@@ -241,7 +241,7 @@ mod tests {
         let mut r = Record::new("run", vec![], SystemSummary::default())
             .value(v::BYTES_PER_FAULT, f64::INFINITY)
             .value(v::SERVED_BYTES, 4096.0);
-        assert!(!r.values.contains_key("bytes_per_fault"));
+        assert!(r.val(v::BYTES_PER_FAULT).is_none());
         // As `pmscope run` wrote it (serde_json writes the infinite quotient as null).
         let achieved: crate::achieved::Achieved = serde_json::from_str(
             r#"{"bytes":10485760,"pages":{"bytes_4k":0,"bytes_2m":10485760,"bytes_1g":0,"bytes_unmapped":0,"smaps_sees_mapping":true},"faults":{"minor_faults":0,"bytes_per_fault":null,"page_size":null},"page_size":2097152,"page_size_source":"smaps","nodes":{"0":5},"nodes_unknown":0,"nodes_sampled":false,"persistence":"volatile","map_sync":null,"path":null,"filesystem":null,"alignment":null,"prefault_ns":0}"#,

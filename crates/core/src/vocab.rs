@@ -24,7 +24,7 @@ pub enum Pattern {
 
 impl Pattern {
     /// The spelling in records and on the command line.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Pattern::Seq => "seq",
             Pattern::Rand => "rand",

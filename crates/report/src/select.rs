@@ -6,7 +6,7 @@
 
 use crate::data;
 use pmscope_core::record::Record;
-use pmscope_core::vocab::{ParamKey, p};
+use pmscope_core::vocab::{ParamKey, p, v};
 
 /// Points grouped into named curves, in first-seen order of their keys.
 pub(crate) fn group<K: PartialEq + Clone>(
@@ -120,7 +120,7 @@ pub(crate) fn loaded_curves(records: &[Record]) -> LoadedCurves {
     };
     group(recs.iter().flat_map(|r| {
         let t = data::target(r).to_string();
-        let bw = r.values.get("traffic_gb_s").copied().unwrap_or(0.0);
+        let bw = r.val(v::TRAFFIC_GB_S).unwrap_or(0.0);
         let ns = data::median(r);
         let idle = r.count(p::TRAFFIC_THREADS).unwrap_or(0) == 0;
         let keys: Vec<String> = if idle {

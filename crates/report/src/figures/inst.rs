@@ -6,7 +6,11 @@ use crate::markup::esc;
 use crate::plot::{self, Bar, BarChart, Series};
 use crate::select::{index_of, inst_pick, inst_records};
 use pmscope_core::record::Record;
-use pmscope_core::vocab::p;
+use pmscope_core::vocab::{Pattern, p};
+
+/// The patterns as records spell them.
+const SEQ: &str = Pattern::Seq.name();
+const RAND: &str = Pattern::Rand.name();
 
 /// Seed 004 Figure 8's names of the instruction sequences.
 const SEQUENCES: &[(&str, &str)] = &[
@@ -60,14 +64,14 @@ impl Figure for InstructionLatency {
         for size in &shown {
             for (op, code) in SEQUENCES {
                 for t in &targets {
-                    for pattern in ["seq", "rand"] {
+                    for pattern in [SEQ, RAND] {
                         let Some(r) = inst_pick(&recs, t, op, pattern, *size, &fences) else {
                             continue;
                         };
                         let colour = ctx.colour(t);
                         let name = format!("{t} {pattern}");
                         if !groups.iter().any(|g: &(String, _)| g.0 == name) {
-                            let c = if pattern == "seq" {
+                            let c = if pattern == SEQ {
                                 plot::light(colour)
                             } else {
                                 colour
@@ -110,32 +114,32 @@ impl Figure for InstructionLatency {
 const TABLE5_ROWS: &[(&str, &str, &[&str], &[&str])] = &[
     (
         "rand read",
-        "rand",
+        RAND,
         &["load"],
         &["none", "mfence", "sfence"],
     ),
     (
         "rand write",
-        "rand",
+        RAND,
         &["store"],
         &["none", "sfence", "mfence"],
     ),
     (
         "rand write+flush",
-        "rand",
+        RAND,
         &["store+clwb", "store+clflushopt", "store+clflush"],
         &["sfence", "mfence", "none"],
     ),
-    ("seq read", "seq", &["load"], &["none", "mfence", "sfence"]),
+    ("seq read", SEQ, &["load"], &["none", "mfence", "sfence"]),
     (
         "seq write",
-        "seq",
+        SEQ,
         &["store"],
         &["none", "sfence", "mfence"],
     ),
     (
         "seq write+flush",
-        "seq",
+        SEQ,
         &["store+clwb", "store+clflushopt", "store+clflush"],
         &["sfence", "mfence", "none"],
     ),
@@ -246,7 +250,7 @@ impl Figure for InstHistogram {
         let mut shown = Vec::new();
         for t in &targets {
             for (op, _) in SEQUENCES {
-                for pattern in ["seq", "rand"] {
+                for pattern in [SEQ, RAND] {
                     let Some(r) = inst_pick(&recs, t, op, pattern, size, &fences) else {
                         continue;
                     };
@@ -254,7 +258,7 @@ impl Figure for InstHistogram {
                     let colour = ctx.colour(t);
                     series.push(Series {
                         name: format!("{t} {op} {pattern} {size} B"),
-                        colour: if pattern == "seq" {
+                        colour: if pattern == SEQ {
                             plot::light(colour)
                         } else {
                             colour

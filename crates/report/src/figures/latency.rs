@@ -6,7 +6,10 @@ use crate::data;
 use crate::plot::{self, Axis, LineChart, Series};
 use crate::select::group;
 use pmscope_core::record::Record;
-use pmscope_core::vocab::p;
+use pmscope_core::vocab::{Pattern, p};
+
+/// The sequential pattern as records spell it.
+const SEQ: &str = Pattern::Seq.name();
 
 /// Latency vs working set (log x), cache sizes and measured plateaus marked.
 pub struct LatencyVsWorkingSet;
@@ -46,7 +49,7 @@ impl Figure for LatencyVsWorkingSet {
                 }
                 Series {
                     name: format!("{t} {p}"),
-                    colour: if p == "seq" {
+                    colour: if p == SEQ {
                         plot::light(colour)
                     } else {
                         colour
