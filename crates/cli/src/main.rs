@@ -58,7 +58,11 @@ fn main() -> ExitCode {
                     _ => String::new(),
                 };
                 let flag = text(ctx(clap::error::ContextKind::InvalidArg));
-                let flag = flag.split([' ', '=']).next().unwrap_or_default().to_string();
+                let flag = flag
+                    .split([' ', '='])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
                 let value = text(ctx(clap::error::ContextKind::InvalidValue));
                 let valid = text(ctx(clap::error::ContextKind::ValidValue));
                 eprintln!("pmscope: {flag} {value}: not one of its values: use {valid}");

@@ -19,6 +19,7 @@
 
 pub mod achieved;
 pub mod cpulist;
+pub mod key;
 pub mod knee;
 pub mod range;
 pub mod record;

@@ -4,8 +4,8 @@
 //! each field and must change together with [`SCHEMA_VERSION`].
 
 use crate::achieved::Achieved;
+use crate::key::{ParamKey, ValueKey};
 use crate::summary::{LogHistogram, Summary};
-use crate::vocab::{ParamKey, ValueKey};
 use crate::warning::Warning;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

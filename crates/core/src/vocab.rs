@@ -7,6 +7,7 @@
 //! [`check_record`] holds a record to its experiment's declaration: the CLI's
 //! null-executor tests run every command to completion and check every record with it.
 
+pub use crate::key::{Key, ParamKey, ValueKey};
 use crate::record::Record;
 use serde::{Deserialize, Serialize};
 
@@ -44,15 +45,6 @@ impl std::fmt::Display for Pattern {
     }
 }
 
-/// One documented key of `params` or `values`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Key {
-    /// The key as it appears in records.
-    pub name: &'static str,
-    /// What it means (with its unit where the name does not carry one).
-    pub doc: &'static str,
-}
-
 /// One experiment: its name, what one record of it is, its metric and its keys.
 #[derive(Debug, Clone, Copy)]
 pub struct ExperimentDoc {
@@ -66,28 +58,6 @@ pub struct ExperimentDoc {
     pub params: &'static [&'static str],
     /// Keys of `values`.
     pub values: &'static [&'static str],
-}
-
-/// A key of `params`: the only way to name one (see the constants in [`p`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParamKey(pub Key);
-
-/// A key of `values`: the only way to name one (see the constants in [`v`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ValueKey(pub Key);
-
-impl ParamKey {
-    /// The key as records spell it.
-    pub const fn name(self) -> &'static str {
-        self.0.name
-    }
-}
-
-impl ValueKey {
-    /// The key as records spell it.
-    pub const fn name(self) -> &'static str {
-        self.0.name
-    }
 }
 
 /// Declares each key once: a typed constant in module `$module` and a row of `$table`

@@ -23,6 +23,7 @@ mod record;
 mod recover;
 mod summary;
 mod synth;
+mod target;
 
 use crate::output::Output;
 use crate::{Env, Experiment, Placement};

@@ -3,11 +3,10 @@
 //! traffic between two barriers.
 
 use super::Plan;
-use super::probe;
+use super::probe::{self, Point};
 use crate::measure::delayed_traffic;
 use crate::progress::Progress;
 use anyhow::Result;
-use pmscope_core::summary::Summary;
 use pmscope_loops::Region;
 use pmscope_loops::stream::StreamView;
 use pmscope_mapping::Mapping;
@@ -19,31 +18,6 @@ use pmscope_sys::cpu::CpuFeatures;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-/// One point of the curve, as measured (the traffic's bandwidth is added from the other
-/// workers).
-pub struct Point {
-    /// The delay injected after every traffic access; `None` for the idle point.
-    pub delay_ns: Option<u64>,
-    /// The traffic's bandwidth in GB/s, all traffic workers together.
-    pub traffic_gb_s: f64,
-    /// The probe's mean latency in ns.
-    pub mean_ns: f64,
-    /// The probe's individually timed operations, in ns.
-    pub samples: Summary,
-}
-
-impl Point {
-    /// A point of the probe (its delay and traffic are filled in later).
-    pub fn probe(mean_ns: f64, samples: Summary) -> Point {
-        Point {
-            delay_ns: None,
-            traffic_gb_s: 0.0,
-            mean_ns,
-            samples,
-        }
-    }
-}
 
 /// The delay schedule: idle (no traffic) first, then the delays from the largest (lightest
 /// load) to the smallest (heaviest), each in TSC ticks.

@@ -6,6 +6,7 @@
 //! several targets the table takes Table 1's layout: time per target and variant, the
 //! ref/opt ratio, and the 4K-to-2M speed-up per memory kind.
 
+mod cells;
 mod measure;
 mod render;
 mod table1;

@@ -1,7 +1,7 @@
 //! Table 1's layout for several targets: per target the time of each variant and the
 //! ref/opt ratio, per memory the 4K-to-2M speed-up, and the kernels 2M pages helped most.
 
-use super::render::{page_size, ratio, seconds, time, times};
+use super::cells::{find, page_size, ratio, seconds, time, times};
 use crate::render::table::Table;
 use pmscope_core::record::Record;
 use pmscope_core::units::page_size_name;
@@ -71,7 +71,7 @@ pub(super) fn table1(
     variants: &[&str],
 ) -> String {
     let find = |spec: &str, kernel: &str, variant: &str| {
-        super::render::find(records, spec, kernel, variant).and_then(time)
+        find(records, spec, kernel, variant).and_then(time)
     };
     let (r, o) = (Variant::Ref.name(), Variant::Opt.name());
     let both = variants.contains(&r) && variants.contains(&o);

@@ -112,12 +112,7 @@ impl Figure for InstructionLatency {
 
 /// The rows of seed 003 Table 5: (label, pattern, op, preferred fences).
 const TABLE5_ROWS: &[(&str, &str, &[&str], &[&str])] = &[
-    (
-        "rand read",
-        RAND,
-        &["load"],
-        &["none", "mfence", "sfence"],
-    ),
+    ("rand read", RAND, &["load"], &["none", "mfence", "sfence"]),
     (
         "rand write",
         RAND,
@@ -131,12 +126,7 @@ const TABLE5_ROWS: &[(&str, &str, &[&str], &[&str])] = &[
         &["sfence", "mfence", "none"],
     ),
     ("seq read", SEQ, &["load"], &["none", "mfence", "sfence"]),
-    (
-        "seq write",
-        SEQ,
-        &["store"],
-        &["none", "sfence", "mfence"],
-    ),
+    ("seq write", SEQ, &["store"], &["none", "sfence", "mfence"]),
     (
         "seq write+flush",
         SEQ,

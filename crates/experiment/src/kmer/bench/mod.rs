@@ -11,7 +11,7 @@
 
 pub mod render;
 
-use super::params::TableTarget;
+use super::target::TableTarget;
 use super::{Libpmem, demo, durable_by, job_error, record, table_error};
 use crate::Env;
 use crate::error::usage;
