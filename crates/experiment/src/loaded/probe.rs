@@ -131,6 +131,31 @@ pub fn measurer<'r>(
     })
 }
 
+/// One point of the curve, as measured (the traffic's bandwidth is added from the other
+/// workers).
+pub struct Point {
+    /// The delay injected after every traffic access; `None` for the idle point.
+    pub delay_ns: Option<u64>,
+    /// The traffic's bandwidth in GB/s, all traffic workers together.
+    pub traffic_gb_s: f64,
+    /// The probe's mean latency in ns.
+    pub mean_ns: f64,
+    /// The probe's individually timed operations, in ns.
+    pub samples: Summary,
+}
+
+impl Point {
+    /// A point of the probe (its delay and traffic are filled in later).
+    pub fn probe(mean_ns: f64, samples: Summary) -> Point {
+        Point {
+            delay_ns: None,
+            traffic_gb_s: 0.0,
+            mean_ns,
+            samples,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,30 +212,5 @@ mod tests {
                 (Op::NtStore, Some(PersistStrategy::Ntstore)),
             ]
         );
-    }
-}
-
-/// One point of the curve, as measured (the traffic's bandwidth is added from the other
-/// workers).
-pub struct Point {
-    /// The delay injected after every traffic access; `None` for the idle point.
-    pub delay_ns: Option<u64>,
-    /// The traffic's bandwidth in GB/s, all traffic workers together.
-    pub traffic_gb_s: f64,
-    /// The probe's mean latency in ns.
-    pub mean_ns: f64,
-    /// The probe's individually timed operations, in ns.
-    pub samples: Summary,
-}
-
-impl Point {
-    /// A point of the probe (its delay and traffic are filled in later).
-    pub fn probe(mean_ns: f64, samples: Summary) -> Point {
-        Point {
-            delay_ns: None,
-            traffic_gb_s: 0.0,
-            mean_ns,
-            samples,
-        }
     }
 }
