@@ -67,7 +67,7 @@ impl Env {
         }
     }
 
-    /// Starts a measurement on `cpus`: CPUs checked (a usage error naming `--cpus`), timer
+    /// Starts a measurement on `cpus`: CPUs checked (a usage error naming the allowed ones), timer
     /// calibrated, environment judged. Every measuring command starts here.
     pub fn start<'s>(
         &'s mut self,
@@ -81,7 +81,10 @@ impl Env {
             working_set,
             times_single_accesses,
         };
-        Harness::start(&mut self.session, out, &m).map_err(|e| usage(format!("--cpus: {e}")))
+        Harness::start(&mut self.session, out, &m).map_err(|e| {
+            // The CPUs come from --cpu, --cpus or --threads, or the default: name the cure.
+            usage(format!("{e}: give --cpu or --cpus from that list"))
+        })
     }
 
     /// Parses the targets (or the defaults when none are given) and the mapping options.
