@@ -5,6 +5,7 @@
 //! * [`cpulist`] — CPU and node lists as the kernel writes them (`0-3,8`);
 //! * [`knee`] — where a curve over a sweep steps (buffer sizes, cache plateaus);
 //! * [`summary`] — n, min, percentiles, max, mean, stddev of a sample;
+//! * [`precision`] — the 95 % interval of a point's median and whether it is precise enough;
 //! * [`warning`] — a finding about the configuration, always with its remedy;
 //! * [`achieved`] — what the kernel actually gave a target (page sizes, nodes, DAX);
 //! * [`record`] — THE result schema, with its version;
@@ -21,6 +22,7 @@ pub mod achieved;
 pub mod cpulist;
 pub mod key;
 pub mod knee;
+pub mod precision;
 pub mod range;
 pub mod record;
 pub mod summary;

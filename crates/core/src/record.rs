@@ -5,6 +5,7 @@
 
 use crate::achieved::Achieved;
 use crate::key::{ParamKey, ValueKey};
+use crate::precision::Precision;
 use crate::summary::{LogHistogram, Summary};
 use crate::warning::Warning;
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,11 @@ pub struct Record {
     pub metric: Option<String>,
     /// Summary of the samples of `metric`.
     pub summary: Option<Summary>,
+    /// The 95 % interval of the point's statistic (the median of `summary`), how many
+    /// repetitions it took and whether the precision target was met; `None` in records
+    /// written before pmscope measured it, and for records that summarise no repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
     /// Distribution of individual samples of `metric` on a log scale, where one was taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<LogHistogram>,
@@ -155,6 +161,7 @@ impl Record {
             params: BTreeMap::new(),
             metric: None,
             summary: None,
+            precision: None,
             histogram: None,
             values: BTreeMap::new(),
             threads: Vec::new(),
