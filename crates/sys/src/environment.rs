@@ -227,7 +227,11 @@ mod tests {
         .unwrap();
         let root = SysRoot::at(dir.path());
         assert_eq!(steal_ticks(&root, &[0]), Some(40));
-        assert_eq!(steal_ticks(&root, &[0, 1]), Some(42), "summed over the CPUs");
+        assert_eq!(
+            steal_ticks(&root, &[0, 1]),
+            Some(42),
+            "summed over the CPUs"
+        );
         assert_eq!(steal_ticks(&root, &[1]), Some(2), "cpu1 is not cpu10");
         assert_eq!(steal_ticks(&root, &[3]), None, "no line: unknown, not zero");
         assert_eq!(steal_ticks(&SysRoot::at("/nonexistent"), &[0]), None);
