@@ -96,7 +96,7 @@ pub struct Params {
     /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<Seconds>,
-    /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
+    /// Repetitions per point, at least (one more is run first and dropped; more until --precision is met) [default: 3; 5 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
     /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2). Default: the widest

@@ -58,7 +58,7 @@ pub struct Params {
     /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
     #[arg(long)]
     pub no_mix: bool,
-    /// Repetitions per point (one more is run first and dropped) [default: 5; 15 with --full].
+    /// Repetitions per point, at least (one more is run first and dropped; more until --precision is met) [default: 5; 15 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
     /// Individually timed loads for the distribution at the largest point, 0 for none

@@ -44,7 +44,7 @@ pub struct Params {
     /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
     #[arg(long, default_value = "auto", value_name = "SIZE")]
     pub size: AutoSize,
-    /// Repetitions per cell (one more is run first and dropped).
+    /// Repetitions per cell, at least (one more is run first and dropped; more until --precision is met).
     #[arg(long)]
     pub reps: Option<Count>,
     /// Seconds each bandwidth repetition streams [default: 0.15].

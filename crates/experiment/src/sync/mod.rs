@@ -69,7 +69,7 @@ pub struct Params {
     /// Threads, each on its own part of the region.
     #[arg(long, default_value = "1")]
     pub threads: Count,
-    /// Repetitions per option (one more is run first and dropped) [default: 3; 7 with --full].
+    /// Repetitions per option, at least (one more is run first and dropped; more until --precision is met) [default: 3; 7 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
     /// Seconds each thread streams per repetition [default: 0.2; 1 with --full].
