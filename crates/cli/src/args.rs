@@ -30,6 +30,17 @@ pub struct Cli {
     /// that is impossible (a VM) the records say why and the run goes on.
     #[arg(long, global = true, value_enum, default_value = "on")]
     pub prefetchers: Prefetchers,
+    /// Repeat each point until the 95 % interval of its median is within ±PCT %, or until
+    /// 4x the time of its --reps repetitions is spent; 0: exactly --reps. A repetition that
+    /// other work or the hypervisor disturbed is measured again.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PCT",
+        default_value = "3",
+        allow_negative_numbers = true
+    )]
+    pub precision: pmscope_experiment::params::PrecisionPct,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

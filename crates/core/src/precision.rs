@@ -19,8 +19,9 @@ pub struct Precision {
     pub high: f64,
     /// Values the interval was built from (repetitions kept, or timed samples).
     pub n: usize,
-    /// Repetitions measured again because the machine disturbed them (another process on
-    /// the CPU, stolen time): not in `n`.
+    /// Repetitions the machine disturbed (another process on the CPU, stolen time): measured
+    /// again and not in `n` while adapting; with a fixed number of repetitions (no target)
+    /// kept in `n` and counted here.
     pub disturbed: usize,
     /// The half-width asked for, relative to the statistic (0.03 for ±3 %); `None` when the
     /// number of repetitions was fixed.
@@ -197,7 +198,9 @@ mod tests {
     /// timer allows, and counts as met.
     #[test]
     fn an_interval_within_one_timer_step_is_met() {
-        let v: Vec<f64> = (0..50).map(|i| if i % 2 == 0 { 10.0 } else { 20.0 }).collect();
+        let v: Vec<f64> = (0..50)
+            .map(|i| if i % 2 == 0 { 10.0 } else { 20.0 })
+            .collect();
         let mut p = Precision::of(&v, Some(0.03)).unwrap();
         assert!(!p.met);
         p.step = Some(10.0);

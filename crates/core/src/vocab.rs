@@ -211,6 +211,9 @@ keys! {
     DTLB_LOAD_MISSES = "dtlb_load_misses" => "data-TLB read misses of one timed run (median), from perf_event",
     LLC_LOAD_MISSES = "llc_load_misses" => "last-level cache read misses of one timed run (median), from perf_event",
     CV = "cv" => "coefficient of variation of the repetitions",
+    STEAL_PCT = "steal_pct" => "time the hypervisor stole from the workers' CPUs while the point was measured, % of its wall time (any measured point; absent where /proc/stat does not say)",
+    CPU_SHARE = "cpu_share" => "CPU time the process got while the point was measured / (wall time x busy threads): below 1 when other work shared the CPUs (any measured point whose workers never wait by design)",
+    LOAD_AVG = "load_avg" => "1-minute load average when the point was measured (any measured point)",
     ESTIMATED_DISTINCT_KMERS = "estimated_distinct_kmers" => "HyperLogLog estimate used to size the table",
     ESTIMATE_CPU_MS = "estimate_cpu_ms" => "CPU time of the estimate phase",
     ESTIMATE_MS = "estimate_ms" => "wall time of the estimate phase",
@@ -746,6 +749,11 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
     },
 ];
 
+/// Values any measured point may carry, whatever its experiment: the state of the machine
+/// while it was measured (`runner::repeat` records them), for the report's account of how
+/// far a run can be trusted.
+pub const CONDITION_VALUES: &[&str] = &["steal_pct", "cpu_share", "load_avg"];
+
 /// The value key spelled `name`, for figures named at run time (a k-mer set's size).
 pub fn value_key(name: &str) -> Option<ValueKey> {
     VALUES.iter().find(|k| k.name == name).map(|k| ValueKey(*k))
@@ -766,7 +774,7 @@ pub fn check_record(r: &Record) -> Result<(), String> {
         }
     }
     for k in r.values.keys() {
-        if !e.values.contains(&k.as_str()) {
+        if !e.values.contains(&k.as_str()) && !CONDITION_VALUES.contains(&k.as_str()) {
             return Err(format!("{}: value '{k}' is not declared", e.name));
         }
     }
@@ -833,6 +841,9 @@ mod tests {
                 assert!(VALUES.iter().any(|k| k.name == *v), "{}: {v}", e.name);
             }
         }
+        for c in CONDITION_VALUES {
+            assert!(VALUES.iter().any(|k| k.name == *c), "{c}");
+        }
         for keys in [PARAMS, VALUES] {
             let mut names: Vec<&str> = keys.iter().map(|k| k.name).collect();
             names.sort();
@@ -849,6 +860,9 @@ mod tests {
             Ok(())
         );
         assert!(check_record(&base().param(p::PATTERN, "random")).is_err());
+        // The machine's state during a point is any experiment's value.
+        assert_eq!(check_record(&base().value(v::STEAL_PCT, 0.5)), Ok(()));
+        assert_eq!(check_record(&base().value(v::CPU_SHARE, 0.98)), Ok(()));
         assert!(check_record(&base().param(p::ACCESS_BYTES, 64)).is_err());
         let mut r = base();
         r.metric = Some("bandwidth_gb_s".into());

@@ -62,6 +62,7 @@ impl Env {
                 system,
                 executor,
                 prefetchers_off: false,
+                precision: Some(pmscope_runner::repeat::RepeatPolicy::DEFAULT_TARGET),
                 notes: Vec::new(),
             },
         }

@@ -108,6 +108,7 @@ pub fn run<E: Experiment>(env: &mut Env, out: &mut dyn Output, params: &E::Param
     E::measure(env, out, &plan)?;
     if out.human() {
         print!("{}", E::show(params, out.records()));
+        print!("{}", render::precision::footer(out.records()));
     }
     Ok(())
 }

@@ -2,21 +2,36 @@
 //! repetitions, first sample dropped) and a per-load distribution. Kept apart from the
 //! commands so `latency`, `loaded`, `rap` and `quick` measure the same way.
 
+use pmscope_core::precision::Precision;
+use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_loops::chase::{Chaser, single_timing_overhead};
+use pmscope_runner::harness::TargetRun;
+use pmscope_runner::repeat::{
+    Conditions, Observation, RepeatPolicy, Repeated, SystemWatch, Watch, Workers, repeat,
+    sample_precision,
+};
 use pmscope_runner::timer::Timer;
 
 /// How long and how often a latency point is measured.
 #[derive(Debug, Clone, Copy)]
 pub struct LatencyPlan {
-    /// Repetitions kept (one more is run first and dropped).
+    /// Repetitions kept at least (one more is run first and dropped; more follow until
+    /// `--precision` is met).
     pub reps: usize,
     /// Target duration of one repetition, in nanoseconds.
     pub rep_ns: f64,
 }
 
-/// ns per load for each kept repetition of chasing `chaser`.
-pub fn chase_latency(chaser: &mut Chaser<'_, '_>, timer: &Timer, plan: LatencyPlan) -> Vec<f64> {
+/// ns per load of each kept repetition of chasing `chaser`, repeated as `policy` says and
+/// judged by `watch` (run it on the pinned worker: the watch counts one busy thread).
+pub fn chase_latency(
+    chaser: &mut Chaser<'_, '_>,
+    timer: &Timer,
+    rep_ns: f64,
+    policy: &RepeatPolicy,
+    watch: &mut dyn Watch,
+) -> anyhow::Result<Repeated<f64>> {
     // Warm-up: once around the cycle (at most 4 M loads), so caches and TLBs hold what they
     // will hold in steady state.
     chaser.run((chaser.elements() as u64).min(4 << 20));
@@ -25,35 +40,148 @@ pub fn chase_latency(chaser: &mut Chaser<'_, '_>, timer: &Timer, plan: LatencyPl
     let t0 = timer.start();
     chaser.run(probe);
     let est = (timer.ticks_to_ns(timer.stop() - t0) / probe as f64).max(0.1);
-    let loads = ((plan.rep_ns / est) as u64).clamp(1024, 1 << 30);
-    let mut out = Vec::with_capacity(plan.reps);
-    for rep in 0..=plan.reps {
-        let t0 = timer.start();
-        chaser.run(loads);
-        let t1 = timer.stop();
-        if rep > 0 {
+    let loads = ((rep_ns / est) as u64).clamp(1024, 1 << 30);
+    repeat(
+        policy,
+        watch,
+        |ns| *ns,
+        |_| {
+            let t0 = timer.start();
+            chaser.run(loads);
+            let t1 = timer.stop();
             let loads = loads.div_ceil(16) * 16;
-            out.push((timer.ticks_to_ns(t1 - t0) - timer.overhead_ns()).max(0.0) / loads as f64);
-        }
-    }
-    out
+            Ok((timer.ticks_to_ns(t1 - t0) - timer.overhead_ns()).max(0.0) / loads as f64)
+        },
+    )
 }
 
-/// Individually timed loads: their latencies in ns (timer overhead subtracted), the
-/// summary and a log-scale histogram (4 buckets per doubling).
+/// `r` with the summary of `rep`'s kept values (one figure per repetition), their
+/// precision and the machine's state while they ran.
+pub fn with_repetitions(mut r: Record, rep: &Repeated<f64>) -> Record {
+    r.summary = Summary::of(&rep.kept);
+    rep.annotate(r)
+}
+
+/// Individually timed loads: their latencies in ns (timer overhead subtracted) as a point
+/// taken by `sampler`, and a log-scale histogram (4 buckets per doubling).
 pub fn chase_distribution(
     chaser: &mut Chaser<'_, '_>,
     timer: &Timer,
     samples: usize,
-) -> (Summary, LogHistogram) {
+    sampler: &Sampler,
+) -> (Sampled, LogHistogram) {
     let overhead = single_timing_overhead(10_001);
     let mut ticks = vec![0u64; samples.max(2)];
     let warm = ticks.len().min(1000);
     chaser.time_each(&mut ticks[..warm]); // warms the timing path; overwritten below
-    chaser.time_each(&mut ticks);
-    let ns: Vec<f64> = ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect();
-    let summary = Summary::of(&ns).expect("samples are finite");
-    (summary, LogHistogram::of(&ns, 4))
+    let (point, ns) = sampler.take(|| {
+        chaser.time_each(&mut ticks);
+        ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect()
+    });
+    (point, LogHistogram::of(&ns, 4))
+}
+
+/// How the sampled points of one target are taken: each under a fresh clone of the watch,
+/// judged against the precision asked, in the timer's steps.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    watch: SystemWatch,
+    target: Option<f64>,
+    step: f64,
+}
+
+impl Sampler {
+    /// For points whose `workers` run on `cpus`, timed one operation per timing by `timer`.
+    pub fn new(
+        run: &TargetRun<'_, '_>,
+        cpus: &[usize],
+        workers: Workers,
+        timer: &Timer,
+    ) -> Sampler {
+        Sampler {
+            watch: run.watch(cpus, workers),
+            target: run.precision_target(),
+            step: timer.info().resolution_ns,
+        }
+    }
+
+    /// Takes one point's samples (what `measure` returns) under a fresh watch.
+    pub fn take(&self, measure: impl FnOnce() -> Vec<f64>) -> (Sampled, Vec<f64>) {
+        Sampled::watched(&mut self.watch(), self.target, self.step, measure)
+    }
+
+    /// A fresh watch for one point, for sampling that may fail: `begin` and `end` it
+    /// around the samples, then [`Sampler::point`].
+    pub fn watch(&self) -> SystemWatch {
+        self.watch.clone()
+    }
+
+    /// The point of `samples` taken under `watch`, which saw `seen` of them.
+    pub fn point(&self, samples: &[f64], seen: Observation, watch: &dyn Watch) -> Sampled {
+        Sampled::of(samples, self.target, self.step).seen(seen, watch)
+    }
+
+    /// The point of synthetic samples (the null executor's).
+    pub fn synthetic(&self, samples: &[f64]) -> Sampled {
+        Sampled::of(samples, self.target, 0.0)
+    }
+}
+
+/// A point that is the median of individually timed operations (not of repetitions): its
+/// summary, the interval of its median, and the machine's state while it was sampled.
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    /// The samples' summary.
+    pub summary: Summary,
+    /// The 95 % interval of their median, with the timer's step.
+    pub precision: Option<Precision>,
+    /// The machine's state while they were taken.
+    pub conditions: Conditions,
+}
+
+impl Sampled {
+    /// The point of `samples` (finite), each a single timing whose timer advances in steps
+    /// of `step` (in the samples' unit), judged against `target`; no machine state (the
+    /// null executor's synthetic samples).
+    pub fn of(samples: &[f64], target: Option<f64>, step: f64) -> Sampled {
+        Sampled {
+            summary: Summary::of(samples).expect("finite samples"),
+            precision: sample_precision(samples, target, step),
+            conditions: Conditions::default(),
+        }
+    }
+
+    /// Takes the samples `measure` returns under `watch`: the point, with the machine's
+    /// state (a disturbed sampling is kept and counted in `precision.disturbed`, as a fixed
+    /// repetition is), and the samples.
+    pub fn watched(
+        watch: &mut dyn Watch,
+        target: Option<f64>,
+        step: f64,
+        measure: impl FnOnce() -> Vec<f64>,
+    ) -> (Sampled, Vec<f64>) {
+        watch.begin();
+        let samples = measure();
+        let seen = watch.end();
+        let point = Sampled::of(&samples, target, step).seen(seen, watch);
+        (point, samples)
+    }
+
+    /// With what `watch` saw while the samples were taken (`seen` of them).
+    fn seen(mut self, seen: Observation, watch: &dyn Watch) -> Sampled {
+        if let Some(p) = &mut self.precision {
+            p.disturbed = usize::from(seen.disturbed);
+        }
+        self.conditions = watch.conditions();
+        self
+    }
+
+    /// `r` with this point's summary, precision and machine state.
+    pub fn annotate(&self, mut r: Record) -> Record {
+        r.summary = Some(self.summary.clone());
+        r.precision = self.precision.clone();
+        self.conditions.annotate(r)
+    }
 }
 
 use pmscope_loops::stream::{BlockOrder, StreamView, Streamer, Traffic};
@@ -179,28 +307,36 @@ pub fn stream_for(
 }
 
 /// GB/s of `cpus` streaming `read` sequentially, each over its own view of `region`, for
-/// `duration` per repetition (`reps` kept, the first dropped): quick's and numa's
-/// read-bandwidth figure. The null executor counts one pass per worker per millisecond.
+/// `duration` per repetition (at least `reps` kept, the first dropped, more until
+/// `--precision` is met): quick's and numa's read-bandwidth figure. The null executor
+/// counts one pass per worker per millisecond.
 pub fn read_bandwidth(
-    run: &mut pmscope_runner::harness::TargetRun<'_, '_>,
+    run: &mut TargetRun<'_, '_>,
     cpus: &[usize],
     region: &mut pmscope_loops::Region<'_>,
     read: Streamer,
     duration: Duration,
     reps: usize,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Repeated<f64>> {
     let executor = run.executor();
     let views = StreamView::of(region, cpus.len(), false);
-    pmscope_runner::harness::repeat_dropping_first(reps, |rep| {
-        let out = run.on_cpus(cpus, |w| {
-            executor.run(
-                || stream_for(Role::Stream(read), views[w], false, duration, rep as u64),
-                || (read.pass_traffic(views[w].len()), 0.001),
-            )
-        })?;
-        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-        Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
-    })
+    let policy = run.repeat_policy(reps);
+    let mut watch = run.watch(cpus, Workers::Busy(cpus.len()));
+    repeat(
+        &policy,
+        &mut watch,
+        |gb_s| *gb_s,
+        |rep| {
+            let out = run.on_cpus(cpus, |w| {
+                executor.run(
+                    || stream_for(Role::Stream(read), views[w], false, duration, rep as u64),
+                    || (read.pass_traffic(views[w].len()), 0.001),
+                )
+            })?;
+            let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+            Ok(out.iter().map(|(t, _)| t.read).sum::<u64>() as f64 / secs / 1e9)
+        },
+    )
 }
 
 /// The order in which traffic visits the blocks of its view: in sequence, or a random

@@ -78,6 +78,30 @@ impl FromStr for Seconds {
     }
 }
 
+/// `--precision PCT`: the half-width of the 95 % interval of each point's median to repeat
+/// until, in percent of the median; 0 asks for exactly `--reps` repetitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrecisionPct(pub f64);
+
+impl PrecisionPct {
+    /// The relative half-width (0.03 for 3), or `None` for 0: fixed repetitions.
+    pub fn target(self) -> Option<f64> {
+        (self.0 > 0.0).then_some(self.0 / 100.0)
+    }
+}
+
+impl FromStr for PrecisionPct {
+    type Err = String;
+    fn from_str(s: &str) -> Result<PrecisionPct, String> {
+        match s.parse::<f64>() {
+            Ok(x) if (0.0..100.0).contains(&x) => Ok(PrecisionPct(x)),
+            _ => Err(
+                "give a percentage from 0 (exactly --reps repetitions) to below 100, e.g. 3".into(),
+            ),
+        }
+    }
+}
+
 /// A CPU list as the kernel writes them (`0-3,8`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cpus(pub Vec<usize>);
@@ -109,6 +133,18 @@ pub fn check_threads(threads: usize, cpus: &[usize]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_precision_is_a_percentage_below_100() {
+        assert_eq!(
+            "3".parse::<PrecisionPct>().map(|p| p.target()),
+            Ok(Some(0.03))
+        );
+        assert_eq!("0".parse::<PrecisionPct>().map(|p| p.target()), Ok(None));
+        for bad in ["-1", "NaN", "100", "inf", "3%", ""] {
+            assert!(bad.parse::<PrecisionPct>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn zero_negative_infinite_and_nan_are_refused() {

@@ -17,6 +17,7 @@
 use crate::executor::Executor;
 use crate::interrupt;
 use crate::pin::{self, PinError};
+use crate::repeat::{RepeatPolicy, SystemWatch, Workers};
 use crate::sanity;
 use crate::timer::Timer;
 use anyhow::{Context as _, Result};
@@ -64,6 +65,9 @@ pub struct Session {
     pub executor: Executor,
     /// `--prefetchers off`: turn the hardware prefetchers off for each measurement.
     pub prefetchers_off: bool,
+    /// `--precision`: the relative half-width of the 95 % interval of each point's median
+    /// to repeat until (0.03 for ±3 %); `None` for exactly `--reps` repetitions.
+    pub precision: Option<f64>,
     /// Findings about the command's plan (a default size capped by memory: `size-capped`),
     /// carried by every record of the next measurement like the environment's; taken by
     /// [`Harness::start`].
@@ -344,6 +348,32 @@ impl TargetRun<'_, '_> {
         &self.harness.session.features
     }
 
+    /// How a point of at least `min` repetitions (the command's `--reps`) is repeated:
+    /// until `--precision` is met or its budget is spent; exactly `min` under the null
+    /// executor, whose synthetic values gain nothing from more.
+    pub fn repeat_policy(&self, min: usize) -> RepeatPolicy {
+        let policy = RepeatPolicy::new(min, self.harness.session.precision);
+        match self.executor() {
+            Executor::Real => policy,
+            Executor::Null => policy.without_adapting(),
+        }
+    }
+
+    /// The watch that judges each repetition of a point whose `workers` run on `cpus`
+    /// (inert under the null executor). Make one per point: it accounts for the point.
+    pub fn watch(&self, cpus: &[usize], workers: Workers) -> SystemWatch {
+        match self.executor() {
+            Executor::Real => SystemWatch::new(self.harness.session.root.clone(), cpus, workers),
+            Executor::Null => SystemWatch::inert(),
+        }
+    }
+
+    /// The precision asked for (`--precision`), for points that are the median of their
+    /// individually timed samples rather than of repetitions.
+    pub fn precision_target(&self) -> Option<f64> {
+        self.harness.session.precision
+    }
+
     /// Every warning that applies to this target's records.
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
@@ -411,33 +441,5 @@ impl TargetRun<'_, '_> {
             .sink
             .emit(r)
             .with_context(|| format!("recording a point of {}", self.target.spec))
-    }
-}
-
-/// Runs `rep(i)` for `reps + 1` repetitions and keeps the last `reps`: the first warms
-/// caches, TLBs, pages and the clock, and is dropped. Stops between repetitions on Ctrl-C.
-pub fn repeat_dropping_first<T>(
-    reps: usize,
-    mut rep: impl FnMut(usize) -> Result<T>,
-) -> Result<Vec<T>> {
-    let mut kept = Vec::with_capacity(reps);
-    for i in 0..=reps {
-        interrupt::check()?;
-        let r = rep(i)?;
-        if i > 0 {
-            kept.push(r);
-        }
-    }
-    Ok(kept)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_repetition_is_dropped() {
-        let v = repeat_dropping_first(3, Ok).unwrap();
-        assert_eq!(v, [1, 2, 3]);
     }
 }

@@ -33,6 +33,22 @@ pub fn load_average(root: &SysRoot) -> Option<f64> {
         .ok()
 }
 
+/// Ticks (USER_HZ, see `rusage::clock_ticks_per_second`) the hypervisor has stolen from
+/// `cpus` since boot, summed: the 8th field of their `cpuN` lines in `/proc/stat`. `None`
+/// when a CPU has no line or the kernel does not count steal (bare metal counts 0).
+pub fn steal_ticks(root: &SysRoot, cpus: &[usize]) -> Option<u64> {
+    let stat = root.read("proc/stat")?;
+    let mut total = 0;
+    for &cpu in cpus {
+        let label = format!("cpu{cpu}");
+        let line = stat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(label.as_str()))?;
+        total += line.split_whitespace().nth(8)?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
 /// Online CPUs (`/sys/devices/system/cpu/online`).
 pub fn online_cpus(root: &SysRoot) -> Vec<usize> {
     root.read("sys/devices/system/cpu/online")
@@ -199,6 +215,27 @@ pub fn prefetchers(vendor: &str, hypervisor: bool) -> Prefetchers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_the_eighth_field_of_each_cpu_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(
+            dir.path().join("proc/stat"),
+            "cpu  9 9 9 9 9 9 9 999 0 0\ncpu0 1 2 3 4 5 6 7 40 0 0\ncpu1 1 2 3 4 5 6 7 2 0 0\ncpu10 0 0 0 0 0 0 0 500 0 0\nintr 1\n",
+        )
+        .unwrap();
+        let root = SysRoot::at(dir.path());
+        assert_eq!(steal_ticks(&root, &[0]), Some(40));
+        assert_eq!(
+            steal_ticks(&root, &[0, 1]),
+            Some(42),
+            "summed over the CPUs"
+        );
+        assert_eq!(steal_ticks(&root, &[1]), Some(2), "cpu1 is not cpu10");
+        assert_eq!(steal_ticks(&root, &[3]), None, "no line: unknown, not zero");
+        assert_eq!(steal_ticks(&SysRoot::at("/nonexistent"), &[0]), None);
+    }
 
     #[test]
     fn kdamonds_from_a_fake_tree() {

@@ -24,6 +24,7 @@ pub fn run(cli: Cli) -> Result<()> {
     };
     let mut ctx = Context::new(executor);
     ctx.prefetchers_off = cli.prefetchers == crate::args::Prefetchers::Off;
+    ctx.precision = cli.precision.target();
     match &cli.command {
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -11,7 +11,7 @@ mod render;
 pub use mix::Mix;
 pub use plan::{Plan, REGION_FLOOR};
 
-use crate::measure::{Role, stream_for};
+use crate::measure::{Role, stream_for, with_repetitions};
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Cpus, Patterns, Seconds, TargetArgs};
 use crate::progress::Progress;
@@ -23,7 +23,8 @@ use pmscope_core::summary::Summary;
 use pmscope_core::vocab::{Pattern, p, v};
 use pmscope_loops::Region;
 use pmscope_loops::stream::{StreamOp, StreamView, Streamer};
-use pmscope_runner::harness::{TargetRun, repeat_dropping_first};
+use pmscope_runner::harness::TargetRun;
+use pmscope_runner::repeat::{Repeated, Workers, repeat};
 use pmscope_sys::cpu::CpuFeatures;
 
 /// The help of `--ops`, listing the ops from `loops::stream`.
@@ -95,7 +96,7 @@ pub struct Params {
     /// Seconds each thread streams per repetition [default: 0.15; 1 with --full].
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<Seconds>,
-    /// Repetitions per point (one more is run first and dropped) [default: 3; 5 with --full].
+    /// Repetitions per point, at least (one more is run first and dropped; more until --precision is met) [default: 3; 5 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
     /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2). Default: the widest
@@ -200,7 +201,7 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                         for (label, roles) in mix::thread_roles(n, p.mix, s_op, s_read, s_write) {
                             let (total, read, written) =
                                 measure_point(run, p, &roles, &views, pattern)?;
-                            let mut rec = run
+                            let rec = run
                                 .record("bandwidth")
                                 .param(p::OP, op.name())
                                 .param(p::PATTERN, pattern.name())
@@ -214,8 +215,8 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                                 .param(p::MIX, label.as_str())
                                 .value(v::READ_GB_S, read)
                                 .value(v::WRITE_GB_S, written);
+                            let mut rec = with_repetitions(rec, &total);
                             rec.metric = Some("bandwidth_gb_s".into());
-                            rec.summary = Some(total);
                             run.emit(&rec)?;
                         }
                         progress.inc();
@@ -231,41 +232,51 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
 }
 
 /// One point: the repetitions of every thread streaming its role over its view at once.
-/// Returns GB/s in total (a summary of the repetitions) and the medians read and written.
+/// Returns GB/s in total of each kept repetition (their precision and the machine's state
+/// with them) and the medians read and written.
 fn measure_point(
     run: &mut TargetRun<'_, '_>,
     p: &Plan,
     roles: &[Role],
     views: &[StreamView<'_>],
     pattern: Pattern,
-) -> Result<(Summary, f64, f64)> {
+) -> Result<(Repeated<f64>, f64, f64)> {
     let executor = run.executor();
     let n = roles.len();
     let random = pattern == Pattern::Rand;
-    let reps_out = repeat_dropping_first(p.reps, |rep| {
-        let out = run.on_cpus(&p.cpus[..n], |w| {
-            executor.run(
-                || {
-                    stream_for(
-                        roles[w],
-                        views[w],
-                        random,
-                        p.duration,
-                        p.seed ^ (w as u64) << 8 ^ rep as u64,
-                    )
-                },
-                // One pass of the role over its view in a millisecond.
-                || (roles[w].pass_traffic(views[w].len()), 0.001),
-            )
-        })?;
-        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-        let r: u64 = out.iter().map(|(t, _)| t.read).sum();
-        let wr: u64 = out.iter().map(|(t, _)| t.written).sum();
-        Ok((r, wr, secs))
-    })?;
-    let gb = |f: &dyn Fn(&(u64, u64, f64)) -> u64| -> Summary {
-        let v: Vec<f64> = reps_out.iter().map(|x| f(x) as f64 / x.2 / 1e9).collect();
-        Summary::of(&v).expect("finite")
+    let policy = run.repeat_policy(p.reps);
+    let mut watch = run.watch(&p.cpus[..n], Workers::Busy(n));
+    // GB/s read and written by each repetition; the point's figure is their sum.
+    let reps = repeat(
+        &policy,
+        &mut watch,
+        |(r, w)| r + w,
+        |rep| {
+            let out = run.on_cpus(&p.cpus[..n], |w| {
+                executor.run(
+                    || {
+                        stream_for(
+                            roles[w],
+                            views[w],
+                            random,
+                            p.duration,
+                            p.seed ^ (w as u64) << 8 ^ rep as u64,
+                        )
+                    },
+                    // One pass of the role over its view in a millisecond.
+                    || (roles[w].pass_traffic(views[w].len()), 0.001),
+                )
+            })?;
+            let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+            let r: u64 = out.iter().map(|(t, _)| t.read).sum();
+            let wr: u64 = out.iter().map(|(t, _)| t.written).sum();
+            Ok((r as f64 / secs / 1e9, wr as f64 / secs / 1e9))
+        },
+    )?;
+    let median = |f: &dyn Fn(&(f64, f64)) -> f64| -> f64 {
+        let v: Vec<f64> = reps.kept.iter().map(f).collect();
+        Summary::of(&v).expect("finite").p50
     };
-    Ok((gb(&|x| x.0 + x.1), gb(&|x| x.0).p50, gb(&|x| x.1).p50))
+    let (read, written) = (median(&|x| x.0), median(&|x| x.1));
+    Ok((reps.map(|(r, w)| r + w), read, written))
 }

@@ -1,6 +1,7 @@
 //! The `bandwidth` table, drawn from records alone: every point, then random against
 //! sequential reads at the same thread count (seed 004 Figure 11).
 
+use crate::render::precision::half_width;
 use crate::render::table::Table;
 use pmscope_core::record::Record;
 use pmscope_core::units::Bytes;
@@ -29,7 +30,7 @@ pub fn render(records: &[Record]) -> String {
         return String::new();
     };
     let mut out = format!(
-        "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of {} x {:.2} s\n",
+        "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of repetitions of {:.2} s\n",
         first.count(p::VECTOR_BYTES).unwrap_or_default(),
         Bytes(first.count(p::REGION_PER_THREAD_BYTES).unwrap_or_default()),
         if first.flag(p::SHARED).unwrap_or_default() {
@@ -37,11 +38,11 @@ pub fn render(records: &[Record]) -> String {
         } else {
             ""
         },
-        first.summary.as_ref().map_or(0, |s| s.n),
         first.number(p::DURATION_S).unwrap_or_default()
     );
     let mut t = Table::new(&[
-        "target", "op", "pattern", "access", "threads", "mix", "GB/s", "cv %", "read", "write",
+        "target", "op", "pattern", "access", "threads", "mix", "GB/s", "95% ci", "reps", "cv %",
+        "read", "write",
     ]);
     for r in &points {
         let label = r.text(p::MIX).unwrap_or_default();
@@ -57,6 +58,8 @@ pub fn render(records: &[Record]) -> String {
                 label.to_string()
             },
             format!("{:.2}", total(r)),
+            half_width(r),
+            r.summary.as_ref().map_or(0, |s| s.n).to_string(),
             format!("{:.1}", 100.0 * r.summary.as_ref().map_or(0.0, |s| s.cv())),
             format!("{:.2}", r.val(v::READ_GB_S).unwrap_or_default()),
             format!("{:.2}", r.val(v::WRITE_GB_S).unwrap_or_default()),

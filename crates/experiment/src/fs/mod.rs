@@ -8,6 +8,7 @@ mod ops;
 mod render;
 
 use crate::filedir::{self, DirTarget, PROBE_BYTES, WorkDir};
+use crate::measure::Sampler;
 use crate::output::Output;
 use crate::params::{Count, TargetArgs};
 use crate::progress::Progress;
@@ -17,9 +18,10 @@ use clap::Args;
 pub use ops::FileOp;
 use ops::{Files, time_op};
 use pmscope_core::record::Record;
-use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_core::summary::LogHistogram;
 use pmscope_core::vocab::{p, v};
 use pmscope_runner::executor::Executor;
+use pmscope_runner::repeat::{Watch as _, Workers};
 use std::str::FromStr;
 
 /// `--ops`: operations by name, in the order given, each once.
@@ -171,13 +173,24 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         let inode_dax = pmscope_sys::dax::fs_facts(&files.data)
             .ok()
             .and_then(|f| f.statx_dax);
+        // I/O waits by design: only stolen time judges a point.
+        let sampler = Sampler::new(run, &[p.cpu], Workers::Waiting, &timer);
         for &op in &p.ops {
             for &fsync in &p.fsyncs {
                 run.check_interrupt()?;
                 let outcome = run.on_cpu(p.cpu, &mut files, |files| {
                     executor.run(
-                        || time_op(files, &timer, op, fsync, p.samples),
-                        || Ok(Ok(Executor::synthetic(p.samples, op.synthetic_ns(fsync)))),
+                        || {
+                            let mut watch = sampler.watch();
+                            watch.begin();
+                            let timed = time_op(files, &timer, op, fsync, p.samples);
+                            let seen = watch.end();
+                            timed.map(|io| io.map(|ns| (sampler.point(&ns, seen, &watch), ns)))
+                        },
+                        || {
+                            let ns = Executor::synthetic(p.samples, op.synthetic_ns(fsync));
+                            Ok(Ok((sampler.synthetic(&ns), ns)))
+                        },
                     )
                 })??;
                 let mut r = t.describe(
@@ -189,10 +202,9 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                         .param(p::INODE_DAX, inode_dax),
                 );
                 match outcome {
-                    Ok(ns) => {
-                        r = r.value(v::TIMER_OVERHEAD_NS, timer.overhead_ns());
+                    Ok((point, ns)) => {
+                        r = point.annotate(r.value(v::TIMER_OVERHEAD_NS, timer.overhead_ns()));
                         r.metric = Some("latency_ns".into());
-                        r.summary = Summary::of(&ns);
                         r.histogram = Some(LogHistogram::of(&ns, 4));
                     }
                     Err(e) => r = r.param(p::UNSUPPORTED, format!("{}: {e}", op.name())),

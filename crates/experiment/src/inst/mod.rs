@@ -7,6 +7,7 @@
 mod render;
 
 use crate::error::usage;
+use crate::measure::{Sampled, Sampler};
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Patterns, TargetArgs};
 use crate::progress::Progress;
@@ -15,7 +16,7 @@ use anyhow::Result;
 use clap::Args;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
-use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_core::summary::LogHistogram;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{Pattern, p, v};
 use pmscope_loops::Region;
@@ -27,6 +28,7 @@ use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::TargetRun;
 use pmscope_runner::interrupt;
+use pmscope_runner::repeat::Workers;
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 
@@ -111,8 +113,8 @@ impl Cell {
 
 /// A cell's outcome: latencies in ns, or why it could not run.
 pub enum Outcome {
-    /// The latencies of its accesses.
-    Measured(Summary, LogHistogram),
+    /// The latencies of its accesses: the point and their histogram.
+    Measured(Box<(Sampled, LogHistogram)>),
     /// Why not, as one sentence (the record's `unsupported`).
     Unsupported(String),
 }
@@ -279,14 +281,14 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let timer = *h.timer();
     h.per_target(&p.specs, p.region_bytes, &p.opts, None, |run, m| {
         let executor = run.executor();
+        let sampler = Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer);
         let (results, overhead_ns) = run.on_cpu(p.cpu, m.bytes_mut(), |bytes| {
             let mut region = Region::from_slice(bytes);
             let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
             let results = measure_cells(
                 &mut region,
                 p,
-                &timer,
-                overhead,
+                (&timer, overhead, &sampler),
                 executor,
                 &features,
                 &progress,
@@ -305,8 +307,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
 fn measure_cells(
     region: &mut Region<'_>,
     p: &Plan,
-    timer: &Timer,
-    overhead: u64,
+    (timer, overhead, sampler): (&Timer, u64, &Sampler),
     executor: Executor,
     features: &CpuFeatures,
     progress: &Progress,
@@ -321,7 +322,8 @@ fn measure_cells(
         let outcome = match catalog::of(c.op, c.fence).sequence(c.width(p.width), features) {
             Err(e) => Outcome::Unsupported(e.to_string()),
             Ok(seq) => {
-                let ns = executor.run(
+                // One access per timing: the values come in the timer's steps.
+                let (point, ns) = executor.run(
                     || {
                         let random = c.pattern == Pattern::Rand;
                         let seed = p.seed ^ c.size as u64;
@@ -330,15 +332,17 @@ fn measure_cells(
                         // Warm-up: the first accesses of a cell pay for code and TLB.
                         let warm = count.min(1000);
                         seq.time_each(region, c.size, &offs[..warm], flush, &mut ticks[..warm]);
-                        seq.time_each(region, c.size, &offs, flush, &mut ticks);
-                        ticks
-                            .iter()
-                            .map(|&t| timer.net_ns(t, overhead))
-                            .collect::<Vec<f64>>()
+                        sampler.take(|| {
+                            seq.time_each(region, c.size, &offs, flush, &mut ticks);
+                            ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect()
+                        })
                     },
-                    || Executor::synthetic(count, 50.0 + c.size as f64),
+                    || {
+                        let ns = Executor::synthetic(count, 50.0 + c.size as f64);
+                        (sampler.synthetic(&ns), ns)
+                    },
                 );
-                Outcome::Measured(Summary::of(&ns).expect("finite"), LogHistogram::of(&ns, 4))
+                Outcome::Measured(Box::new((point, LogHistogram::of(&ns, 4))))
             }
         };
         results.push((c, outcome));
@@ -367,9 +371,10 @@ fn emit(
             .param(p::SIZE_SOURCE, p.size_source.name())
             .value(v::TIMER_OVERHEAD_NS, overhead_ns);
         match outcome {
-            Outcome::Measured(s, hist) => {
+            Outcome::Measured(measured) => {
+                let (point, hist) = *measured;
+                r = point.annotate(r);
                 r.metric = Some("latency_ns".into());
-                r.summary = Some(s);
                 r.histogram = Some(hist);
             }
             Outcome::Unsupported(why) => {

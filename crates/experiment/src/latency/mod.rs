@@ -5,7 +5,9 @@
 mod render;
 
 use crate::error::usage;
-use crate::measure::{LatencyPlan, chase_distribution, chase_latency};
+use crate::measure::{
+    LatencyPlan, Sampled, Sampler, chase_distribution, chase_latency, with_repetitions,
+};
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Size, TargetArgs};
 use crate::progress::Progress;
@@ -14,7 +16,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
-use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_core::summary::LogHistogram;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{p, v};
 use pmscope_loops::Region;
@@ -25,6 +27,7 @@ use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::TargetRun;
 use pmscope_runner::interrupt;
+use pmscope_runner::repeat::{RepeatPolicy, Repeated, SystemWatch, Workers};
 use pmscope_runner::timer::Timer;
 
 /// The least the default sweep's end is (`auto`: 4x the last-level cache, at least this).
@@ -55,7 +58,7 @@ pub struct Params {
     /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
     #[arg(long)]
     pub no_mix: bool,
-    /// Repetitions per point (one more is run first and dropped) [default: 5; 15 with --full].
+    /// Repetitions per point, at least (one more is run first and dropped; more until --precision is met) [default: 5; 15 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
     /// Individually timed loads for the distribution at the largest point, 0 for none
@@ -204,9 +207,17 @@ impl Experiment for Latency {
     }
 }
 
-/// The points of one target's sweep (working set, ns per load), and the per-load
-/// distribution at the largest.
-type Curve = (Vec<(u64, Summary)>, Option<(Summary, LogHistogram)>);
+/// The points of one target's sweep (working set, ns per load of each repetition), and the
+/// per-load distribution at the largest.
+type Curve = (Vec<(u64, Repeated<f64>)>, Option<(Sampled, LogHistogram)>);
+
+/// How each point is repeated and watched: the policy, a fresh watch per point (cloned from
+/// this one), and how the distribution is sampled.
+struct Repetition {
+    policy: RepeatPolicy,
+    watch: SystemWatch,
+    sampler: Sampler,
+}
 
 fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let max_ws = *p.sizes.iter().max().expect("non-empty axis");
@@ -222,12 +233,18 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let timer = *h.timer();
     h.per_target(&p.targets, max_ws, &p.opts, None, |run, mapping| {
         let executor = run.executor();
+        let how = Repetition {
+            policy: run.repeat_policy(p.repetition.reps),
+            watch: run.watch(&[p.cpu], Workers::Busy(1)),
+            sampler: Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer),
+        };
         let (points, dist) = run.on_cpu(p.cpu, mapping.bytes_mut(), |bytes| {
             sweep_target(
                 &mut Region::from_slice(bytes),
                 p,
                 &timer,
                 executor,
+                &how,
                 &progress,
             )
         })??;
@@ -245,6 +262,7 @@ fn sweep_target(
     p: &Plan,
     timer: &Timer,
     executor: Executor,
+    how: &Repetition,
     progress: &Progress,
 ) -> Result<Curve> {
     let max_ws = *p.sizes.iter().max().expect("non-empty axis");
@@ -254,26 +272,34 @@ fn sweep_target(
         if interrupt::check().is_err() {
             break; // the points so far are recorded, then the run stops
         }
+        let with_distribution = ws == max_ws && p.samples > 0;
         let (ns, d) = executor.run(
             || -> Result<_> {
                 let mut chaser = Chaser::build(region, ws as usize, &p.chain)
                     .with_context(|| format!("building a chain over {}", Bytes(ws)))?;
-                let ns = chase_latency(&mut chaser, timer, p.repetition);
-                let d = (ws == max_ws && p.samples > 0)
-                    .then(|| chase_distribution(&mut chaser, timer, p.samples));
-                Ok((ns, d))
+                let rep_ns = p.repetition.rep_ns;
+                let ns = chase_latency(
+                    &mut chaser,
+                    timer,
+                    rep_ns,
+                    &how.policy,
+                    &mut how.watch.clone(),
+                );
+                let d = with_distribution
+                    .then(|| chase_distribution(&mut chaser, timer, p.samples, &how.sampler));
+                Ok((ns?, d))
             },
             || {
                 let ns = Executor::synthetic(p.repetition.reps, 1.0 + ws as f64 / 1e7);
-                let d = (ws == max_ws && p.samples > 0).then(|| {
+                let d = with_distribution.then(|| {
                     let s = Executor::synthetic(p.samples, 100.0);
-                    (Summary::of(&s).expect("finite"), LogHistogram::of(&s, 4))
+                    (how.sampler.synthetic(&s), LogHistogram::of(&s, 4))
                 });
-                Ok((ns, d))
+                Ok((Repeated::fixed(ns, how.policy.target), d))
             },
         )?;
         dist = dist.or(d);
-        points.push((ws, Summary::of(&ns).expect("finite")));
+        points.push((ws, ns));
         progress.inc();
     }
     Ok((points, dist))
@@ -283,12 +309,12 @@ fn sweep_target(
 fn emit(
     run: &mut TargetRun<'_, '_>,
     p: &Plan,
-    points: Vec<(u64, Summary)>,
-    dist: Option<(Summary, LogHistogram)>,
+    points: Vec<(u64, Repeated<f64>)>,
+    dist: Option<(Sampled, LogHistogram)>,
     max_ws: u64,
 ) -> Result<()> {
-    for (ws, summary) in points {
-        let mut r = run
+    for (ws, ns) in points {
+        let r = run
             .record("latency")
             .param(p::PATTERN, p.chain.order.pattern().name())
             .param(p::ELEMENT_BYTES, p.chain.element)
@@ -299,22 +325,24 @@ fn emit(
             )
             .param(p::MIXER, p.chain.mix)
             .param(p::SEED, p.chain.seed)
-            .param(p::SIZE_SOURCE, p.size_source.name())
-            .value(v::CV, summary.cv());
+            .param(p::SIZE_SOURCE, p.size_source.name());
+        let mut r = with_repetitions(r, &ns);
+        if let Some(cv) = r.summary.as_ref().map(|s| s.cv()) {
+            r = r.value(v::CV, cv);
+        }
         r.metric = Some("latency_ns".into());
-        r.summary = Some(summary);
         run.emit(&r)?;
     }
-    if let Some((summary, hist)) = dist {
-        let mut r = run
+    if let Some((point, hist)) = dist {
+        let r = run
             .record("latency-distribution")
             .param(p::PATTERN, p.chain.order.pattern().name())
             .param(p::ELEMENT_BYTES, p.chain.element)
             .param(p::WORKING_SET_BYTES, max_ws)
             .param(p::SAMPLES, p.samples)
             .param(p::SIZE_SOURCE, p.size_source.name());
+        let mut r = point.annotate(r);
         r.metric = Some("latency_ns".into());
-        r.summary = Some(summary);
         r.histogram = Some(hist);
         run.emit(&r)?;
     }

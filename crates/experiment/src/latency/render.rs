@@ -1,6 +1,7 @@
 //! The `latency` tables, drawn from records alone (and this machine's caches, which the
 //! plateaus are set beside).
 
+use crate::render::precision::half_width;
 use crate::render::table::Table;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
@@ -16,6 +17,8 @@ struct Point {
     ws: u64,
     /// ns per load.
     summary: Summary,
+    /// The half-width of the median's 95 % interval (`±1.2%`).
+    half_width: String,
 }
 
 /// One target's curve and its distribution record.
@@ -45,6 +48,7 @@ fn curves(records: &[Record]) -> Vec<Curve<'_>> {
             ("latency", Some(s)) => c.1.push(Point {
                 ws: r.count(p::WORKING_SET_BYTES).unwrap_or(0),
                 summary: s.clone(),
+                half_width: half_width(r),
             }),
             ("latency-distribution", _) => c.2 = Some(r),
             _ => {}
@@ -102,11 +106,20 @@ pub fn render(records: &[Record]) -> String {
 
 /// One curve's table and the plateaus found in it.
 fn curve_table(points: &[Point], levels: &[&cpu::Cache]) -> String {
-    let mut t = Table::new(&["working set", "ns/load", "min", "max", "cv %", "reps"]);
+    let mut t = Table::new(&[
+        "working set",
+        "ns/load",
+        "95% ci",
+        "min",
+        "max",
+        "cv %",
+        "reps",
+    ]);
     for p in points {
         t.row(vec![
             Bytes(p.ws).to_string(),
             format!("{:.2}", p.summary.p50),
+            p.half_width.clone(),
             format!("{:.2}", p.summary.min),
             format!("{:.2}", p.summary.max),
             format!("{:.1}", 100.0 * p.summary.cv()),
@@ -162,6 +175,7 @@ mod tests {
             .map(|&(ws, ns)| Point {
                 ws,
                 summary: Summary::of(&[ns]).unwrap(),
+                half_width: "-".into(),
             })
             .collect()
     }

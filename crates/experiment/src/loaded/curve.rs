@@ -13,6 +13,7 @@ use pmscope_mapping::Mapping;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::TargetRun;
 use pmscope_runner::interrupt;
+use pmscope_runner::repeat::{SystemWatch, Workers};
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 use std::sync::Barrier;
@@ -50,6 +51,17 @@ struct Team<'s> {
     stop: AtomicBool,
     /// Set by the probe when it cannot measure: the traffic idles through the rest.
     failed: AtomicBool,
+    /// Watches for the probe's points, fresh clones per point: the idle point judged on the
+    /// probe's CPU alone, a loaded point on every worker's (the traffic is as busy).
+    watches: Watches,
+    /// The precision asked of each point's median (`--precision`).
+    target: Option<f64>,
+}
+
+/// The probe's watch at the idle point and at a loaded one.
+struct Watches {
+    idle: SystemWatch,
+    loaded: SystemWatch,
 }
 
 impl Team<'_> {
@@ -89,6 +101,11 @@ pub fn measure_curve(
         barrier: Barrier::new(p.cpus.len()),
         stop: AtomicBool::new(false),
         failed: AtomicBool::new(false),
+        watches: Watches {
+            idle: run.watch(&p.cpus[..1], Workers::Busy(1)),
+            loaded: run.watch(&p.cpus, Workers::Busy(p.cpus.len())),
+        },
+        target: run.precision_target(),
     };
     let out = run.on_each(&p.cpus, &mut parts, |w, part| match part {
         Part::Traffic(view) => Done::Traffic(traffic_worker(&team, w, *view)),
@@ -155,7 +172,8 @@ fn probe_worker(
     progress: &Progress,
 ) -> Result<Vec<Point>> {
     let executor = team.executor;
-    let mut measure = match probe::measurer(team.plan, region, executor, timer, features) {
+    let how = (executor, team.target);
+    let mut measure = match probe::measurer(team.plan, region, how, timer, features) {
         Ok(m) => m,
         Err(e) => {
             team.failed.store(true, Ordering::SeqCst);
@@ -177,12 +195,30 @@ fn probe_worker(
         if executor == Executor::Real {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let mut point = measure();
-        point.delay_ns = delay_ns;
+        let mut watch = match delay_ns {
+            None => team.watches.idle.clone(),
+            Some(_) => team.watches.loaded.clone(),
+        };
+        let point = measure(&mut watch);
         progress.inc();
         team.stop.store(true, Ordering::SeqCst);
         team.barrier.wait();
-        points.push(point);
+        match point {
+            Ok(mut point) => {
+                point.delay_ns = delay_ns;
+                points.push(point);
+            }
+            Err(e) => {
+                // Release the traffic threads through the remaining points unmeasured; an
+                // interrupt keeps the points so far, as between points.
+                team.failed.store(true, Ordering::SeqCst);
+                team.pass(team.schedule.len() - i - 1);
+                if e.downcast_ref::<interrupt::Interrupted>().is_some() {
+                    break;
+                }
+                return Err(e);
+            }
+        }
     }
     Ok(points)
 }

@@ -283,7 +283,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         let points = curve::measure_curve(run, m, p, &schedule, &timer, &features, &progress)?;
         for point in &points {
             let active = point.delay_ns.is_some();
-            let mut r = run
+            let r = run
                 .record("loaded")
                 .param(p::PROBE, p.probe.name.as_str())
                 .param(p::DELAY_NS, point.delay_ns)
@@ -305,8 +305,8 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                 .param(p::SAMPLES, p.samples)
                 .value(v::TRAFFIC_GB_S, point.traffic_gb_s)
                 .value(v::MEAN_LATENCY_NS, point.mean_ns);
+            let mut r = point.samples.annotate(r);
             r.metric = Some("latency_ns".into());
-            r.summary = Some(point.samples.clone());
             run.emit(&r)?;
         }
         run.check_interrupt()

@@ -2,7 +2,7 @@
 //! operation (a storing row of the op catalog), and how one point of it is measured.
 
 use super::Plan;
-use crate::measure::chase_latency;
+use crate::measure::{Sampled, chase_latency};
 use anyhow::Result;
 use pmscope_core::summary::Summary;
 use pmscope_loops::Region;
@@ -13,6 +13,7 @@ use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_loops::offsets::access_offsets;
 use pmscope_persist::PersistStrategy;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::repeat::{RepeatPolicy, Watch};
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 use std::str::FromStr;
@@ -80,22 +81,28 @@ pub fn persist_strategy_of(op: Op) -> Option<PersistStrategy> {
         .find(|s| Op::of_recipe(&s.recipe()) == Some(op))
 }
 
+/// What measures one point of the probe under the watch it is handed.
+pub type Measurer<'r> = Box<dyn FnMut(&mut dyn Watch) -> Result<Point> + 'r>;
+
 /// Builds what measures one point of the probe (the chain is built once, here); each call
-/// measures one point (its `delay_ns` is filled in by the caller).
+/// measures one point (its `delay_ns` is filled in by the caller) under the watch given,
+/// its median judged against the precision `target`.
 pub fn measurer<'r>(
     p: &Plan,
     region: &'r mut Region<'_>,
-    executor: Executor,
+    (executor, target): (Executor, Option<f64>),
     timer: &'r Timer,
     features: &CpuFeatures,
-) -> Result<Box<dyn FnMut() -> Point + 'r>> {
+) -> Result<Measurer<'r>> {
     let (samples, repetition) = (p.samples, p.repetition);
     if executor == Executor::Null {
-        return Ok(Box::new(move || {
-            let s = Summary::of(&Executor::synthetic(samples, 120.0)).expect("finite");
-            Point::probe(s.mean, s)
+        return Ok(Box::new(move |_| {
+            let s = Sampled::of(&Executor::synthetic(samples, 120.0), target, 0.0);
+            Ok(Point::probe(s.summary.mean, s))
         }));
     }
+    // One operation per timing: the values come in the timer's steps.
+    let step = timer.info().resolution_ns;
     Ok(match p.probe.probe {
         Probe::Chase => {
             let spec = ChainSpec {
@@ -105,27 +112,30 @@ pub fn measurer<'r>(
             let len = region.len();
             let mut chaser = Chaser::build(region, len, &spec)?;
             let overhead = single_timing_overhead(10_001);
-            Box::new(move || {
-                let means = chase_latency(&mut chaser, timer, repetition);
-                let mut ticks = vec![0u64; samples];
-                chaser.time_each(&mut ticks);
-                let ns: Vec<f64> = ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect();
-                Point::probe(
-                    Summary::of(&means).expect("finite").p50,
-                    Summary::of(&ns).expect("finite"),
-                )
+            // The mean is a side figure: its repetitions are not extended.
+            let fixed = RepeatPolicy::new(repetition.reps, None);
+            Box::new(move |watch| {
+                let means = chase_latency(&mut chaser, timer, repetition.rep_ns, &fixed, watch)?;
+                let mean = Summary::of(&means.kept).expect("finite").p50;
+                let (s, _) = Sampled::watched(watch, target, step, || {
+                    let mut ticks = vec![0u64; samples];
+                    chaser.time_each(&mut ticks);
+                    ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect()
+                });
+                Ok(Point::probe(mean, s))
             })
         }
         Probe::Persist(op, fence) => {
             let seq = Sequence::new(op, fence, Width::widest(features), features)?;
             let offs = access_offsets(samples, 64, region.len(), true, p.seed);
             let overhead = access::timing_overhead(10_001);
-            Box::new(move || {
-                let mut ticks = vec![0u64; samples];
-                seq.time_each(region, 64, &offs, false, &mut ticks);
-                let ns: Vec<f64> = ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect();
-                let s = Summary::of(&ns).expect("finite");
-                Point::probe(s.mean, s)
+            Box::new(move |watch| {
+                let (s, _) = Sampled::watched(watch, target, step, || {
+                    let mut ticks = vec![0u64; samples];
+                    seq.time_each(region, 64, &offs, false, &mut ticks);
+                    ticks.iter().map(|&t| timer.net_ns(t, overhead)).collect()
+                });
+                Ok(Point::probe(s.summary.mean, s))
             })
         }
     })
@@ -140,13 +150,13 @@ pub struct Point {
     pub traffic_gb_s: f64,
     /// The probe's mean latency in ns.
     pub mean_ns: f64,
-    /// The probe's individually timed operations, in ns.
-    pub samples: Summary,
+    /// The probe's individually timed operations, in ns: their summary and precision.
+    pub samples: Sampled,
 }
 
 impl Point {
     /// A point of the probe (its delay and traffic are filled in later).
-    pub fn probe(mean_ns: f64, samples: Summary) -> Point {
+    pub fn probe(mean_ns: f64, samples: Sampled) -> Point {
         Point {
             delay_ns: None,
             traffic_gb_s: 0.0,

@@ -6,14 +6,13 @@
 mod render;
 
 use crate::error::usage;
-use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
+use crate::measure::{chase_latency, read_bandwidth, with_repetitions};
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Seconds, TargetArgs};
 use crate::{Env, Experiment, Placement};
 use anyhow::{Context as _, Result};
 use clap::Args;
 use pmscope_core::record::Record;
-use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{Pattern, p, v};
 use pmscope_loops::Region;
@@ -24,6 +23,7 @@ use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::TargetRun;
+use pmscope_runner::repeat::{Repeated, Workers};
 use pmscope_runner::timer::Timer;
 use pmscope_sys::numa::Hmat;
 use std::time::Duration;
@@ -44,7 +44,7 @@ pub struct Params {
     /// last-level cache, at least 256MiB, capped by available memory and --max-mem.
     #[arg(long, default_value = "auto", value_name = "SIZE")]
     pub size: AutoSize,
-    /// Repetitions per cell (one more is run first and dropped).
+    /// Repetitions per cell, at least (one more is run first and dropped; more until --precision is met).
     #[arg(long)]
     pub reps: Option<Count>,
     /// Seconds each bandwidth repetition streams [default: 0.15].
@@ -176,16 +176,20 @@ fn measure_cell(
 ) -> Result<()> {
     let executor = run.executor();
     let reps = p.reps;
-    let ns = run.on_cpu(c.cpus[0], &mut *region, |r| -> Result<Vec<f64>> {
+    let policy = run.repeat_policy(reps);
+    let mut watch = run.watch(&c.cpus[..1], Workers::Busy(1));
+    let ns = run.on_cpu(c.cpus[0], &mut *region, |r| {
         executor.run(
             || {
                 let len = r.len();
                 let mut chaser = Chaser::build(r, len, &ChainSpec::default())
                     .with_context(|| format!("building a chain over {}", Bytes(len as u64)))?;
-                let plan = LatencyPlan { reps, rep_ns: 40e6 };
-                Ok(chase_latency(&mut chaser, timer, plan))
+                chase_latency(&mut chaser, timer, 40e6, &policy, &mut watch)
             },
-            || Ok(Executor::synthetic(reps, 100.0 + 50.0 * memory.id as f64)),
+            || {
+                let ns = Executor::synthetic(reps, 100.0 + 50.0 * memory.id as f64);
+                Ok(Repeated::fixed(ns, policy.target))
+            },
         )
     })??;
     let cell = |r: Record| {
@@ -198,8 +202,8 @@ fn measure_cell(
     if let Some(ns) = memory.declared.and_then(|h| h.read_latency_ns) {
         r = r.value(v::HMAT_READ_LATENCY_NS, ns as f64);
     }
+    let mut r = with_repetitions(r, &ns);
     r.metric = Some("latency_ns".into());
-    r.summary = Some(Summary::of(&ns).expect("finite"));
     run.emit(&r)?;
     let gbs = read_bandwidth(run, &c.cpus, region, p.read, p.duration, reps)?;
     let mut r = cell(run.record("numa-bandwidth"))
@@ -209,8 +213,8 @@ fn measure_cell(
     if let Some(mb) = memory.declared.and_then(|h| h.read_bandwidth_mb_s) {
         r = r.value(v::HMAT_READ_BANDWIDTH_MB_S, mb as f64);
     }
+    let mut r = with_repetitions(r, &gbs);
     r.metric = Some("bandwidth_gb_s".into());
-    r.summary = Some(Summary::of(&gbs).expect("finite"));
     run.emit(&r)
 }
 

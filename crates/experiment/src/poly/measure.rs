@@ -3,6 +3,7 @@
 
 use super::{COUNTERS_AVAILABLE, Plan};
 use crate::Env;
+use crate::measure::with_repetitions;
 use crate::output::Output;
 use crate::progress::Progress;
 use anyhow::Result;
@@ -10,7 +11,7 @@ use pmscope_core::summary::Summary;
 use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
 use pmscope_runner::executor::Executor;
-use pmscope_runner::harness::repeat_dropping_first;
+use pmscope_runner::repeat::{RepeatPolicy, Repeated, SystemWatch, Workers, repeat};
 use pmscope_sys::perf::{CacheMisses, MissCounts};
 use pmscope_workload::polybench::{Kernel, Preset, Variant};
 use std::time::Instant;
@@ -23,36 +24,49 @@ const CHECKSUM_TOLERANCE: f64 = 1e-9;
 
 /// One kernel in one variant, its repetitions done.
 struct Outcome {
-    seconds: Vec<f64>,
+    /// Seconds of each kept repetition, with their precision.
+    seconds: Repeated<f64>,
     checksum: f64,
     /// Per repetition, or why perf_event gave no counts.
     misses: Result<Vec<MissCounts>, String>,
 }
 
-/// Runs the repetitions on the calling (pinned) thread: prepare the arrays (not timed),
-/// then time the kernel with the counters around it. The first repetition is dropped.
-fn run_kernel(k: &Kernel, p: Preset, v: Variant, reps: usize, buf: &mut [f64]) -> Result<Outcome> {
+/// Runs the repetitions on the calling (pinned) thread as `policy` says: prepare the arrays
+/// (not timed), then time the kernel with the counters around it. The first repetition is
+/// dropped.
+fn run_kernel(
+    k: &Kernel,
+    p: Preset,
+    v: Variant,
+    (policy, watch): (&RepeatPolicy, &mut SystemWatch),
+    buf: &mut [f64],
+) -> Result<Outcome> {
     let counters = CacheMisses::open();
-    let runs = repeat_dropping_first(reps, |_| {
-        k.prepare(p, buf);
-        if let Ok(c) = &counters {
-            c.start();
-        }
-        let t = Instant::now();
-        k.compute(p, v, buf);
-        let secs = t.elapsed().as_secs_f64();
-        let counts = match &counters {
-            Ok(c) => Some(c.stop().map_err(anyhow::Error::msg)?),
-            Err(_) => None,
-        };
-        Ok((secs, counts))
-    })?;
+    let runs = repeat(
+        policy,
+        watch,
+        |(secs, _)| *secs,
+        |_| {
+            k.prepare(p, buf);
+            if let Ok(c) = &counters {
+                c.start();
+            }
+            let t = Instant::now();
+            k.compute(p, v, buf);
+            let secs = t.elapsed().as_secs_f64();
+            let counts = match &counters {
+                Ok(c) => Some(c.stop().map_err(anyhow::Error::msg)?),
+                Err(_) => None,
+            };
+            Ok((secs, counts))
+        },
+    )?;
     let misses = match counters {
-        Ok(_) => Ok(runs.iter().filter_map(|(_, c)| *c).collect()),
+        Ok(_) => Ok(runs.kept.iter().filter_map(|(_, c)| *c).collect()),
         Err(why) => Err(why),
     };
     Ok(Outcome {
-        seconds: runs.iter().map(|(s, _)| *s).collect(),
+        seconds: runs.map(|(s, _)| *s),
         checksum: k.checksum(p, buf),
         misses,
     })
@@ -60,11 +74,11 @@ fn run_kernel(k: &Kernel, p: Preset, v: Variant, reps: usize, buf: &mut [f64]) -
 
 /// The null executor's outcome: the arrays prepared (so the target is written), the kernel
 /// not run, synthetic times that differ by kernel and variant.
-fn synthetic(k: &Kernel, p: Preset, v: Variant, reps: usize, buf: &mut [f64]) -> Outcome {
+fn synthetic(k: &Kernel, p: Preset, v: Variant, policy: &RepeatPolicy, buf: &mut [f64]) -> Outcome {
     k.prepare(p, buf);
     let centre = 0.01 * (1 + k.name.len()) as f64 * if v == Variant::Ref { 2.0 } else { 1.0 };
     Outcome {
-        seconds: Executor::synthetic(reps, centre),
+        seconds: Repeated::fixed(Executor::synthetic(policy.min, centre), policy.target),
         checksum: k.checksum(p, buf),
         misses: Err("the null executor ran no kernel".into()),
     }
@@ -130,9 +144,11 @@ pub(super) fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<(
             for &v in &p.variants {
                 run.check_interrupt()?;
                 let buf = &mut all[..layout.total()];
+                let policy = run.repeat_policy(p.reps);
+                let mut watch = run.watch(&[p.cpu], Workers::Busy(1));
                 let out = run.on_cpu(p.cpu, buf, |buf| match executor {
-                    Executor::Real => run_kernel(k, p.preset, v, p.reps, buf),
-                    Executor::Null => Ok(synthetic(k, p.preset, v, p.reps, buf)),
+                    Executor::Real => run_kernel(k, p.preset, v, (&policy, &mut watch), buf),
+                    Executor::Null => Ok(synthetic(k, p.preset, v, &policy, buf)),
                 })??;
                 let mut r = run
                     .record("poly")
@@ -157,8 +173,8 @@ pub(super) fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<(
                 };
                 r.warnings
                     .extend(checksum_finding(&seen, k.name, v, &spec, out.checksum));
+                let mut r = with_repetitions(r, &out.seconds);
                 r.metric = Some("time_s".into());
-                r.summary = Some(Summary::of(&out.seconds).expect("finite times"));
                 run.emit(&r)?;
                 seen.push(Seen {
                     kernel: k.name,

@@ -84,7 +84,7 @@ pub struct Params {
         value_parser = variant
     )]
     pub variants: Vec<Variant>,
-    /// Timed runs per kernel, variant and target (one more is run first and dropped).
+    /// Timed runs per kernel, variant and target, at least (one more is run first and dropped; more until --precision is met).
     #[arg(long, visible_alias = "reps", default_value = "3")]
     pub repetitions: Count,
     /// CPU to pin the kernels to.

@@ -10,6 +10,7 @@ mod render;
 mod variants;
 
 use crate::error::usage;
+use crate::measure::{Sampled, Sampler};
 use crate::output::Output;
 use crate::params::{Count, TargetArgs};
 use crate::{Env, Experiment, Placement};
@@ -18,7 +19,6 @@ use clap::Args;
 use pmscope_core::knee;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
-use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
@@ -29,6 +29,7 @@ use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::TargetRun;
 use pmscope_runner::interrupt;
+use pmscope_runner::repeat::Workers;
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
 use variants::{Tools, Variant};
@@ -205,7 +206,7 @@ impl Experiment for Probe {
 }
 
 /// One curve as measured: (working set, ns per visit) per point.
-type Curve = Vec<(u64, Summary)>;
+type Curve = Vec<(u64, Sampled)>;
 
 fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let max_ws = *p.sizes.iter().max().expect("non-empty axis");
@@ -216,8 +217,15 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let timer: Timer = *h.timer();
     h.per_target(&p.specs, max_ws, &p.opts, None, |run, m| {
         let executor = run.executor();
+        // One visit per timing: the values come in the timer's steps.
+        let sampler = Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer);
         let curves = run.on_cpu(p.cpu, m.bytes_mut(), |bytes| {
-            measure_curves(&mut Region::from_slice(bytes), p, &timer, executor)
+            measure_curves(
+                &mut Region::from_slice(bytes),
+                p,
+                (&timer, &sampler),
+                executor,
+            )
         })?;
         emit(run, p, &curves)?;
         run.check_interrupt()
@@ -230,7 +238,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
 fn measure_curves(
     region: &mut Region<'_>,
     p: &Plan,
-    timer: &Timer,
+    (timer, sampler): (&Timer, &Sampler),
     executor: Executor,
 ) -> Vec<Curve> {
     let overhead = executor.run(|| timing_overhead(10_001), || 0);
@@ -242,19 +250,22 @@ fn measure_curves(
                 curves.push(curve);
                 break 'all;
             }
-            let ns = executor.run(
+            let point = executor.run(
                 || {
-                    (v.measure)(region, ws as usize)
-                        .iter()
-                        .map(|&t| timer.net_ns(t, overhead))
-                        .collect::<Vec<f64>>()
+                    let (point, _) = sampler.take(|| {
+                        (v.measure)(region, ws as usize)
+                            .iter()
+                            .map(|&t| timer.net_ns(t, overhead))
+                            .collect()
+                    });
+                    point
                 },
                 || {
                     let step = if ws > 16 << 10 { 300.0 } else { 100.0 };
-                    Executor::synthetic(p.count, step)
+                    sampler.synthetic(&Executor::synthetic(p.count, step))
                 },
             );
-            curve.push((ws, Summary::of(&ns).expect("finite")));
+            curve.push((ws, point));
         }
         curves.push(curve);
     }
@@ -274,11 +285,11 @@ fn emit(run: &mut TargetRun<'_, '_>, p: &Plan, curves: &[Curve]) -> Result<()> {
             for (k, val) in &variant.params {
                 r = r.param(*k, val.clone());
             }
+            let mut r = s.annotate(r);
             r.metric = Some("latency_ns".into());
-            r.summary = Some(s.clone());
             run.emit(&r)?;
         }
-        let points: Vec<(u64, f64)> = curve.iter().map(|(ws, s)| (*ws, s.p50)).collect();
+        let points: Vec<(u64, f64)> = curve.iter().map(|(ws, s)| (*ws, s.summary.p50)).collect();
         let mut r = run.record("probe-knee").param(p::PROBE, kind);
         for (k, val) in &variant.params {
             r = r.param(*k, val.clone());

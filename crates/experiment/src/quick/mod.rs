@@ -5,7 +5,7 @@
 
 mod render;
 
-use crate::measure::{LatencyPlan, chase_latency, read_bandwidth};
+use crate::measure::{chase_latency, read_bandwidth, with_repetitions};
 use crate::output::Output;
 use crate::params::{AutoSize, TargetArgs};
 use crate::verify::verify_targets;
@@ -13,7 +13,6 @@ use crate::{Env, Experiment, Placement};
 use anyhow::Result;
 use clap::Args;
 use pmscope_core::record::Record;
-use pmscope_core::summary::Summary;
 use pmscope_core::vocab::{Pattern, p};
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
@@ -22,6 +21,7 @@ use pmscope_loops::stream::{StreamOp, Streamer};
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
+use pmscope_runner::repeat::{Repeated, Workers};
 use std::time::Duration;
 
 /// The embedded default targets.
@@ -89,23 +89,25 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         let executor = run.executor();
         let mut region = Region::from_slice(m.bytes_mut());
         // Latency: a random chain over the whole mapping, on the first CPU.
-        let latency = run.on_cpu(cpus[0], &mut region, |r| -> Result<Summary> {
-            let ns = executor.run(
+        let policy = run.repeat_policy(3);
+        let mut watch = run.watch(&cpus[..1], Workers::Busy(1));
+        let latency = run.on_cpu(cpus[0], &mut region, |r| {
+            executor.run(
                 || -> Result<_> {
                     let mut chaser = Chaser::build(r, size as usize, &ChainSpec::default())?;
-                    let plan = LatencyPlan {
-                        reps: 3,
-                        rep_ns: 40e6,
-                    };
-                    Ok(chase_latency(&mut chaser, &timer, plan))
+                    chase_latency(&mut chaser, &timer, 40e6, &policy, &mut watch)
                 },
-                || Ok(Executor::synthetic(3, 100.0)),
-            )?;
-            Ok(Summary::of(&ns).expect("finite"))
+                || {
+                    Ok(Repeated::fixed(
+                        Executor::synthetic(3, 100.0),
+                        policy.target,
+                    ))
+                },
+            )
         })??;
-        let mut r = sized(run.record("quick").param(p::PATTERN, Pattern::Rand.name()));
+        let r = sized(run.record("quick").param(p::PATTERN, Pattern::Rand.name()));
+        let mut r = with_repetitions(r, &latency);
         r.metric = Some("latency_ns".into());
-        r.summary = Some(latency);
         run.emit(&r)?;
         // Bandwidth: every CPU reads its own part sequentially.
         let gbs = read_bandwidth(
@@ -116,13 +118,13 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             Duration::from_millis(150),
             3,
         )?;
-        let mut r = sized(
+        let r = sized(
             run.record("quick")
                 .param(p::OP, StreamOp::Read.name())
                 .param(p::THREADS, cpus.len()),
         );
+        let mut r = with_repetitions(r, &gbs);
         r.metric = Some("bandwidth_gb_s".into());
-        r.summary = Some(Summary::of(&gbs).expect("finite"));
         run.emit(&r)
     })?;
     h.finish()?;

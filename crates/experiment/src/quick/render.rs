@@ -2,6 +2,7 @@
 //! each target achieved (the `verify` table), then the first figures per target.
 
 use crate::render::fields::by_target;
+use crate::render::precision::half_width;
 use crate::render::table::Table;
 use pmscope_core::record::Record;
 use pmscope_core::units::{Bytes, page_size_name};
@@ -15,6 +16,9 @@ struct Figures {
     persistence: String,
     latency_ns: f64,
     read_gb_s: f64,
+    /// The half-widths of their 95 % intervals (`±1.2%`).
+    latency_ci: String,
+    read_ci: String,
 }
 
 /// Each target's first figures, from the records.
@@ -35,12 +39,14 @@ fn figures(records: &[Record]) -> Vec<Figures> {
                 persistence: a.persistence.describe().into(),
                 latency_ns: f64::NAN,
                 read_gb_s: f64::NAN,
+                latency_ci: "-".into(),
+                read_ci: "-".into(),
             });
         }
         let f = out.iter_mut().find(|f| f.target == t.spec).expect("pushed");
         match r.metric.as_deref() {
-            Some("latency_ns") => f.latency_ns = s.p50,
-            Some("bandwidth_gb_s") => f.read_gb_s = s.p50,
+            Some("latency_ns") => (f.latency_ns, f.latency_ci) = (s.p50, half_width(r)),
+            Some("bandwidth_gb_s") => (f.read_gb_s, f.read_ci) = (s.p50, half_width(r)),
             _ => {}
         }
     }
@@ -98,8 +104,8 @@ pub fn render(records: &[Record]) -> String {
             f.target,
             f.page,
             f.persistence,
-            format!("{:.1}", f.latency_ns),
-            format!("{:.2}", f.read_gb_s),
+            format!("{:.1} {}", f.latency_ns, f.latency_ci),
+            format!("{:.2} {}", f.read_gb_s, f.read_ci),
         ]);
     }
     out += &format!("{}\n", t.render());

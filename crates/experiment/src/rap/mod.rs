@@ -8,6 +8,7 @@
 mod render;
 
 use crate::error::usage;
+use crate::measure::Sampler;
 use crate::output::Output;
 use crate::params::{AutoSize, Count, TargetArgs};
 use crate::progress::Progress;
@@ -16,7 +17,6 @@ use anyhow::Result;
 use clap::Args;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
-use pmscope_core::summary::Summary;
 use pmscope_core::vocab::p;
 use pmscope_loops::Region;
 use pmscope_loops::access::{self, FenceKind, Op, Sequence, Width, store_value};
@@ -26,6 +26,7 @@ use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_persist::{PersistStrategy, Persister};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt;
+use pmscope_runner::repeat::{Watch as _, Workers};
 
 /// Latencies (ticks, overhead included) of loading the line persisted `d` lines earlier,
 /// `samples` times, walking `order` (line numbers).
@@ -192,15 +193,16 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         Some(strategy),
         |run, m| {
             let executor = run.executor();
+            // One load per timing: the values come in the timer's steps.
+            let sampler = Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer);
             let (idle, curve) =
                 run.on_cpu(p.cpu, m.bytes_mut(), |bytes| -> std::io::Result<_> {
                     let mut region = Region::from_slice(bytes);
                     let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
                     let mut order: Vec<u32> = (0..lines as u32).collect();
                     SplitMix64::new(p.seed).shuffle(&mut order);
-                    let to_ns = |t: &[u64]| -> Summary {
-                        let ns: Vec<f64> = t.iter().map(|&x| timer.net_ns(x, overhead)).collect();
-                        Summary::of(&ns).expect("finite")
+                    let to_ns = |t: &[u64]| -> Vec<f64> {
+                        t.iter().map(|&x| timer.net_ns(x, overhead)).collect()
                     };
                     // Baseline: loads of lines flushed just before, far from any recent persist.
                     let idle = executor.run(
@@ -211,10 +213,14 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                                 .map(|&l| l as usize * 64)
                                 .collect();
                             let mut idle = vec![0u64; idle_offsets.len()];
-                            load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
-                            to_ns(&idle)
+                            sampler
+                                .take(|| {
+                                    load.time_each(&mut region, 8, &idle_offsets, true, &mut idle);
+                                    to_ns(&idle)
+                                })
+                                .0
                         },
-                        || Summary::of(&Executor::synthetic(samples, 100.0)).expect("finite"),
+                        || sampler.synthetic(&Executor::synthetic(samples, 100.0)),
                     );
                     progress.inc();
                     let mut curve = Vec::new();
@@ -224,6 +230,8 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                         }
                         let s = executor.run(
                             || -> std::io::Result<_> {
+                                let mut watch = sampler.watch();
+                                watch.begin();
                                 let t = read_after_persist(
                                     &mut region,
                                     persister,
@@ -231,34 +239,32 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                                     &order,
                                     d,
                                     samples,
-                                )?;
-                                Ok(to_ns(&t))
+                                );
+                                let seen = watch.end();
+                                Ok(sampler.point(&to_ns(&t?), seen, &watch))
                             },
-                            || {
-                                Ok(Summary::of(&Executor::synthetic(samples, 150.0))
-                                    .expect("finite"))
-                            },
+                            || Ok(sampler.synthetic(&Executor::synthetic(samples, 150.0))),
                         )?;
                         curve.push((d, s));
                         progress.inc();
                     }
                     Ok((idle, curve))
                 })??;
-            let mut base = crate::fallback::persist_params(run.record("rap-idle"), persister)
+            let base = crate::fallback::persist_params(run.record("rap-idle"), persister)
                 .param(p::REGION_BYTES, p.region_bytes)
                 .param(p::SIZE_SOURCE, p.size_source.name())
                 .param(p::SAMPLES, samples);
+            let mut base = idle.annotate(base);
             base.metric = Some("latency_ns".into());
-            base.summary = Some(idle);
             run.emit(&base)?;
             for (d, s) in curve {
-                let mut r = crate::fallback::persist_params(run.record("rap"), persister)
+                let r = crate::fallback::persist_params(run.record("rap"), persister)
                     .param(p::REGION_BYTES, p.region_bytes)
                     .param(p::SIZE_SOURCE, p.size_source.name())
                     .param(p::SAMPLES, samples)
                     .param(p::DISTANCE_LINES, d);
+                let mut r = s.annotate(r);
                 r.metric = Some("latency_ns".into());
-                r.summary = Some(s);
                 run.emit(&r)?;
             }
             run.check_interrupt()

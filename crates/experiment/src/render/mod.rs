@@ -1,7 +1,9 @@
-//! What the terminal tables share: a table layout, a histogram, grouping records.
+//! What the terminal tables share: a table layout, a histogram, grouping records, the
+//! precision of a point.
 
 pub mod fields;
 pub mod histogram;
+pub mod precision;
 pub mod table;
 
 /// `30860126` → `30 860 126` (a space groups digits, as SI does; tables right-align it).

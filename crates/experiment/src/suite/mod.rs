@@ -216,5 +216,6 @@ impl Progress {
             self.started.elapsed().as_secs_f64(),
             warnings.into_iter().collect::<Vec<_>>().join(", ")
         );
+        print!("{}", crate::render::precision::footer(records));
     }
 }

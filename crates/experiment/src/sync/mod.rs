@@ -8,6 +8,7 @@
 mod render;
 
 use crate::error::usage;
+use crate::measure::with_repetitions;
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Cpus, Patterns, Seconds, TargetArgs, check_threads};
 use crate::progress::Progress;
@@ -24,7 +25,8 @@ use pmscope_loops::catalog::{self, OpSpec};
 use pmscope_loops::rng::SplitMix64;
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
-use pmscope_runner::harness::{TargetRun, repeat_dropping_first};
+use pmscope_runner::harness::TargetRun;
+use pmscope_runner::repeat::{Workers, repeat};
 use pmscope_sys::cpu::CpuFeatures;
 use std::time::{Duration, Instant};
 
@@ -67,7 +69,7 @@ pub struct Params {
     /// Threads, each on its own part of the region.
     #[arg(long, default_value = "1")]
     pub threads: Count,
-    /// Repetitions per option (one more is run first and dropped) [default: 3; 7 with --full].
+    /// Repetitions per option, at least (one more is run first and dropped; more until --precision is met) [default: 3; 7 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
     /// Seconds each thread streams per repetition [default: 0.2; 1 with --full].
@@ -298,36 +300,43 @@ fn measure_option(
         Err(e) => return Ok(run.record("sync").param(p::UNSUPPORTED, e.to_string())),
     };
     let random = s.pattern == Pattern::Rand;
-    let gb_s = repeat_dropping_first(p.reps, |_| {
-        let out = run.on_each(&p.cpus, regions, |w, region| {
-            let lines = (region.len() / 64) as u64;
-            executor.run(
-                || {
-                    let idx: Option<Vec<u32>> = random.then(|| {
-                        let mut v: Vec<u32> = (0..s.lines_per_thread as u32).collect();
-                        SplitMix64::new(p.seed ^ w as u64).shuffle(&mut v);
-                        v
-                    });
-                    stream_for(&seq, region, idx.as_deref(), p.duration)
-                },
-                || (lines, 0.001),
-            )
-        })?;
-        let bytes: f64 = out.iter().map(|(l, _)| *l as f64 * 64.0).sum();
-        let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-        Ok(bytes / secs / 1e9)
-    })?;
-    let s = Summary::of(&gb_s).expect("finite");
+    let policy = run.repeat_policy(p.reps);
+    let mut watch = run.watch(&p.cpus, Workers::Busy(p.cpus.len()));
+    let gb_s = repeat(
+        &policy,
+        &mut watch,
+        |gb_s| *gb_s,
+        |_| {
+            let out = run.on_each(&p.cpus, regions, |w, region| {
+                let lines = (region.len() / 64) as u64;
+                executor.run(
+                    || {
+                        let idx: Option<Vec<u32>> = random.then(|| {
+                            let mut v: Vec<u32> = (0..s.lines_per_thread as u32).collect();
+                            SplitMix64::new(p.seed ^ w as u64).shuffle(&mut v);
+                            v
+                        });
+                        stream_for(&seq, region, idx.as_deref(), p.duration)
+                    },
+                    || (lines, 0.001),
+                )
+            })?;
+            let bytes: f64 = out.iter().map(|(l, _)| *l as f64 * 64.0).sum();
+            let secs = out.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+            Ok(bytes / secs / 1e9)
+        },
+    )?;
+    let s = Summary::of(&gb_s.kept).expect("finite");
     let per_block = (64 / p.unit.bytes()) as f64;
     let minstr = s.p50 * 1e9 / 64.0 * per_block / 1e6;
-    let mut r = run
+    let r = run
         .record("sync")
         .param(p::BLOCK_BYTES, 64)
         .param(p::REGION_BYTES, p.region_bytes)
         .param(p::SIZE_SOURCE, p.size_source.name())
         .value(v::MILLION_INSTRUCTIONS_PER_S, minstr);
+    let mut r = with_repetitions(r, &gb_s);
     r.metric = Some("bandwidth_gb_s".into());
-    r.summary = Some(s);
     Ok(r)
 }
 

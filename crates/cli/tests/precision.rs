@@ -1,0 +1,217 @@
+//! `--precision`: every point measured by repetitions or timed samples carries the 95 %
+//! interval of its median and the target it was held to, in every command and every suite
+//! step; a precision that is no percentage is a usage error. Run with the null executor
+//! (synthetic samples), so nothing here depends on the machine's timing.
+
+use pmscope_core::record::Record;
+use std::process::{Command, Output};
+
+fn pmscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .args(["--null-executor", "--no-store"])
+        .args(args)
+        .output()
+        .expect("run pmscope")
+}
+
+fn records(args: &[&str]) -> Vec<Record> {
+    let o = pmscope(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a record ({e}): {l}")))
+        .collect()
+}
+
+/// Commands whose points are medians of repetitions (`--reps` of them), and those whose
+/// points are medians of individually timed samples (as many as asked).
+const REPEATED: &[&[&str]] = &[
+    &[
+        "latency",
+        "--sizes",
+        "64KiB,1MiB",
+        "--samples",
+        "0",
+        "--reps",
+        "4",
+    ],
+    &[
+        "bandwidth",
+        "--sizes",
+        "4KiB",
+        "--threads",
+        "1",
+        "--region",
+        "4MiB",
+        "--reps",
+        "4",
+        "--ops",
+        "read,write",
+    ],
+    &["sync", "--region", "4MiB", "--reps", "4"],
+    &[
+        "poly",
+        "--preset",
+        "mini",
+        "--kernels",
+        "gemm",
+        "--reps",
+        "4",
+    ],
+];
+const SAMPLED: &[&[&str]] = &[
+    &[
+        "inst", "--sizes", "64", "--count", "300", "--region", "1MiB",
+    ],
+    &[
+        "rap",
+        "--distances",
+        "0,8",
+        "--samples",
+        "300",
+        "--region",
+        "1MiB",
+    ],
+    &["latency", "--sizes", "64KiB", "--samples", "300"],
+];
+
+/// The points a test looks at: records that summarise a metric and ran (a `sync` option
+/// this CPU lacks is a record without a summary).
+fn points(rs: &[Record]) -> Vec<&Record> {
+    rs.iter()
+        .filter(|r| r.metric.is_some() && r.summary.is_some())
+        .collect()
+}
+
+#[test]
+fn every_point_carries_its_interval_and_the_default_target() {
+    for args in REPEATED {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        a.extend(["-t", "dram:4k"]);
+        let rs = records(&a);
+        let pts = points(&rs);
+        assert!(!pts.is_empty(), "{args:?}: no point");
+        for r in pts
+            .iter()
+            .filter(|r| r.experiment != "latency-distribution")
+        {
+            let p = r
+                .precision
+                .as_ref()
+                .unwrap_or_else(|| panic!("{args:?}: {} without precision", r.experiment));
+            assert!(p.n >= 4, "{args:?}: n {} below --reps", p.n);
+            assert_eq!(
+                p.n,
+                r.summary.as_ref().unwrap().n,
+                "{args:?}: the interval is of the summarised repetitions"
+            );
+            assert_eq!(p.target, Some(0.03), "{args:?}");
+            assert!(
+                p.low <= r.summary.as_ref().unwrap().p50
+                    && r.summary.as_ref().unwrap().p50 <= p.high,
+                "{args:?}: {p:?}"
+            );
+        }
+    }
+    for args in SAMPLED {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        a.extend(["-t", "dram:4k"]);
+        let rs = records(&a);
+        let sampled: Vec<&Record> = points(&rs)
+            .into_iter()
+            .filter(|r| r.experiment != "latency")
+            .collect();
+        assert!(!sampled.is_empty(), "{args:?}: no point");
+        for r in sampled {
+            let p = r
+                .precision
+                .as_ref()
+                .unwrap_or_else(|| panic!("{args:?}: {} without precision", r.experiment));
+            assert_eq!(p.n, 300, "{args:?}: built from every sample");
+            assert_eq!(p.target, Some(0.03), "{args:?}");
+        }
+    }
+}
+
+/// `--precision 0` asks for exactly --reps repetitions: the records say no target was set;
+/// another percentage is recorded as given, in the command and in every suite step.
+#[test]
+fn the_target_is_recorded_as_asked_in_commands_and_suites() {
+    let rs = records(&[
+        "--json",
+        "--precision",
+        "0",
+        "latency",
+        "-t",
+        "dram:4k",
+        "--sizes",
+        "64KiB",
+        "--samples",
+        "0",
+        "--reps",
+        "3",
+    ]);
+    let p = rs[0].precision.as_ref().expect("precision");
+    assert_eq!((p.target, p.n), (None, 3));
+    let rs = records(&[
+        "--json",
+        "suite",
+        "table5",
+        "-t",
+        "dram:4k",
+        "--precision",
+        "5",
+    ]);
+    let pts = points(&rs);
+    assert!(pts.len() > 10, "{} points", pts.len());
+    for r in pts {
+        let p = r
+            .precision
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} without precision", r.experiment));
+        assert_eq!(p.target, Some(0.05), "{}", r.experiment);
+    }
+}
+
+#[test]
+fn a_precision_that_is_no_percentage_is_refused_in_one_sentence() {
+    for bad in ["-1", "NaN", "100", "three"] {
+        let o = pmscope(&["--precision", bad, "latency", "-t", "dram:4k"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "pmscope: --precision {bad}: give a percentage from 0"
+            )),
+            "{bad}: {err}"
+        );
+    }
+}
+
+/// The terminal table shows each point's interval, and says when points missed the target.
+#[test]
+fn the_table_shows_the_interval_and_the_points_that_missed() {
+    let o = pmscope(&[
+        "latency",
+        "-t",
+        "dram:4k",
+        "--sizes",
+        "64KiB",
+        "--samples",
+        "0",
+        "--precision",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("95% ci") && text.contains('±'), "{text}");
+    // The null executor's values spread ±5 %: 5 of them do not give ±1 %.
+    assert!(text.contains("1 of 1 points missed ±1 %"), "{text}");
+}
