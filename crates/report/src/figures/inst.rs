@@ -1,9 +1,10 @@
 //! Instruction latency (`inst`): seed 004 Figure 8's bars and seed 003 Table 5.
 
-use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, page_size_flag};
+use super::{Ctx, Figure, Panel, bar, histogram_chart, histogram_points, page_size_flag};
 use crate::data;
 use crate::markup::esc;
-use crate::plot::{self, Bar, BarChart, Series};
+use crate::noise::estimate;
+use crate::plot::{self, BarChart, Series};
 use crate::select::{index_of, inst_pick, inst_records};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{Pattern, p};
@@ -78,11 +79,12 @@ impl Figure for InstructionLatency {
                             };
                             groups.push((name.clone(), c));
                         }
-                        bars.push(Bar {
-                            category: index_of(&mut categories, &format!("{size}_{code}")),
-                            group: groups.iter().position(|g| g.0 == name).expect("pushed"),
-                            value: data::median(r)?,
-                        });
+                        bars.push(bar(
+                            index_of(&mut categories, &format!("{size}_{code}")),
+                            groups.iter().position(|g| g.0 == name).expect("pushed"),
+                            estimate(r)?,
+                            1.0,
+                        ));
                     }
                 }
             }
@@ -254,6 +256,7 @@ impl Figure for InstHistogram {
                             colour
                         },
                         points: histogram_points(h),
+                        intervals: vec![],
                     });
                     shown.push(r);
                 }
