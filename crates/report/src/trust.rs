@@ -161,7 +161,8 @@ pub fn html(h: &mut String, label: &str, records: &[Record], suspects: usize) {
         t.cpu_share
             .map_or("not recorded".into(), |c| format!("down to {c:.2}"))
     );
-    precision_items(h, &t, records.len());
+    let measured = records.iter().filter(|r| r.summary.is_some()).count();
+    precision_items(h, &t, measured);
     if suspects > 0 {
         let _ = write!(
             h,
@@ -182,11 +183,11 @@ pub fn html(h: &mut String, label: &str, records: &[Record], suspects: usize) {
 }
 
 /// The precision lines: points that missed their target and where, disturbed repetitions.
-fn precision_items(h: &mut String, t: &Trust, records: usize) {
+fn precision_items(h: &mut String, t: &Trust, measured: usize) {
     if t.with_precision == 0 {
         let _ = write!(
             h,
-            "<li><b>Precision</b>: none of the {records} records carries its interval \
+            "<li><b>Precision</b>: none of the {measured} points carries its interval \
              (written before pmscope measured one): error bars and observations use each \
              summary's spread, 1.96·1.2533·stddev/√n</li>"
         );

@@ -935,3 +935,36 @@ fn error_bars_with_their_legend_and_whole_number_count_axes() {
         page.contains(".panel{border:1px solid #ddd;padding:8px;box-sizing:border-box;width:100%}")
     );
 }
+
+/// A Table 5 cell whose point missed its precision target is marked, with the footnote.
+#[test]
+fn table5_marks_points_that_missed_their_precision_target() {
+    let mut runs = runs();
+    runs.truncate(1);
+    let page = html(&runs, &Options::default());
+    assert!(!section(&page, "table5").contains('†'));
+    for r in runs[0].records.iter_mut().filter(|r| {
+        r.experiment == "inst"
+            && r.params["op"] == "load"
+            && r.params["pattern"] == "rand"
+            && r.params["access_bytes"] == 64
+    }) {
+        r.precision = Some(pmscope_core::precision::Precision {
+            low: 50.0,
+            high: 150.0,
+            n: 8,
+            disturbed: 3,
+            target: Some(0.03),
+            met: false,
+            step: None,
+        });
+    }
+    let page = html(&runs, &Options::default());
+    let t5 = section(&page, "table5");
+    assert!(
+        t5.contains("<tr><td>rand read</td><td>64</td><td title=\"missed its precision target\">"),
+        "{t5}"
+    );
+    assert!(t5.contains("† the point missed its precision target"));
+    assert!(page.contains("Disturbed repetitions</b>"));
+}
