@@ -3,8 +3,11 @@
 //! A point's figure is the median of its summary; its 95 % interval comes from the record's
 //! `precision` (the runner's interval of the median over the repetitions it kept) or, in
 //! records written before pmscope measured one, from the summary: the standard error of a
-//! median, 1.2533·stddev/√n, times 1.96. A point measured once has no interval: nothing it
-//! says can be told from noise. Single timings come in timer steps (`precision.step`, or the
+//! median, 1.2533·σ/√n, times 1.96 (Student's t below six values, as `core::precision`),
+//! kept within the sample's min and max. σ is the stddev, except for large samples of single
+//! timings, whose stddev a few preempted samples (milliseconds among nanoseconds) inflate
+//! a thousandfold: there σ is read from the quantiles, (p90 − p50)/1.2816, when that is
+//! smaller. A point measured once has no interval: nothing it says can be told from noise. Single timings come in timer steps (`precision.step`, or the
 //! timer's resolution for `inst` records without one), and two figures closer than a step
 //! are the same figure.
 //!
@@ -45,6 +48,12 @@ const Z95: f64 = 1.96;
 const MEDIAN_SE: f64 = 1.2533;
 /// Timer resolutions at or below this are too fine to quantise single timings (bare metal).
 const FINE_TIMER_NS: f64 = 2.0;
+/// t(0.975) for 1..=4 degrees of freedom: the interval of fewer than six values.
+const T95: [f64; 4] = [12.706, 4.303, 3.182, 2.776];
+/// From this many values on, p90 is a quantile worth estimating σ from.
+const QUANTILE_SPREAD_N: usize = 30;
+/// p90 − p50 of a normal distribution, in standard deviations.
+const P90_SIGMAS: f64 = 1.2816;
 
 /// The estimate of a record's median: its `precision` interval, else the summary's.
 pub fn estimate(r: &Record) -> Option<Estimate> {
@@ -63,18 +72,33 @@ pub fn estimate(r: &Record) -> Option<Estimate> {
         });
     }
     let s = r.summary.as_ref()?;
-    let half = if s.n >= 2 && s.stddev.is_finite() {
-        Z95 * MEDIAN_SE * s.stddev / (s.n as f64).sqrt()
-    } else {
-        0.0
-    };
+    let half = summary_half_width(s).filter(|h| h.is_finite());
+    let half = half.unwrap_or(0.0);
     Some(Estimate {
         value,
-        low: value - half,
-        high: value + half,
+        low: (value - half).max(s.min.min(value)),
+        high: (value + half).min(s.max.max(value)),
         step: legacy_step(r),
         known: s.n >= 2,
     })
+}
+
+/// Half the 95 % interval of a summary's median (`None` below two values).
+fn summary_half_width(s: &pmscope_core::summary::Summary) -> Option<f64> {
+    let root_n = (s.n as f64).sqrt();
+    match s.n {
+        0 | 1 => None,
+        n @ 2..=5 => Some(T95[n - 2] * s.stddev / root_n),
+        n => {
+            let from_quantiles = (s.p90 - s.p50) / P90_SIGMAS;
+            let sigma = if n >= QUANTILE_SPREAD_N && from_quantiles >= 0.0 {
+                s.stddev.min(from_quantiles)
+            } else {
+                s.stddev
+            };
+            Some(Z95 * MEDIAN_SE * sigma / root_n)
+        }
+    }
 }
 
 /// The step of an `inst` record without `precision`: its single timings come in the
@@ -208,11 +232,14 @@ mod tests {
 
     #[test]
     fn the_interval_comes_from_precision_else_from_the_summary() {
-        let mut r = rec(&[98.0, 100.0, 102.0]);
+        let mut r = rec(&[96.0, 98.0, 100.0, 102.0, 104.0, 100.0]);
         let e = estimate(&r).unwrap();
-        // stddev 2, n 3: 1.96 * 1.2533 * 2 / sqrt(3) = 2.84.
+        // stddev 2.83, n 6: 1.96 * 1.2533 * 2.83 / sqrt(6) = 2.84.
         assert!((e.high - e.value - 2.836).abs() < 0.01, "{e:?}");
         assert!(e.known);
+        // Three values: Student's t, within the sample's range.
+        let e = estimate(&rec(&[98.0, 100.0, 102.0])).unwrap();
+        assert_eq!((e.low, e.high), (98.0, 102.0), "{e:?}");
         r.precision = Some(Precision {
             low: 90.0,
             high: 130.0,
@@ -227,6 +254,23 @@ mod tests {
         let once = estimate(&rec(&[5.0])).unwrap();
         assert!(!once.known);
         assert_eq!(once.above(&e), None, "one value is never beyond the noise");
+    }
+
+    /// 20 000 single timings around 290 ns with a few preempted ones of 20 ms: the
+    /// interval stays a few ns wide, not thousands of ns around zero.
+    #[test]
+    fn preempted_samples_do_not_blow_up_the_interval_of_a_median() {
+        let mut v: Vec<f64> = (0..20_000)
+            .map(|i| 280.0 + (i % 14) as f64 * 10.0)
+            .collect();
+        for x in v.iter_mut().step_by(2000) {
+            *x = 2e7;
+        }
+        let e = estimate(&rec(&v)).unwrap();
+        assert!(
+            e.low > 280.0 && e.high < 360.0 && e.high - e.low < 10.0,
+            "{e:?}"
+        );
     }
 
     #[test]

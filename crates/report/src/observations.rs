@@ -80,13 +80,29 @@ pub const RANDOM_UNDER_SEQUENTIAL: Implausible = Implausible {
     why: "random loads over the same memory cannot be faster than sequential ones, which the prefetchers and open DRAM rows serve early",
 };
 
+/// An idle load from local DRAM taking over a microsecond.
+pub const DRAM_LOAD_OVER_A_MICROSECOND: Implausible = Implausible {
+    name: "dram-load-over-a-microsecond",
+    kind: "rand-seq-latency",
+    why: "an idle load from local DRAM takes at most a few hundred ns, even with a TLB miss through nested page tables: beyond 1 µs the time is the machine's (preemption, the host's paging), not the memory's",
+};
+
+/// The idle load latency above which no local DRAM answers, in ns.
+const DRAM_LOAD_MAX_NS: f64 = 1000.0;
+
 /// Every implausible relation the observations are checked against.
 pub const IMPLAUSIBLE: &[Implausible] = &[
     FLUSH_UNDER_STORE,
     READ_UNDER_HALF_WRITE,
     DOUBLING_AT_NEGLIGIBLE_TRAFFIC,
     RANDOM_UNDER_SEQUENTIAL,
+    DRAM_LOAD_OVER_A_MICROSECOND,
 ];
+
+/// The implausible relation an idle-latency figure shows on its own, if any.
+fn implausible_load(r: &Record, e: &Estimate) -> Option<&'static Implausible> {
+    (data::is_local_dram(r) && e.value > DRAM_LOAD_MAX_NS).then_some(&DRAM_LOAD_OVER_A_MICROSECOND)
+}
 
 /// Every observation of every run.
 pub fn observations(runs: &[Run]) -> Vec<Observation> {
@@ -235,7 +251,10 @@ fn rand_vs_seq_latency(records: &[Record]) -> Vec<Observation> {
                 "{t}: random and sequential loads are indistinguishable within the noise at a {ws} working set ({figures})."
             )),
             resolved: er.differs(&es),
-            implausible: (er.value < es.value).then_some(&RANDOM_UNDER_SEQUENTIAL),
+            implausible: (er.value < es.value)
+                .then_some(&RANDOM_UNDER_SEQUENTIAL)
+                .or_else(|| implausible_load(r, &er))
+                .or_else(|| implausible_load(s, &es)),
             records: vec![r, s],
         }));
     }
@@ -289,7 +308,7 @@ fn tlb_effect(records: &[Record]) -> Vec<Observation> {
                 ),
                 otherwise: None,
                 resolved: na.differs(&nb),
-                implausible: None,
+                implausible: implausible_load(ra, &na).or_else(|| implausible_load(rb, &nb)),
                 records: vec![ra, rb],
             }));
         }

@@ -608,14 +608,14 @@ fn observations_carry_their_numbers() {
     );
     assert!(
         find("write-peak-threads").iter().any(|t| t.starts_with(
-            "dram:4k: write bandwidth (seq, 4 KiB) peaks at 2 threads with 8.00 GB/s [7.77–8.23]"
+            "dram:4k: write bandwidth (seq, 4 KiB) peaks at 2 threads with 8.00 GB/s [7.84–8.16]"
         )),
         "{obs:#?}"
     );
-    assert!(find("read-write-asymmetry").iter().any(|t| t.starts_with("dram:4k: peak read bandwidth 20.00 GB/s [19.43–20.57] is 2.22× the peak write bandwidth 9.00 GB/s [8.74–9.26] (ntstore)")), "{obs:#?}");
+    assert!(find("read-write-asymmetry").iter().any(|t| t.starts_with("dram:4k: peak read bandwidth 20.00 GB/s [19.60–20.40] is 2.22× the peak write bandwidth 9.00 GB/s [8.82–9.18] (ntstore)")), "{obs:#?}");
     assert!(
         find("persist-cost").iter().any(|t| t.starts_with(
-            "dram:4k (rand, 64 B): store+clwb+sfence takes 60.0 ns [58.3–61.7], 2.00× a plain store (30.0 ns [29.1–30.9])"
+            "dram:4k (rand, 64 B): store+clwb+sfence takes 60.0 ns [58.8–61.2], 2.00× a plain store (30.0 ns [29.4–30.6])"
         )),
         "{obs:#?}"
     );
