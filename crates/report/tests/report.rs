@@ -1,6 +1,7 @@
 //! Renders a report from synthetic records built the way the commands build them (the keys
-//! of `core::vocab`), checks every figure, caption, flag and observation, then renders the
-//! HTML in headless Chromium and keeps the screenshot under target/test-output/.
+//! of `core::vocab`), checks every figure, caption, flag, observation, error bar, warning
+//! and the trust box, then renders the HTML in headless Chromium: it keeps the screenshot
+//! under target/test-output/ and fails on chart text that overlaps or leaves its chart.
 
 use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
 use pmscope_core::record::{Record, SystemSummary, TargetRecord};
