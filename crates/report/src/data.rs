@@ -55,3 +55,21 @@ pub fn bytes(n: f64) -> String {
     }
     format!("{} B", n.round())
 }
+
+/// Whether a record's target is the machine's own DRAM: a `dram` or `shm` target, volatile
+/// or DRAM-emulated pmem, on no pmem region and bound to no node (a node may be far
+/// memory: CXL, a CPU-less node).
+pub fn is_local_dram(r: &Record) -> bool {
+    use pmscope_core::achieved::Persistence;
+    let Some(t) = &r.target else {
+        return false;
+    };
+    let kind = t.spec.split([':', ',']).next().unwrap_or("");
+    matches!(kind, "dram" | "shm")
+        && !t.spec.contains("node=")
+        && matches!(
+            t.achieved.persistence,
+            Persistence::Volatile | Persistence::Emulated
+        )
+        && t.achieved.pmem_region.is_none()
+}

@@ -2,11 +2,10 @@
 
 use crate::figures::{Ctx, FIGURES, Figure, Panel};
 use crate::markup::esc;
-use crate::observations::{Observation, observations};
+use crate::observations::{Observation, Verdict, observations};
 use crate::reference::Reference;
-use crate::{Options, Run, data};
+use crate::{Options, Run, data, trust, warnings};
 use pmscope_core::record::Record;
-use pmscope_core::warning::Warning;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -56,30 +55,22 @@ fn verified(records: &[Record], spec: &str) -> String {
     s
 }
 
-/// The warnings of the records a figure read (its experiments), once each.
-fn warnings<'a>(fig: &dyn Figure, records: &'a [Record]) -> Vec<&'a Warning> {
-    let mut out: Vec<&Warning> = Vec::new();
-    for r in records
+/// The records a figure read (its experiments).
+fn figure_records<'a>(fig: &dyn Figure, records: &'a [Record]) -> Vec<&'a Record> {
+    records
         .iter()
         .filter(|r| fig.experiments().contains(&r.experiment.as_str()))
-    {
-        for w in &r.warnings {
-            if !out
-                .iter()
-                .any(|o| o.code == w.code && o.message == w.message)
-            {
-                out.push(w);
-            }
-        }
-    }
-    out
+        .collect()
 }
 
 const STYLE: &str = "body{font-family:sans-serif;margin:16px;color:#222}\
 h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}\
-.runs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}\
-.panel{border:1px solid #ddd;padding:8px;box-sizing:border-box;flex:1 1 560px;max-width:660px}\
-.panel svg{max-width:100%;height:auto;display:block;margin-bottom:6px}\
+.runs{display:flex;flex-direction:column;gap:16px}\
+.panel{border:1px solid #ddd;padding:8px;box-sizing:border-box;width:100%}\
+.panel svg{width:100%;height:auto;display:block;margin-bottom:6px}\
+.trust{border:2px solid #8a4b00;background:#fffaf2;padding:4px 12px;margin:8px 0;font-size:13px}\
+.trust h3{margin:6px 0}.trust li{margin:2px 0}\
+li.suspect,p.suspect{color:#b00000}li.tie,p.tie{color:#666}li.missed{color:#8a4b00}\
 .caption{font-size:13px}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}\
 .warn{font-size:12px;color:#8a4b00;margin:2px 0}.flag{color:#c00;font-weight:bold}\
 table.t5{border-collapse:collapse;font-size:13px}table.t5 td,table.t5 th{border:1px solid #bbb;padding:2px 6px;text-align:right}\
@@ -105,10 +96,17 @@ pub fn html(runs: &[Run], options: &Options) -> String {
         esc(&title)
     );
     run_list(&mut h, runs);
+    let obs = observations(runs);
+    for run in runs {
+        let suspects = obs
+            .iter()
+            .filter(|o| o.run == run.label && o.verdict == Verdict::Suspect)
+            .count();
+        trust::html(&mut h, &run.label, &run.records, suspects);
+    }
     if let Some(r) = &options.reference {
         reference_list(&mut h, r);
     }
-    let obs = observations(runs);
     observation_list(&mut h, &obs);
     for fig in FIGURES {
         figure_section(&mut h, *fig, runs, &ctx, &obs);
@@ -172,19 +170,41 @@ fn reference_list(h: &mut String, r: &Reference) {
     h.push_str("</ul>");
 }
 
-/// Every observation of every run, when there are any.
+/// The class of an observation's line: findings plain, ties grey, suspects red.
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Finding => "finding",
+        Verdict::Indistinguishable => "tie",
+        Verdict::Suspect => "suspect",
+    }
+}
+
+/// Every observation of every run, when there are any: what the data show beyond the
+/// noise, then what they cannot tell apart, then what the hardware cannot produce.
 fn observation_list(h: &mut String, obs: &[Observation]) {
     if obs.is_empty() {
         return;
     }
-    h.push_str("<h2>Observations</h2><ul class=\"obs\">");
-    for o in obs {
-        let _ = write!(
-            h,
-            "<li>{}<span class=\"meta\"> ({})</span></li>",
-            esc(&o.text),
-            esc(&o.run)
-        );
+    h.push_str(
+        "<h2>Observations</h2><p class=\"meta\">Stated when the 95 % intervals of the figures \
+         separate; figures within the noise are called indistinguishable; a relation the \
+         hardware cannot produce is <i>suspect: measurement disturbed</i>, with the load its \
+         points saw.</p><ul class=\"obs\">",
+    );
+    for verdict in [
+        Verdict::Finding,
+        Verdict::Indistinguishable,
+        Verdict::Suspect,
+    ] {
+        for o in obs.iter().filter(|o| o.verdict == verdict) {
+            let _ = write!(
+                h,
+                "<li class=\"{}\">{}<span class=\"meta\"> ({})</span></li>",
+                verdict_class(o.verdict),
+                esc(&o.text),
+                esc(&o.run)
+            );
+        }
     }
     h.push_str("</ul>");
 }
@@ -235,15 +255,22 @@ fn panel(h: &mut String, fig: &dyn Figure, run: &Run, p: &Panel, ctx: &Ctx, obs:
         .iter()
         .filter(|o| o.figure == fig.id() && o.run == run.label)
     {
-        let _ = write!(h, "<p class=\"caption\">▸ {}</p>", esc(&o.text));
-    }
-    for w in warnings(fig, &run.records) {
         let _ = write!(
             h,
-            "<p class=\"warn\">⚠ <b>{}</b>: {} — {}</p>",
-            esc(&w.code),
-            esc(&w.message),
-            esc(&w.remedy)
+            "<p class=\"caption {}\">▸ {}</p>",
+            verdict_class(o.verdict),
+            esc(&o.text)
+        );
+    }
+    // The run's environment findings are in its trust box; here each other code once.
+    let wide = warnings::run_wide(&run.records);
+    let skip: Vec<&str> = wide.iter().map(String::as_str).collect();
+    for g in warnings::grouped(&figure_records(fig, &run.records), &skip) {
+        let _ = write!(
+            h,
+            "<p class=\"warn\">⚠ {} — {}</p>",
+            esc(&g.summary()),
+            esc(&g.first.remedy)
         );
     }
     h.push_str("</div>");

@@ -12,14 +12,17 @@ mod data;
 pub mod figures;
 mod html;
 mod markup;
+mod noise;
 pub mod observations;
 mod plot;
 pub mod reference;
 mod select;
+mod trust;
+mod warnings;
 
 pub use figures::{FIGURES, Figure, Panel};
 pub use html::{html, svg_files};
-pub use observations::{Observation, observations, plateau_ends};
+pub use observations::{Observation, Verdict, observations, plateau_ends};
 pub use reference::Reference;
 
 use pmscope_core::record::Record;

@@ -8,11 +8,12 @@ use crate::data;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{ParamKey, p, v};
 
-/// Points grouped into named curves, in first-seen order of their keys.
-pub(crate) fn group<K: PartialEq + Clone>(
-    items: impl IntoIterator<Item = (K, f64, f64)>,
-) -> Vec<(K, Vec<(f64, f64)>)> {
-    let mut out: Vec<(K, Vec<(f64, f64)>)> = Vec::new();
+/// Points grouped into named curves, in first-seen order of their keys, each curve sorted
+/// by x (`Y` is the figure, or whatever a point carries: its record, its interval).
+pub(crate) fn group<K: PartialEq + Clone, Y>(
+    items: impl IntoIterator<Item = (K, f64, Y)>,
+) -> Vec<(K, Vec<(f64, Y)>)> {
+    let mut out: Vec<(K, Vec<(f64, Y)>)> = Vec::new();
     for (k, x, y) in items {
         match out.iter_mut().find(|o| o.0 == k) {
             Some(o) => o.1.push((x, y)),
@@ -98,13 +99,15 @@ pub(crate) fn inst_pick<'a>(
         .map(|(_, r)| r)
 }
 
-/// The loaded-latency curves: (target, traffic mix) → (traffic GB/s, probe ns), by bandwidth.
-/// One curve per (target, traffic R:W mix).
-pub(crate) type LoadedCurves = Vec<((String, String), Vec<(f64, f64)>)>;
+/// The loaded-latency curves: (target, traffic mix) → (traffic GB/s, the probe's record,
+/// whose median is its latency), by bandwidth. One curve per (target, traffic R:W mix).
+pub(crate) type LoadedCurves<'a> = Vec<((String, String), Vec<(f64, &'a Record)>)>;
 
-/// The `loaded` records as curves.
-pub(crate) fn loaded_curves(records: &[Record]) -> LoadedCurves {
-    let recs: Vec<&Record> = data::of(records, "loaded").collect();
+/// The `loaded` records with a median, as curves.
+pub(crate) fn loaded_curves(records: &[Record]) -> LoadedCurves<'_> {
+    let recs: Vec<&Record> = data::of(records, "loaded")
+        .filter(|r| data::median(r).is_some())
+        .collect();
     // The idle point (no traffic threads) belongs to every mix of its target.
     let mixes: Vec<String> = {
         let mut m: Vec<String> = Vec::new();
@@ -121,7 +124,6 @@ pub(crate) fn loaded_curves(records: &[Record]) -> LoadedCurves {
     group(recs.iter().flat_map(|r| {
         let t = data::target(r).to_string();
         let bw = r.val(v::TRAFFIC_GB_S).unwrap_or(0.0);
-        let ns = data::median(r);
         let idle = r.count(p::TRAFFIC_THREADS).unwrap_or(0) == 0;
         let keys: Vec<String> = if idle {
             mixes.clone()
@@ -129,7 +131,7 @@ pub(crate) fn loaded_curves(records: &[Record]) -> LoadedCurves {
             vec![r.text(p::TRAFFIC_RW).unwrap_or("?").to_string()]
         };
         keys.into_iter()
-            .filter_map(move |k| Some(((t.clone(), k), if idle { 0.0 } else { bw }, ns?)))
+            .map(move |k| ((t.clone(), k), if idle { 0.0 } else { bw }, *r))
             .collect::<Vec<_>>()
     }))
 }

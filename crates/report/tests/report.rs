@@ -1,6 +1,7 @@
 //! Renders a report from synthetic records built the way the commands build them (the keys
-//! of `core::vocab`), checks every figure, caption, flag and observation, then renders the
-//! HTML in headless Chromium and keeps the screenshot under target/test-output/.
+//! of `core::vocab`), checks every figure, caption, flag, observation, error bar, warning
+//! and the trust box, then renders the HTML in headless Chromium: it keeps the screenshot
+//! under target/test-output/ and fails on chart text that overlaps or leaves its chart.
 
 use pmscope_core::achieved::{Achieved, FaultEvidence, PageMix, Persistence};
 use pmscope_core::record::{Record, SystemSummary, TargetRecord};
@@ -8,7 +9,9 @@ use pmscope_core::summary::{LogHistogram, Summary};
 use pmscope_core::vocab::check_record;
 use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
-use pmscope_report::{CacheLevel, FIGURES, Options, Reference, Run, html, observations, svg_files};
+use pmscope_report::{
+    CacheLevel, FIGURES, Options, Reference, Run, Verdict, html, observations, svg_files,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -606,14 +609,14 @@ fn observations_carry_their_numbers() {
     );
     assert!(
         find("write-peak-threads").iter().any(|t| t.starts_with(
-            "dram:4k: write bandwidth (seq, 4 KiB) peaks at 2 threads with 8.00 GB/s"
+            "dram:4k: write bandwidth (seq, 4 KiB) peaks at 2 threads with 8.00 GB/s [7.84–8.16]"
         )),
         "{obs:#?}"
     );
-    assert!(find("read-write-asymmetry").iter().any(|t| t.starts_with("dram:4k: peak read bandwidth 20.00 GB/s is 2.22× the peak write bandwidth 9.00 GB/s (ntstore)")), "{obs:#?}");
+    assert!(find("read-write-asymmetry").iter().any(|t| t.starts_with("dram:4k: peak read bandwidth 20.00 GB/s [19.60–20.40] is 2.22× the peak write bandwidth 9.00 GB/s [8.82–9.18] (ntstore)")), "{obs:#?}");
     assert!(
         find("persist-cost").iter().any(|t| t.starts_with(
-            "dram:4k (rand, 64 B): store+clwb+sfence takes 60.0 ns, 2.00× a plain store (30.0 ns)"
+            "dram:4k (rand, 64 B): store+clwb+sfence takes 60.0 ns [58.8–61.2], 2.00× a plain store (30.0 ns [29.4–30.6])"
         )),
         "{obs:#?}"
     );
@@ -621,6 +624,12 @@ fn observations_carry_their_numbers() {
         find("loaded-latency-doubles")
             .iter()
             .any(|t| t.contains("doubles from 90.0 ns to 180.0 ns at about 14.75 GB/s")),
+        "{obs:#?}"
+    );
+    // Every figure of the fixture is 2 % apart at most and their relations are wide: all
+    // are findings.
+    assert!(
+        obs.iter().all(|o| o.verdict == Verdict::Finding),
         "{obs:#?}"
     );
 }
@@ -680,17 +689,9 @@ fn svg_files_one_per_chart() {
     }
 }
 
-/// Renders the report in headless Chromium (installed by ./dev; missing Chromium fails the
-/// test) and keeps the screenshot as target/test-output/report.png.
-#[test]
-fn renders_in_headless_chromium() {
-    let out = output_dir();
-    let page = out.join("chromium-report.html");
-    std::fs::write(&page, html(&runs(), &options())).unwrap();
-    let shot = out.join("report.png");
-    let _ = std::fs::remove_file(&shot);
-    let profile = tempfile::tempdir().unwrap();
-    let chromium = ["chromium", "chromium-browser"]
+/// The Chromium binary (installed by ./dev); a missing Chromium fails the test.
+fn chromium() -> &'static str {
+    ["chromium", "chromium-browser"]
         .into_iter()
         .find(|c| {
             std::process::Command::new(c)
@@ -698,8 +699,14 @@ fn renders_in_headless_chromium() {
                 .output()
                 .is_ok_and(|o| o.status.success())
         })
-        .expect("Chromium is not installed: run ./dev (it installs the Debian package chromium)");
-    let status = std::process::Command::new(chromium)
+        .expect("Chromium is not installed: run ./dev (it installs the Debian package chromium)")
+}
+
+/// Runs headless Chromium on `page` with `args` (a fresh profile, nothing fetched) and
+/// returns its stdout.
+fn run_chromium(page: &std::path::Path, args: &[&str]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium())
         .args([
             "--headless",
             "--no-sandbox",
@@ -712,20 +719,253 @@ fn renders_in_headless_chromium() {
             "--hide-scrollbars",
             "--window-size=1400,4000",
         ])
+        .args(args)
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", page.canonicalize().unwrap().display()))
         .output()
         .expect("run chromium");
     assert!(
-        status.status.success(),
+        out.status.success(),
         "chromium failed: {}",
-        String::from_utf8_lossy(&status.stderr)
+        String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Renders the report in headless Chromium and keeps the screenshot as
+/// target/test-output/report.png.
+#[test]
+fn renders_in_headless_chromium() {
+    let out = output_dir();
+    let page = out.join("chromium-report.html");
+    std::fs::write(&page, html(&runs(), &options())).unwrap();
+    let shot = out.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(&page, &[&format!("--screenshot={}", shot.display())]);
     let png = std::fs::read(&shot).expect("chromium wrote no screenshot");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 50_000,
         "screenshot too small: {} bytes",
         png.len()
     );
+}
+
+/// The script the layout check adds to a copy of the page (the report itself has none):
+/// the box of every non-empty `<text>` of every SVG as the browser lays it out, a line for
+/// each text leaving its SVG and each pair overlapping by more than a pixel both ways,
+/// written into the DOM for `--dump-dom`.
+const LAYOUT_CHECK: &str = r#"<script>
+(function () {
+  const problems = [];
+  document.querySelectorAll('svg').forEach(function (svg, n) {
+    const where = (svg.closest('section') || {}).id || ('svg ' + n);
+    const box = svg.getBoundingClientRect();
+    const texts = Array.from(svg.querySelectorAll('text'))
+      .filter(function (t) { return t.textContent.trim() !== ''; });
+    const rects = texts.map(function (t) { return t.getBoundingClientRect(); });
+    texts.forEach(function (t, i) {
+      const r = rects[i];
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
+        problems.push('clipped in ' + where + ': "' + t.textContent.trim() + '"');
+      }
+      for (let j = 0; j < i; j++) {
+        const o = rects[j];
+        const dx = Math.min(r.right, o.right) - Math.max(r.left, o.left);
+        const dy = Math.min(r.bottom, o.bottom) - Math.max(r.top, o.top);
+        if (dx > 1 && dy > 1) {
+          problems.push('overlap in ' + where + ': "' + texts[j].textContent.trim() + '" and "' + t.textContent.trim() + '"');
+        }
+      }
+    });
+  });
+  const pre = document.createElement('pre');
+  pre.id = 'layout-problems';
+  pre.textContent = JSON.stringify(problems);
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// The layout problems Chromium finds in `html` (overlapping or clipped SVG text).
+fn layout_problems(html: &str, name: &str) -> Vec<String> {
+    let page = output_dir().join(name);
+    std::fs::write(
+        &page,
+        html.replace("</body>", &format!("{LAYOUT_CHECK}</body>")),
+    )
+    .unwrap();
+    let dom = run_chromium(&page, &["--dump-dom", "--virtual-time-budget=3000"]);
+    let start = dom
+        .find("<pre id=\"layout-problems\">")
+        .expect("the layout check did not run")
+        + "<pre id=\"layout-problems\">".len();
+    let end = dom[start..].find("</pre>").unwrap() + start;
+    let json = dom[start..end]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
+/// No text of any chart overlaps another or leaves its chart, as Chromium lays the page
+/// out. The check itself is shown to work on a page with one overlap and one clipped label.
+#[test]
+fn no_chart_text_overlaps_or_is_clipped() {
+    let control = "<!DOCTYPE html><html><body><section id=\"control\"><svg width=\"200\" height=\"100\" xmlns=\"http://www.w3.org/2000/svg\">\
+        <text x=\"10\" y=\"30\" font-size=\"12\">first label</text><text x=\"14\" y=\"32\" font-size=\"12\">second label</text>\
+        <text x=\"170\" y=\"60\" font-size=\"12\">cut off here</text><text x=\"10\" y=\"90\" font-size=\"12\">alone</text>\
+        </svg></section></body></html>";
+    let found = layout_problems(control, "layout-control.html");
+    assert_eq!(found.len(), 2, "the check misses what it is for: {found:?}");
+    assert!(found.iter().any(|p| p.starts_with("overlap in control")));
+    assert!(
+        found
+            .iter()
+            .any(|p| p.starts_with("clipped in control: \"cut off here\""))
+    );
+    let problems = layout_problems(&html(&runs(), &options()), "layout-report.html");
+    assert!(
+        problems.is_empty(),
+        "{} layout problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// The text of every `<text>` element of an SVG fragment, trimmed.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+/// A run measured over seven suite steps at loads 3.5-5.2, every point carrying the same
+/// environment warning: each figure shows busy-machine once with its count and range, the
+/// environment warning is stated once in the run's trust box and in no figure.
+#[test]
+fn warnings_once_per_figure_with_count_and_range_and_the_environment_in_the_trust_box() {
+    let mut runs = runs();
+    runs.truncate(1);
+    let loads = [3.5, 4.0, 4.4, 5.2, 3.9, 4.1, 4.8];
+    let n = runs[0].records.len();
+    for (i, r) in runs[0].records.iter_mut().enumerate() {
+        let load = loads[i * loads.len() / n];
+        r.warnings = vec![
+            Warning::new(
+                "busy-machine",
+                format!(
+                    "the 1-minute load average is {load:.2} on 2 CPUs: other work competes for cores and memory bandwidth"
+                ),
+                "stop other jobs",
+            ),
+            Warning::new(
+                "governor-unknown",
+                "the CPU frequency governor is unknown (no cpufreq in sysfs, as in most VMs)",
+                "in a VM the host decides",
+            ),
+        ];
+    }
+    let page = html(&runs, &options());
+    assert_eq!(page.matches("How far to trust this run").count(), 1);
+    let trust_end = page.find("<h2>Observations</h2>").unwrap();
+    let trust = &page[..trust_end];
+    assert_eq!(trust.matches("governor-unknown").count(), 1, "{trust}");
+    assert!(
+        trust.contains("1-minute load average 3.50–5.20 on 2 CPUs"),
+        "{trust}"
+    );
+    for fig in FIGURES {
+        let s = section(&page, fig.id());
+        assert!(
+            !s.contains("governor-unknown"),
+            "{}: environment warning repeated",
+            fig.id()
+        );
+        assert_eq!(s.matches("busy-machine").count(), 1, "{}: {s}", fig.id());
+    }
+    // The fixture's latency records span three of the steps, whose loads cover the range.
+    assert!(
+        section(&page, "latency-working-set")
+            .contains("busy-machine ×3: 1-minute load average 3.50–5.20 on 61 points"),
+        "{}",
+        section(&page, "latency-working-set")
+    );
+}
+
+/// Points carry their 95 % interval as error bars, with the legend saying what they are;
+/// counts (threads, jobs) are labelled with whole numbers only.
+#[test]
+fn error_bars_with_their_legend_and_whole_number_count_axes() {
+    let page = html(&runs()[..1], &options());
+    for id in [
+        "latency-working-set",
+        "instruction-latency",
+        "bandwidth-threads",
+        "loaded-latency",
+        "sync",
+        "poly",
+    ] {
+        assert!(
+            section(&page, id).contains("bars: 95 % interval of the median"),
+            "{id}: no error bars"
+        );
+    }
+    // The histograms have no intervals, so no legend entry for them.
+    assert!(!section(&page, "latency-histogram").contains("95 % interval"));
+    for id in ["bandwidth-threads", "fio"] {
+        let texts = svg_texts(section(&page, id));
+        for n in ["1", "2", "3", "4"] {
+            assert!(
+                texts.iter().any(|t| t == n),
+                "{id}: no tick {n} in {texts:?}"
+            );
+        }
+        assert!(
+            !texts
+                .iter()
+                .any(|t| ["1.2", "1.5", "2.5", "3.5", "0.5"].contains(&t.as_str())),
+            "{id}: fractional count ticks {texts:?}"
+        );
+    }
+    // Full-width panels: one run per row, each chart as wide as its panel.
+    assert!(
+        page.contains(".panel{border:1px solid #ddd;padding:8px;box-sizing:border-box;width:100%}")
+    );
+}
+
+/// A Table 5 cell whose point missed its precision target is marked, with the footnote.
+#[test]
+fn table5_marks_points_that_missed_their_precision_target() {
+    let mut runs = runs();
+    runs.truncate(1);
+    let page = html(&runs, &Options::default());
+    assert!(!section(&page, "table5").contains('†'));
+    for r in runs[0].records.iter_mut().filter(|r| {
+        r.experiment == "inst"
+            && r.params["op"] == "load"
+            && r.params["pattern"] == "rand"
+            && r.params["access_bytes"] == 64
+    }) {
+        r.precision = Some(pmscope_core::precision::Precision {
+            low: 50.0,
+            high: 150.0,
+            n: 8,
+            disturbed: 3,
+            target: Some(0.03),
+            met: false,
+            step: None,
+        });
+    }
+    let page = html(&runs, &Options::default());
+    let t5 = section(&page, "table5");
+    assert!(
+        t5.contains("<tr><td>rand read</td><td>64</td><td title=\"missed its precision target\">"),
+        "{t5}"
+    );
+    assert!(t5.contains("† the point missed its precision target"));
+    assert!(page.contains("Disturbed repetitions</b>"));
 }

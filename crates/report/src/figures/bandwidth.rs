@@ -1,8 +1,9 @@
 //! Bandwidth (`bandwidth`): vs threads per op, vs access size, mixed reads and writes.
 
-use super::{Ctx, Figure, Panel, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag, series};
 use crate::data;
-use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use crate::noise::estimate;
+use crate::plot::{self, Axis, Bar, BarChart, LineChart};
 use crate::select::{bandwidth_ops, bandwidth_plain, group, index_of, largest};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{p, v};
@@ -77,7 +78,7 @@ impl Figure for BandwidthVsThreads {
                         Some((
                             data::target(r).to_string(),
                             r.count(p::THREADS)? as f64,
-                            data::median(r)?,
+                            estimate(r)?,
                         ))
                     }),
             );
@@ -90,15 +91,11 @@ impl Figure for BandwidthVsThreads {
                     data::bytes(access as f64)
                 ),
                 y_label: "GB/s".into(),
-                x: Axis::Linear,
+                x: Axis::Count,
                 y: Axis::Linear,
                 series: curves
                     .into_iter()
-                    .map(|(t, points)| Series {
-                        name: format!("{t} {op}"),
-                        colour: ctx.colour(&t),
-                        points,
-                    })
+                    .map(|(t, points)| series(format!("{t} {op}"), ctx.colour(&t), &points))
                     .collect(),
                 vmarks: vec![],
                 hmarks: reference_marks(ctx, &op),
@@ -146,7 +143,7 @@ impl Figure for BandwidthVsAccessSize {
                     .filter(|r| r.count(p::THREADS) == Some(threads))
                     .filter_map(|r| {
                         let key = (data::target(r).to_string(), r.text(p::PATTERN)?.to_string());
-                        Some((key, r.count(p::ACCESS_BYTES)? as f64, data::median(r)?))
+                        Some((key, r.count(p::ACCESS_BYTES)? as f64, estimate(r)?))
                     }),
             );
             if curves.iter().all(|c| c.1.len() < 2) {
@@ -164,11 +161,8 @@ impl Figure for BandwidthVsAccessSize {
                     .into_iter()
                     .map(|((t, p), points)| {
                         let c = ctx.colour(&t);
-                        Series {
-                            name: format!("{t} {p}"),
-                            colour: if p == "seq" { plot::light(c) } else { c },
-                            points,
-                        }
+                        let colour = if p == "seq" { plot::light(c) } else { c };
+                        series(format!("{t} {p}"), colour, &points)
                     })
                     .collect(),
                 vmarks: vec![mark],
@@ -239,6 +233,7 @@ impl Figure for MixedReadWrite {
                         category: index_of(&mut categories, mix),
                         group: g,
                         value: v,
+                        interval: None,
                     });
                 }
             }

@@ -1,9 +1,10 @@
 //! File systems (`fs`, `fio`; seed 004 Figures 23 and 24): the latency of each file
 //! operation per target, and fio's bandwidth against its job count.
 
-use super::{Ctx, Figure, Panel, page_size_flag};
+use super::{Ctx, Figure, Panel, bar, page_size_flag, series};
 use crate::data;
-use crate::plot::{self, Axis, Bar, BarChart, LineChart, Series};
+use crate::noise::estimate;
+use crate::plot::{self, Axis, BarChart, LineChart};
 use crate::select::{group, index_of};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
@@ -40,15 +41,11 @@ impl Figure for FileOpLatency {
             let mut categories = Vec::new();
             let mut bars = Vec::new();
             for r in recs.iter().filter(|r| r.flag(p::FSYNC) == Some(fsync)) {
-                let (Some(op), Some(ns)) = (r.text(p::FILE_OP), data::median(r)) else {
+                let (Some(op), Some(ns)) = (r.text(p::FILE_OP), estimate(r)) else {
                     continue;
                 };
                 let group = targets.iter().position(|t| t == data::target(r))?;
-                bars.push(Bar {
-                    category: index_of(&mut categories, op),
-                    group,
-                    value: ns / 1e3,
-                });
+                bars.push(bar(index_of(&mut categories, op), group, ns, 1e-3));
             }
             if bars.is_empty() {
                 continue;
@@ -118,7 +115,7 @@ impl Figure for FioBandwidth {
                 Some((
                     data::target(r).to_string(),
                     r.count(p::JOBS)? as f64,
-                    data::median(r)?,
+                    estimate(r)?,
                 ))
             }));
             let sync = if rw.contains("write") {
@@ -129,17 +126,13 @@ impl Figure for FioBandwidth {
             svgs.push(plot::line_chart(&LineChart {
                 x_label: format!("fio jobs ({rw}, 4 KiB sync calls{sync})"),
                 y_label: "MB/s".into(),
-                x: Axis::Linear,
+                x: Axis::Count,
                 y: Axis::Linear,
                 series: curves
                     .into_iter()
                     .map(|(t, points)| {
                         let r = of.iter().find(|r| data::target(r) == t).expect("seen");
-                        Series {
-                            name: format!("{} {rw}", label(r)),
-                            colour: ctx.colour(&t),
-                            points,
-                        }
+                        series(format!("{} {rw}", label(r)), ctx.colour(&t), &points)
                     })
                     .collect(),
                 vmarks: vec![],

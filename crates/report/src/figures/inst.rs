@@ -1,9 +1,10 @@
 //! Instruction latency (`inst`): seed 004 Figure 8's bars and seed 003 Table 5.
 
-use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, page_size_flag};
+use super::{Ctx, Figure, Panel, bar, histogram_chart, histogram_points, page_size_flag};
 use crate::data;
 use crate::markup::esc;
-use crate::plot::{self, Bar, BarChart, Series};
+use crate::noise::estimate;
+use crate::plot::{self, BarChart, Series};
 use crate::select::{index_of, inst_pick, inst_records};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{Pattern, p};
@@ -78,11 +79,12 @@ impl Figure for InstructionLatency {
                             };
                             groups.push((name.clone(), c));
                         }
-                        bars.push(Bar {
-                            category: index_of(&mut categories, &format!("{size}_{code}")),
-                            group: groups.iter().position(|g| g.0 == name).expect("pushed"),
-                            value: data::median(r)?,
-                        });
+                        bars.push(bar(
+                            index_of(&mut categories, &format!("{size}_{code}")),
+                            groups.iter().position(|g| g.0 == name).expect("pushed"),
+                            estimate(r)?,
+                            1.0,
+                        ));
                     }
                 }
             }
@@ -166,16 +168,19 @@ impl Figure for Table5 {
             }
         }
         html.push_str("</tr></thead><tbody>");
-        let mut rows = 0;
+        let (mut rows, mut missed) = (0, false);
         for (label, pattern, ops, fences) in TABLE5_ROWS {
             for size in &sizes {
-                let means: Vec<Option<f64>> = targets
+                let picked: Vec<Option<&Record>> = targets
                     .iter()
                     .map(|t| {
                         ops.iter()
                             .find_map(|op| inst_pick(&recs, t, op, pattern, *size, fences))
-                            .and_then(|r| r.summary.as_ref().map(|s| s.mean))
                     })
+                    .collect();
+                let means: Vec<Option<f64>> = picked
+                    .iter()
+                    .map(|r| r.and_then(|r| r.summary.as_ref().map(|s| s.mean)))
                     .collect();
                 if means.iter().all(Option::is_none) {
                     continue;
@@ -183,7 +188,15 @@ impl Figure for Table5 {
                 rows += 1;
                 html.push_str(&format!("<tr><td>{label}</td><td>{size}</td>"));
                 for (i, m) in means.iter().enumerate() {
+                    // A point that missed its precision target is marked, not hidden.
+                    let short = picked[i]
+                        .and_then(|r| r.precision.as_ref())
+                        .is_some_and(|p| !p.met);
+                    missed |= short;
                     html.push_str(&match m {
+                        Some(v) if short => {
+                            format!("<td title=\"missed its precision target\">{v:.2}†</td>")
+                        }
                         Some(v) => format!("<td>{v:.2}</td>"),
                         None => "<td>-</td>".into(),
                     });
@@ -202,6 +215,12 @@ impl Figure for Table5 {
         html.push_str("</tbody></table>");
         if rows == 0 {
             return None;
+        }
+        if missed {
+            html.push_str(
+                "<p class=\"meta\">† the point missed its precision target: its figure is \
+                 less certain than asked (the run's trust box counts them).</p>",
+            );
         }
         if let Some(flag) = page_size_flag(recs.iter().copied()) {
             html = format!("<p class=\"flag\">{}</p>{html}", esc(&flag));
@@ -254,6 +273,7 @@ impl Figure for InstHistogram {
                             colour
                         },
                         points: histogram_points(h),
+                        intervals: vec![],
                     });
                     shown.push(r);
                 }

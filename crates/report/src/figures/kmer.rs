@@ -1,8 +1,9 @@
 //! K-mer throughput (`kmer`, seed 003) per table kind.
 
-use super::{Ctx, Figure, Panel, page_size_flag};
+use super::{Ctx, Figure, Panel, bar, page_size_flag};
 use crate::data;
-use crate::plot::{Bar, BarChart};
+use crate::noise::{Estimate, estimate};
+use crate::plot::BarChart;
 use crate::select::index_of;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{p, v};
@@ -26,7 +27,15 @@ impl Figure for KmerThroughput {
         let mut categories = Vec::new();
         let mut bars = Vec::new();
         for r in &recs {
-            let v = data::median(r).or_else(|| r.val(v::INSERT_MIPS));
+            let v = estimate(r).or_else(|| {
+                r.val(v::INSERT_MIPS).map(|m| Estimate {
+                    value: m,
+                    low: m,
+                    high: m,
+                    step: 0.0,
+                    known: false,
+                })
+            });
             let (Some(table), Some(v)) = (r.text(p::TABLE), v) else {
                 continue;
             };
@@ -34,11 +43,12 @@ impl Figure for KmerThroughput {
             let Some(group) = targets.iter().position(|t| t == data::target(r)) else {
                 continue;
             };
-            bars.push(Bar {
-                category: index_of(&mut categories, &format!("{table} {op}")),
+            bars.push(bar(
+                index_of(&mut categories, &format!("{table} {op}")),
                 group,
-                value: v,
-            });
+                v,
+                1.0,
+            ));
         }
         if bars.is_empty() {
             return None;

@@ -2,10 +2,11 @@
 //! per workload and value size, one bar per target its heap was placed on, and the table
 //! of those throughputs against the first target.
 
-use super::{Ctx, Figure, Panel, page_size_flag};
+use super::{Ctx, Figure, Panel, bar, page_size_flag};
 use crate::data;
 use crate::markup::esc;
-use crate::plot::{Bar, BarChart};
+use crate::noise::estimate;
+use crate::plot::BarChart;
 use crate::select::index_of;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
@@ -81,15 +82,11 @@ impl Figure for KvThroughput {
             let mut bars = Vec::new();
             for r in &of {
                 let (Some(ops), Some(group)) =
-                    (data::median(r), targets.iter().position(|t| t == spec(r)))
+                    (estimate(r), targets.iter().position(|t| t == spec(r)))
                 else {
                     continue;
                 };
-                bars.push(Bar {
-                    category: index_of(&mut categories, &point(r)),
-                    group,
-                    value: ops / 1e3,
-                });
+                bars.push(bar(index_of(&mut categories, &point(r)), group, ops, 1e-3));
             }
             // Where redis kept its append-only file, when it kept one.
             let aof = of

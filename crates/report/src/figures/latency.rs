@@ -1,8 +1,9 @@
 //! Idle latency: the working-set sweep and the per-load distribution.
 
-use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, page_size_flag};
+use super::{Ctx, Figure, Panel, histogram_chart, histogram_points, page_size_flag, series};
 use crate::analysis::plateau_ends;
 use crate::data;
+use crate::noise::estimate;
 use crate::plot::{self, Axis, LineChart, Series};
 use crate::select::group;
 use pmscope_core::record::Record;
@@ -28,7 +29,7 @@ impl Figure for LatencyVsWorkingSet {
         let recs: Vec<&Record> = data::of(records, "latency").collect();
         let curves = group(recs.iter().filter_map(|r| {
             let key = (data::target(r).to_string(), r.text(p::PATTERN)?.to_string());
-            Some((key, r.count(p::WORKING_SET_BYTES)? as f64, data::median(r)?))
+            Some((key, r.count(p::WORKING_SET_BYTES)? as f64, estimate(r)?))
         }));
         if curves.is_empty() {
             return None;
@@ -38,7 +39,8 @@ impl Figure for LatencyVsWorkingSet {
             .iter()
             .map(|((t, p), pts)| {
                 let colour = ctx.colour(t);
-                let plain: Vec<(u64, f64)> = pts.iter().map(|&(x, y)| (x as u64, y)).collect();
+                let plain: Vec<(u64, f64)> =
+                    pts.iter().map(|&(x, e)| (x as u64, e.value)).collect();
                 for (ws, ns) in plateau_ends(&plain) {
                     points.push((
                         ws as f64,
@@ -47,15 +49,12 @@ impl Figure for LatencyVsWorkingSet {
                         colour,
                     ));
                 }
-                Series {
-                    name: format!("{t} {p}"),
-                    colour: if p == SEQ {
-                        plot::light(colour)
-                    } else {
-                        colour
-                    },
-                    points: pts.clone(),
-                }
+                let colour = if p == SEQ {
+                    plot::light(colour)
+                } else {
+                    colour
+                };
+                series(format!("{t} {p}"), colour, pts)
             })
             .collect();
         let mut hmarks = Vec::new();
@@ -126,6 +125,7 @@ impl Figure for LatencyHistogram {
                     ),
                     colour: ctx.colour(t),
                     points: histogram_points(h),
+                    intervals: vec![],
                 }
             })
             .collect();

@@ -1,8 +1,9 @@
 //! Loaded latency (`loaded`): probe latency vs the bandwidth the traffic achieved.
 
-use super::{Ctx, Figure, Panel, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag, series};
 use crate::data;
-use crate::plot::{self, Axis, LineChart, Series};
+use crate::noise::estimate;
+use crate::plot::{self, Axis, LineChart};
 use crate::select::loaded_curves;
 use pmscope_core::record::Record;
 
@@ -27,10 +28,12 @@ impl Figure for LoadedLatency {
         let recs: Vec<&Record> = data::of(records, "loaded").collect();
         let series = curves
             .into_iter()
-            .map(|((t, mix), points)| Series {
-                name: format!("{t} traffic R:W {mix}"),
-                colour: ctx.colour(&t),
-                points,
+            .map(|((t, mix), points)| {
+                let points: Vec<_> = points
+                    .into_iter()
+                    .filter_map(|(x, r)| Some((x, estimate(r)?)))
+                    .collect();
+                series(format!("{t} traffic R:W {mix}"), ctx.colour(&t), &points)
             })
             .collect();
         let svg = plot::line_chart(&LineChart {

@@ -14,6 +14,7 @@ mod sync;
 
 use crate::Options;
 use crate::data;
+use crate::noise::Estimate;
 use crate::plot;
 use plotters::style::RGBColor;
 use pmscope_core::record::Record;
@@ -129,6 +130,32 @@ pub(crate) fn histogram_chart<'a>(
         points: vec![],
         flag: page_size_flag(records),
     })
+}
+
+/// A curve of (x, estimate) points as a series: the medians joined, their 95 % intervals
+/// as error bars.
+pub(crate) fn series(name: String, colour: RGBColor, points: &[(f64, Estimate)]) -> plot::Series {
+    plot::Series {
+        name,
+        colour,
+        points: points.iter().map(|(x, e)| (*x, e.value)).collect(),
+        intervals: points
+            .iter()
+            .filter(|(_, e)| e.known && e.high > e.low)
+            .map(|(x, e)| (*x, e.low, e.high))
+            .collect(),
+    }
+}
+
+/// A bar of a point's figure times `scale` (µs from ns, thousands from units), with its
+/// 95 % interval.
+pub(crate) fn bar(category: usize, group: usize, e: Estimate, scale: f64) -> plot::Bar {
+    plot::Bar {
+        category,
+        group,
+        value: e.value * scale,
+        interval: (e.known && e.high > e.low).then_some((e.low * scale, e.high * scale)),
+    }
 }
 
 /// The non-empty buckets of a histogram as (lower bound, count) points.

@@ -4,6 +4,7 @@
 use super::{Ctx, Figure, Panel, page_size_flag};
 use crate::data;
 use crate::markup::esc;
+use crate::noise::{Estimate, estimate};
 use crate::plot::{Bar, BarChart};
 use crate::select::index_of;
 use plotters::style::RGBColor;
@@ -14,15 +15,26 @@ use pmscope_core::vocab::p;
 /// table of the median times per target and variant.
 pub struct PolyKernels;
 
-/// The median time of a kernel's variant on a target.
-fn time(recs: &[&Record], target: &str, kernel: &str, variant: &str) -> Option<f64> {
+/// The median time of a kernel's variant on a target, with its interval.
+fn timed(recs: &[&Record], target: &str, kernel: &str, variant: &str) -> Option<Estimate> {
     recs.iter()
         .find(|r| {
             data::target(r) == target
                 && r.text(p::KERNEL) == Some(kernel)
                 && r.text(p::VARIANT) == Some(variant)
         })
-        .and_then(|r| data::median(r))
+        .and_then(|r| estimate(r))
+}
+
+/// The median time of a kernel's variant on a target.
+fn time(recs: &[&Record], target: &str, kernel: &str, variant: &str) -> Option<f64> {
+    timed(recs, target, kernel, variant).map(|e| e.value)
+}
+
+/// The range of ref/opt the two times' intervals allow.
+fn ratio_interval(refs: Option<Estimate>, opt: Option<Estimate>) -> Option<(f64, f64)> {
+    let (a, b) = (refs?, opt?);
+    (a.known && b.known && b.low > 0.0 && b.high > 0.0).then(|| (a.low / b.high, a.high / b.low))
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -67,6 +79,10 @@ impl Figure for PolyKernels {
                             category,
                             group,
                             value: v,
+                            interval: ratio_interval(
+                                timed(&recs, t, k, "ref"),
+                                timed(&recs, t, k, "opt"),
+                            ),
                         });
                     }
                 }

@@ -1,8 +1,9 @@
 //! Read-after-persist (`rap`, `rap-idle`, seed 001): load latency vs distance.
 
-use super::{Ctx, Figure, Panel, page_size_flag};
+use super::{Ctx, Figure, Panel, page_size_flag, series};
 use crate::data;
-use crate::plot::{self, Axis, LineChart, Series};
+use crate::noise::estimate;
+use crate::plot::{self, Axis, LineChart};
 use crate::select::group;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
@@ -31,7 +32,7 @@ impl Figure for ReadAfterPersist {
             Some((
                 key,
                 (r.count(p::DISTANCE_LINES)? as f64).max(0.5),
-                data::median(r)?,
+                estimate(r)?,
             ))
         }));
         if curves.is_empty() {
@@ -54,11 +55,7 @@ impl Figure for ReadAfterPersist {
             y: Axis::Linear,
             series: curves
                 .into_iter()
-                .map(|((t, p), points)| Series {
-                    name: format!("{t} {p}"),
-                    colour: ctx.colour(&t),
-                    points,
-                })
+                .map(|((t, p), points)| series(format!("{t} {p}"), ctx.colour(&t), &points))
                 .collect(),
             vmarks: vec![],
             hmarks,

@@ -1,8 +1,9 @@
 //! Synchronisation cost (`sync`, seed 002): throughput per option.
 
-use super::{Ctx, Figure, Panel, page_size_flag};
+use super::{Ctx, Figure, Panel, bar, page_size_flag};
 use crate::data;
-use crate::plot::{self, Bar, BarChart};
+use crate::noise::estimate;
+use crate::plot::{self, BarChart};
 use crate::select::{index_of, largest};
 use pmscope_core::record::Record;
 use pmscope_core::vocab::p;
@@ -29,7 +30,7 @@ impl Figure for SyncCost {
         let mut categories = Vec::new();
         let mut bars = Vec::new();
         for r in &recs {
-            let (Some(opt), Some(v)) = (r.text(p::OPTION), data::median(r)) else {
+            let (Some(opt), Some(v)) = (r.text(p::OPTION), estimate(r)) else {
                 continue;
             };
             if r.count(p::THREADS) != threads {
@@ -37,11 +38,12 @@ impl Figure for SyncCost {
             }
             let pattern = r.text(p::PATTERN).unwrap_or("");
             let group = targets.iter().position(|t| t == data::target(r))?;
-            bars.push(Bar {
-                category: index_of(&mut categories, &format!("{opt} {pattern}")),
+            bars.push(bar(
+                index_of(&mut categories, &format!("{opt} {pattern}")),
                 group,
-                value: v,
-            });
+                v,
+                1.0,
+            ));
         }
         if bars.is_empty() {
             return None;
