@@ -17,13 +17,7 @@
 use crate::data;
 use pmscope_core::record::Record;
 
-/// The 1-minute load average while the point was measured (`values.load_avg`).
-pub const LOAD_AVG: &str = "load_avg";
-/// The share of CPU time the hypervisor stole while it was measured, in % (`values.steal_pct`).
-pub const STEAL_PCT: &str = "steal_pct";
-/// The CPU time the measuring threads got over the wall time they ran (`values.cpu_share`;
-/// 1 when nothing else ran on their CPUs).
-pub const CPU_SHARE: &str = "cpu_share";
+pub use pmscope_core::vocab::v::{CPU_SHARE, LOAD_AVG, STEAL_PCT};
 /// The warning the environment check gives when other work competes for the machine.
 pub const BUSY_MACHINE: &str = "busy-machine";
 
@@ -149,8 +143,8 @@ impl Estimate {
 }
 
 /// A contention figure of a record (`LOAD_AVG`, `STEAL_PCT`, `CPU_SHARE`).
-pub fn contention(r: &Record, key: &str) -> Option<f64> {
-    r.values.get(key).copied().filter(|v| v.is_finite())
+pub fn contention(r: &Record, key: pmscope_core::key::ValueKey) -> Option<f64> {
+    r.val(key).filter(|v| v.is_finite())
 }
 
 /// The load average a record saw: its value, else the number in its `busy-machine`
@@ -308,7 +302,7 @@ mod tests {
             "stop other jobs",
         ));
         assert_eq!(load(&r), Some(3.52));
-        r.values.insert(LOAD_AVG.into(), 4.0);
+        r.values.insert(LOAD_AVG.name().into(), 4.0);
         assert_eq!(load(&r), Some(4.0));
         assert_eq!(
             contention_evidence(&[&r]),

@@ -272,11 +272,11 @@ mod tests {
             point("latency", true, 1),
             point("latency", false, 0),
         ];
-        recs[0].values.insert(noise::LOAD_AVG.into(), 3.5);
-        recs[1].values.insert(noise::LOAD_AVG.into(), 5.2);
-        recs[1].values.insert(STEAL_PCT.into(), 12.0);
-        recs[2].values.insert(CPU_SHARE.into(), 0.61);
-        recs[3].values.insert(CPU_SHARE.into(), 0.9);
+        recs[0].values.insert(noise::LOAD_AVG.name().into(), 3.5);
+        recs[1].values.insert(noise::LOAD_AVG.name().into(), 5.2);
+        recs[1].values.insert(STEAL_PCT.name().into(), 12.0);
+        recs[2].values.insert(CPU_SHARE.name().into(), 0.61);
+        recs[3].values.insert(CPU_SHARE.name().into(), 0.9);
         let t = of(&recs);
         assert_eq!(t.load, Some(((3.5, 5.2), 2)));
         assert_eq!(t.steal_pct, Some(12.0));
