@@ -2,6 +2,7 @@
 //! interpreted. Each command turns these into its plan.
 
 use clap::{Args, Parser, Subcommand};
+use pmscope_store::{Alpha, Percent};
 use std::path::PathBuf;
 
 /// `pmscope --version`: the package version, the commit and the build profile.
@@ -122,7 +123,11 @@ pub enum Command {
     },
     /// The results store: list, show, export, import and remove runs.
     Results(ResultsArgs),
-    /// Compare two runs, or two targets of one run, point by point.
+    /// Compare two runs, or two targets of one run, point by point: each point is better,
+    /// worse, within noise or not resolvable (see docs/results.md).
+    #[command(
+        after_help = "VERDICTS:\n  better, worse    beyond the noise, with Holm's correction over all points\n  within noise     no change, and one of PCT (--fail-above, else 10 %) would have been found\n  not resolvable   no change found, but one of PCT could not have been told from the noise\n                   there, or a run missed its precision target: measure with a tighter\n                   --precision or more --reps, or on a quieter machine\n\nEXAMPLES:\n  pmscope compare before after --fail-above 10\n  pmscope compare --targets latest dram:thp dram:4k --verbose"
+    )]
     Compare(CompareArgs),
 }
 
@@ -189,9 +194,23 @@ pub struct CompareArgs {
     /// Compare two targets of one run: `pmscope compare --targets RUN SPEC_A SPEC_B`.
     #[arg(long)]
     pub targets: bool,
-    /// Exit 1 when any point got worse by more than PCT percent beyond the noise.
+    /// Exit 1 when any point is called worse, by more than PCT percent. PCT is also the
+    /// change a point must be able to show: one where a change of PCT could not have been
+    /// told from the noise (timer steps, a noisy machine), or whose run missed its
+    /// precision target, is `not resolvable` (10 without --fail-above).
     #[arg(long, value_name = "PCT")]
-    pub fail_above: Option<f64>,
+    pub fail_above: Option<Percent>,
+    /// Chance that a comparison of two runs of the same thing calls any point better or
+    /// worse, over all points together (Holm's correction).
+    #[arg(long, value_name = "P", default_value = "0.05")]
+    pub alpha: Alpha,
+    /// Run-to-run variation assumed at least, per run, in percent: what a run on the same
+    /// machine may differ by although nothing changed.
+    #[arg(long, value_name = "PCT", default_value = "2")]
+    pub noise_floor: Percent,
+    /// List every point, those within the noise too.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// Arguments of `pmscope report`.

@@ -6,6 +6,7 @@
 //! * [`knee`] — where a curve over a sweep steps (buffer sizes, cache plateaus);
 //! * [`summary`] — n, min, percentiles, max, mean, stddev of a sample;
 //! * [`precision`] — the 95 % interval of a point's median and whether it is precise enough;
+//! * [`stats`] — the normal tail, Holm's correction and a robust scale, for tests against noise;
 //! * [`warning`] — a finding about the configuration, always with its remedy;
 //! * [`achieved`] — what the kernel actually gave a target (page sizes, nodes, DAX);
 //! * [`record`] — THE result schema, with its version;
@@ -25,6 +26,7 @@ pub mod knee;
 pub mod precision;
 pub mod range;
 pub mod record;
+pub mod stats;
 pub mod summary;
 pub mod units;
 pub mod vocab;

@@ -8,6 +8,9 @@ pub mod compare;
 mod export;
 mod store;
 
-pub use compare::{Comparison, Direction, PointComparison, compare_records};
+pub use compare::{
+    Alpha, Comparison, Direction, GroupNoise, NoiseTerms, Percent, PointComparison, Settings,
+    Verdict, compare_records,
+};
 pub use export::{to_csv, to_jsonl};
 pub use store::{Host, Run, RunId, STORE_SCHEMA_VERSION, Store, StoreError, default_path};

@@ -2,7 +2,7 @@
 //! export/import round trips and refusal of files that are not ours.
 
 use pmscope_core::record::Record;
-use pmscope_store::{Store, StoreError, compare_records, to_csv, to_jsonl};
+use pmscope_store::{Settings, Store, StoreError, compare_records, to_csv, to_jsonl};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -269,7 +269,7 @@ fn compare_finds_a_slower_point_beyond_noise() {
         let s = r.summary.as_mut().unwrap();
         s.p50 *= 2.0;
     }
-    let same = compare_records(&a, &a, true);
+    let same = compare_records(&a, &a, true, &Settings::default());
     assert_eq!(
         same.points.len(),
         a.iter()
@@ -277,7 +277,7 @@ fn compare_finds_a_slower_point_beyond_noise() {
             .count()
     );
     assert_eq!(same.worse_than(0.0).count(), 0);
-    let worse = compare_records(&a, &b, true);
+    let worse = compare_records(&a, &b, true, &Settings::default());
     assert!(worse.points.iter().all(|p| (p.ratio - 2.0).abs() < 1e-9));
     // Latency doubled: 100 % worse, wherever the repetitions' spread lets us tell.
     assert!(

@@ -1,6 +1,7 @@
 //! One file per command. Each turns its arguments into a plan (targets parsed, sizes
 //! checked) before anything is mapped, then measures and hands records to the sink.
 
+mod compare;
 mod info;
 mod list;
 mod report;
@@ -40,7 +41,7 @@ pub fn run(cli: Cli) -> Result<()> {
     }
     match &cli.command {
         Command::Results(a) => return results::run(&cli.output, a),
-        Command::Compare(a) => return results::compare(&cli.output, a),
+        Command::Compare(a) => return compare::run(&cli.output, a),
         Command::Report(a) => return report::run(&ctx, &cli.output, a),
         _ => {}
     }

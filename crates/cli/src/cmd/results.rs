@@ -1,11 +1,11 @@
-//! `pmscope results` (the store's runs) and `pmscope compare` (two runs point by point).
+//! `pmscope results`: the store's runs.
 
-use crate::args::{CompareArgs, ExportFormat, OutputArgs, ResultsArgs, ResultsCommand};
+use crate::args::{ExportFormat, OutputArgs, ResultsArgs, ResultsCommand};
 use crate::error::usage;
 use crate::output::open_store;
 use anyhow::Result;
 use pmscope_core::record::Record;
-use pmscope_store::{Run, compare_records, to_csv, to_jsonl};
+use pmscope_store::{Run, to_csv, to_jsonl};
 use std::io::{BufRead, IsTerminal, Write};
 
 fn describe_run(r: &Run) -> String {
@@ -114,88 +114,4 @@ fn point_line(r: &Record) -> String {
             .as_ref()
             .map_or("-".to_string(), |s| format!("p50 {:.4} (n {})", s.p50, s.n))
     )
-}
-
-/// Runs `pmscope compare`.
-pub fn compare(out: &OutputArgs, a: &CompareArgs) -> Result<()> {
-    let store = open_store(out)?;
-    let (ra, rb, match_targets) = if a.targets {
-        let Some(spec_b) = &a.c else {
-            return Err(usage(
-                "--targets needs a run and two target specs: pmscope compare --targets RUN SPEC_A SPEC_B",
-            ));
-        };
-        let all = store.records(store.resolve(&a.a)?)?;
-        let of = |spec: &str| -> Vec<Record> {
-            all.iter()
-                .filter(|r| r.target.as_ref().is_some_and(|t| t.spec == spec))
-                .cloned()
-                .collect()
-        };
-        (of(&a.b), of(spec_b), false)
-    } else {
-        if a.c.is_some() {
-            return Err(usage(
-                "compare takes two runs; to compare two targets of one run pass --targets RUN SPEC_A SPEC_B",
-            ));
-        }
-        (
-            store.records(store.resolve(&a.a)?)?,
-            store.records(store.resolve(&a.b)?)?,
-            true,
-        )
-    };
-    let cmp = compare_records(&ra, &rb, match_targets);
-    if cmp.points.is_empty() {
-        return Err(usage(
-            "the two sides share no point (same experiment, metric and parameters)",
-        ));
-    }
-    let mut stdout = std::io::stdout().lock();
-    if out.json {
-        writeln!(stdout, "{}", serde_json::to_string(&cmp)?)?;
-    } else {
-        writeln!(stdout, "test: {}", cmp.method)?;
-        writeln!(
-            stdout,
-            "{:<10} {:<18} {:<40} {:>12} {:>12} {:>7} {:>8}  verdict",
-            "experiment", "metric", "point", "median A", "median B", "B/A", "worse %"
-        )?;
-        for p in &cmp.points {
-            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let point = if match_targets {
-                format!("{} {}", p.target_a, params.join(" "))
-            } else {
-                params.join(" ")
-            };
-            let verdict = if !p.beyond_noise {
-                "within noise"
-            } else if p.worse_pct > 0.0 {
-                "worse"
-            } else if p.worse_pct < 0.0 {
-                "better"
-            } else {
-                "changed"
-            };
-            writeln!(
-                stdout,
-                "{:<10} {:<18} {:<40} {:>12.4} {:>12.4} {:>7.3} {:>8.1}  {verdict}",
-                p.experiment, p.metric, point, p.median_a, p.median_b, p.ratio, p.worse_pct
-            )?;
-        }
-        if cmp.only_a + cmp.only_b > 0 {
-            writeln!(
-                stdout,
-                "{} point(s) only in A, {} only in B",
-                cmp.only_a, cmp.only_b
-            )?;
-        }
-    }
-    if let Some(pct) = a.fail_above {
-        let worse = cmp.worse_than(pct).count();
-        if worse > 0 {
-            anyhow::bail!("{worse} point(s) got worse by more than {pct}% beyond the noise");
-        }
-    }
-    Ok(())
 }

@@ -1,0 +1,571 @@
+//! Comparing two sets of records point by point, with a verdict per point that holds
+//! between runs: `better`, `worse`, `within noise` or `not resolvable`.
+//!
+//! Each shared point is judged on its log ratio r = ln(median_B / median_A) against a
+//! standard error built from the noise terms of [`noise`]: both runs' own intervals, the
+//! timer step, a run-to-run term (the within-run interval cannot see a machine that is in
+//! another state for a whole run), and a factor for a group whose points scatter more than
+//! that. z = r / noise is a normal score; its two-sided p-values over all points compared
+//! go through Holm's correction, so the chance that an A/A comparison calls any point at
+//! all is at most α (a gate over 84 points at 5 % each would fire on almost every run).
+//!
+//! A point not called is `not resolvable` rather than `within noise` when it could not
+//! have been called at the size of difference the user cares about (`wanted_pct`), or
+//! when either run missed its precision target: "no difference found" would overstate it.
+//!
+//! No separate test of a group's median shift: the run-to-run floor is a property of the
+//! whole run, shared by every point, so averaging the points does not shrink it, and a
+//! shift every point shares is already called point by point (the scatter is taken around
+//! the group's median).
+
+pub mod noise;
+mod render;
+
+pub use noise::NoiseTerms;
+pub use render::table;
+
+use noise::{Side, group_factor, group_spread};
+use pmscope_core::record::Record;
+use pmscope_core::stats::{holm, two_sided_critical, two_sided_p};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Times, cycles: lower is better.
+    LowerIsBetter,
+    /// Rates (per second): higher is better.
+    HigherIsBetter,
+    /// Unit not recognised: never called worse.
+    Unknown,
+}
+
+impl Direction {
+    /// From the unit at the end of a metric name (`latency_ns`, `bandwidth_gb_s`).
+    pub fn of_metric(metric: &str) -> Direction {
+        const RATES: [&str; 9] = [
+            "_gb_s", "_gib_s", "_mb_s", "_mib_s", "_ops_s", "_per_s", "_mops_s", "_kops_s", "_mips",
+        ];
+        const TIMES: [&str; 6] = ["_ns", "_us", "_ms", "_s", "_cycles", "_ticks"];
+        if RATES.iter().any(|u| metric.ends_with(u)) {
+            Direction::HigherIsBetter
+        } else if TIMES.iter().any(|u| metric.ends_with(u)) {
+            Direction::LowerIsBetter
+        } else {
+            Direction::Unknown
+        }
+    }
+}
+
+/// What the comparison says about one point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// B is better than A beyond the noise.
+    Better,
+    /// B is worse than A beyond the noise.
+    Worse,
+    /// B differs from A beyond the noise, in a metric with no known better direction.
+    Changed,
+    /// No difference beyond the noise, and one as large as the wanted resolution would
+    /// have been found.
+    WithinNoise,
+    /// No difference beyond the noise, but the test could not have found one of the
+    /// wanted size there (noise, timer step), or a run missed its precision target.
+    NotResolvable,
+}
+
+impl Verdict {
+    /// As printed.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::Changed => "changed",
+            Verdict::WithinNoise => "within noise",
+            Verdict::NotResolvable => "not resolvable",
+        }
+    }
+
+    /// Every verdict, in the order the summary counts them.
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Worse,
+        Verdict::Better,
+        Verdict::Changed,
+        Verdict::WithinNoise,
+        Verdict::NotResolvable,
+    ];
+}
+
+/// How a comparison is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Settings {
+    /// The chance, over all points compared together, of calling any point that did not
+    /// change (family-wise error rate).
+    pub alpha: f64,
+    /// Run-to-run variation assumed at least, per run, as a fraction (0.02 for 2 %).
+    pub noise_floor: f64,
+    /// The smallest difference that matters, in percent: a point that could not have been
+    /// called at this size is `not resolvable`.
+    pub wanted_pct: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            alpha: 0.05,
+            noise_floor: 0.02,
+            wanted_pct: 10.0,
+        }
+    }
+}
+
+/// A percentage given on the command line: finite and not negative.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Percent(pub f64);
+
+impl FromStr for Percent {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Percent, String> {
+        match s.trim_end_matches('%').parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(Percent(x)),
+            _ => Err("give a percentage: a finite number of at least 0, e.g. 10".into()),
+        }
+    }
+}
+
+/// A family-wise error rate: a probability strictly between 0 and 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Alpha(pub f64);
+
+impl FromStr for Alpha {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Alpha, String> {
+        match s.parse::<f64>() {
+            Ok(x) if x > 0.0 && x < 1.0 => Ok(Alpha(x)),
+            _ => Err("give a probability between 0 and 1, e.g. 0.05".into()),
+        }
+    }
+}
+
+/// One point present on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointComparison {
+    /// The experiment.
+    pub experiment: String,
+    /// Target spec on each side (equal when comparing runs).
+    pub target_a: String,
+    /// Target spec of side B.
+    pub target_b: String,
+    /// The parameters of the point.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// The metric.
+    pub metric: String,
+    /// Median of A, as recorded.
+    pub median_a: f64,
+    /// Median of B, as recorded.
+    pub median_b: f64,
+    /// median_b / median_a as compared: a median under half a timer step counts as half a
+    /// step (0 ns means "under one tick", not zero time).
+    pub ratio: f64,
+    /// The interval of the ratio at the level this point was tested at (it excludes 1
+    /// exactly when the point is called).
+    pub ratio_low: f64,
+    /// Upper end of that interval.
+    pub ratio_high: f64,
+    /// How much worse B is than A in percent (negative: better).
+    pub worse_pct: f64,
+    /// Which way is better.
+    pub direction: Direction,
+    /// The noise the difference is tested against, term by term.
+    pub noise: NoiseTerms,
+    /// The two-sided p-value of the difference before the correction for many points.
+    pub p_value: f64,
+    /// The smallest change, in percent, that this point could have been called at.
+    pub detectable_pct: f64,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why a point is `not resolvable`, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unresolved_because: Option<String>,
+    /// Whether the difference exceeds the noise (the verdict is better, worse or changed).
+    pub beyond_noise: bool,
+}
+
+/// The noise of one group of points (one experiment and metric), as the summary line
+/// reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupNoise {
+    /// The experiment.
+    pub experiment: String,
+    /// The metric.
+    pub metric: String,
+    /// Points compared in the group.
+    pub points: usize,
+    /// The median, over the group's points, of the noise each was tested against, in
+    /// percent.
+    pub typical_noise_pct: f64,
+    /// The spread of the group's ratios seen between the two sides (1.4826·MAD of the log
+    /// ratios around their median), in percent.
+    pub seen_spread_pct: f64,
+    /// The group's median change B/A − 1, in percent.
+    pub median_change_pct: f64,
+    /// The median, over the group's points, of the smallest change each could have been
+    /// called at, in percent.
+    pub typical_detectable_pct: f64,
+    /// How much more the group scattered than its points' terms predict (1: not more).
+    pub factor: f64,
+}
+
+/// The result of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The test used, in words.
+    pub method: &'static str,
+    /// How it was judged.
+    pub settings: Settings,
+    /// Points present on both sides.
+    pub points: Vec<PointComparison>,
+    /// The noise of each group of points.
+    pub groups: Vec<GroupNoise>,
+    /// Points only on side A.
+    pub only_a: usize,
+    /// Points only on side B.
+    pub only_b: usize,
+}
+
+impl Comparison {
+    /// Points called worse, by more than `pct` percent.
+    pub fn worse_than(&self, pct: f64) -> impl Iterator<Item = &PointComparison> {
+        self.points
+            .iter()
+            .filter(move |p| p.verdict == Verdict::Worse && p.worse_pct > pct)
+    }
+
+    /// How many points got `verdict`.
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.points.iter().filter(|p| p.verdict == verdict).count()
+    }
+}
+
+/// The method, as printed.
+pub const METHOD: &str = "each point's ln(B/A) against its noise - both runs' 95% intervals, half a timer step per side, run-to-run variation (at least --noise-floor per run, more for wide single timings), scaled up where a group of points scatters more - with Holm's correction over all points, so an A/A comparison calls any point with probability at most --alpha";
+
+fn key(r: &Record, with_target: bool) -> Option<String> {
+    let target = if with_target {
+        r.target.as_ref().map_or("", |t| t.spec.as_str())
+    } else {
+        ""
+    };
+    let mut params = r.params.clone();
+    params.retain(|k, _| !pmscope_core::vocab::PROVENANCE_PARAMS.contains(&k.as_str()));
+    Some(format!(
+        "{}\u{1}{}\u{1}{}\u{1}{}",
+        r.experiment,
+        target,
+        r.metric.as_deref()?,
+        serde_json::to_string(&params).ok()?
+    ))
+}
+
+/// A shared point before the verdict: its sides and noise terms.
+struct Pending<'r> {
+    a: &'r Record,
+    b: &'r Record,
+    side_a: Side,
+    side_b: Side,
+    log_ratio: f64,
+    noise: NoiseTerms,
+}
+
+impl Pending<'_> {
+    fn group(&self) -> (String, String) {
+        (
+            self.a.experiment.clone(),
+            self.a.metric.clone().unwrap_or_default(),
+        )
+    }
+}
+
+/// Compares the points of `a` and `b` that share experiment, metric and parameters (and
+/// target, when `match_targets`; pass false to compare two targets of one run).
+pub fn compare_records(
+    a: &[Record],
+    b: &[Record],
+    match_targets: bool,
+    settings: &Settings,
+) -> Comparison {
+    let index = |rs: &[Record]| -> BTreeMap<String, Record> {
+        rs.iter()
+            .filter(|r| r.summary.is_some())
+            .filter_map(|r| Some((key(r, match_targets)?, r.clone())))
+            .collect()
+    };
+    let (ia, ib) = (index(a), index(b));
+    let mut pending: Vec<Pending> = Vec::new();
+    for (k, ra) in &ia {
+        let Some(rb) = ib.get(k) else { continue };
+        let (Some(side_a), Some(side_b)) = (Side::of(ra), Side::of(rb)) else {
+            continue;
+        };
+        let log_ratio = (side_b.median / side_a.median).ln();
+        let noise = NoiseTerms::of(&side_a, &side_b, settings.noise_floor);
+        pending.push(Pending {
+            a: ra,
+            b: rb,
+            side_a,
+            side_b,
+            log_ratio,
+            noise,
+        });
+    }
+    let groups = scale_groups(&mut pending);
+    let points = judge(&pending, settings);
+    Comparison {
+        method: METHOD,
+        settings: *settings,
+        only_a: ia.keys().filter(|k| !ib.contains_key(*k)).count(),
+        only_b: ib.keys().filter(|k| !ia.contains_key(*k)).count(),
+        groups: summarise_groups(&pending, &points, groups),
+        points,
+    }
+}
+
+/// Scales each group's noise by its factor; returns each group's members.
+fn scale_groups(pending: &mut [Pending]) -> BTreeMap<(String, String), Vec<usize>> {
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, p) in pending.iter().enumerate() {
+        groups.entry(p.group()).or_default().push(i);
+    }
+    for members in groups.values() {
+        let standardised: Vec<f64> = members
+            .iter()
+            .map(|&i| pending[i].log_ratio / pending[i].noise.total)
+            .collect();
+        let factor = group_factor(&standardised);
+        for &i in members {
+            pending[i].noise = pending[i].noise.scaled(factor);
+        }
+    }
+    groups
+}
+
+fn summarise_groups(
+    pending: &[Pending],
+    points: &[PointComparison],
+    groups: BTreeMap<(String, String), Vec<usize>>,
+) -> Vec<GroupNoise> {
+    groups
+        .into_iter()
+        .map(|((experiment, metric), members)| {
+            let ratios: Vec<f64> = members.iter().map(|&i| pending[i].log_ratio).collect();
+            let totals: Vec<f64> = members.iter().map(|&i| pending[i].noise.total).collect();
+            let detectable: Vec<f64> = members.iter().map(|&i| points[i].detectable_pct).collect();
+            let (spread, centre) = group_spread(&ratios);
+            GroupNoise {
+                experiment,
+                metric,
+                points: members.len(),
+                typical_noise_pct: pmscope_core::stats::median(&totals) * 100.0,
+                seen_spread_pct: spread * 100.0,
+                median_change_pct: centre.exp_m1() * 100.0,
+                typical_detectable_pct: pmscope_core::stats::median(&detectable),
+                factor: pending[members[0]].noise.group_factor,
+            }
+        })
+        .collect()
+}
+
+/// Why a point cannot be judged at all (no test), if it cannot.
+fn untestable(p: &Pending) -> Option<&'static str> {
+    if !(p.side_a.median > 0.0 && p.side_b.median > 0.0) || !p.log_ratio.is_finite() {
+        Some("a median is not positive: no ratio")
+    } else if !p.noise.total.is_finite() {
+        Some("measured once: no spread to judge it by")
+    } else {
+        None
+    }
+}
+
+fn judge(pending: &[Pending], settings: &Settings) -> Vec<PointComparison> {
+    let p_values: Vec<f64> = pending
+        .iter()
+        .map(|p| match untestable(p) {
+            Some(_) => f64::NAN,
+            None => two_sided_p(p.log_ratio / p.noise.total),
+        })
+        .collect();
+    let decisions = holm(&p_values, settings.alpha);
+    pending
+        .iter()
+        .zip(p_values.iter().zip(&decisions))
+        .map(|(p, (&p_value, decision))| {
+            let metric = p.a.metric.clone().unwrap_or_default();
+            let direction = Direction::of_metric(&metric);
+            let z = two_sided_critical(decision.level);
+            let half = z * p.noise.total;
+            let detectable_pct = half.exp_m1() * 100.0;
+            let change = p.log_ratio.exp_m1() * 100.0;
+            let worse_pct = match direction {
+                Direction::LowerIsBetter => change,
+                Direction::HigherIsBetter => -change,
+                Direction::Unknown => 0.0,
+            };
+            let (verdict, unresolved_because) = verdict_of(
+                p,
+                decision.rejected,
+                direction,
+                detectable_pct,
+                settings.wanted_pct,
+            );
+            PointComparison {
+                experiment: p.a.experiment.clone(),
+                target_a: p
+                    .a
+                    .target
+                    .as_ref()
+                    .map_or(String::new(), |t| t.spec.clone()),
+                target_b: p
+                    .b
+                    .target
+                    .as_ref()
+                    .map_or(String::new(), |t| t.spec.clone()),
+                params: p.a.params.clone(),
+                metric,
+                median_a: p.a.summary.as_ref().map_or(f64::NAN, |s| s.p50),
+                median_b: p.b.summary.as_ref().map_or(f64::NAN, |s| s.p50),
+                ratio: p.log_ratio.exp(),
+                ratio_low: (p.log_ratio - half).exp(),
+                ratio_high: (p.log_ratio + half).exp(),
+                worse_pct,
+                direction,
+                noise: p.noise,
+                p_value,
+                detectable_pct,
+                verdict,
+                unresolved_because,
+                beyond_noise: decision.rejected,
+            }
+        })
+        .collect()
+}
+
+fn verdict_of(
+    p: &Pending,
+    called: bool,
+    direction: Direction,
+    detectable_pct: f64,
+    wanted_pct: f64,
+) -> (Verdict, Option<String>) {
+    if called {
+        let verdict = match direction {
+            Direction::Unknown => Verdict::Changed,
+            Direction::LowerIsBetter if p.log_ratio > 0.0 => Verdict::Worse,
+            Direction::HigherIsBetter if p.log_ratio < 0.0 => Verdict::Worse,
+            _ => Verdict::Better,
+        };
+        return (verdict, None);
+    }
+    let why = if let Some(why) = untestable(p) {
+        Some(why.to_string())
+    } else if p.side_a.precision_met == Some(false) || p.side_b.precision_met == Some(false) {
+        let sides = match (p.side_a.precision_met, p.side_b.precision_met) {
+            (Some(false), Some(false)) => "both runs",
+            (Some(false), _) => "run A",
+            _ => "run B",
+        };
+        Some(format!("{sides} missed the precision target"))
+    } else if detectable_pct > wanted_pct {
+        let cause = if p.noise.timer_step >= p.noise.within.max(p.noise.run_to_run) {
+            "the timer step"
+        } else {
+            "the noise"
+        };
+        let size = if detectable_pct > 900.0 {
+            "tenfold".to_string()
+        } else {
+            format!("{detectable_pct:.0}%")
+        };
+        Some(format!("a change under {size} is lost in {cause} here"))
+    } else {
+        None
+    };
+    match why {
+        Some(why) => (Verdict::NotResolvable, Some(why)),
+        None => (Verdict::WithinNoise, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_core::vocab::p;
+
+    #[test]
+    fn direction_follows_the_unit() {
+        assert_eq!(Direction::of_metric("latency_ns"), Direction::LowerIsBetter);
+        assert_eq!(
+            Direction::of_metric("bandwidth_gb_s"),
+            Direction::HigherIsBetter
+        );
+        assert_eq!(
+            Direction::of_metric("insert_mips"),
+            Direction::HigherIsBetter
+        );
+        assert_eq!(Direction::of_metric("ratio"), Direction::Unknown);
+    }
+
+    #[test]
+    fn command_line_values_are_checked() {
+        assert_eq!("10".parse::<Percent>(), Ok(Percent(10.0)));
+        assert_eq!("2.5%".parse::<Percent>(), Ok(Percent(2.5)));
+        for bad in ["nan", "-1", "inf", "ten", ""] {
+            assert!(bad.parse::<Percent>().is_err(), "{bad}");
+        }
+        assert_eq!("0.01".parse::<Alpha>(), Ok(Alpha(0.01)));
+        for bad in ["0", "1", "nan", "-0.1", "2"] {
+            assert!(bad.parse::<Alpha>().is_err(), "{bad}");
+        }
+    }
+
+    /// A point the default sized and the same point given explicitly (or recorded before
+    /// records said how sizes were chosen) are compared; another size is not.
+    #[test]
+    fn how_a_size_was_chosen_is_not_a_parameter() {
+        let point = |ws: u64, source: Option<&str>| {
+            let mut r =
+                Record::new("latency", vec![], Default::default()).param(p::WORKING_SET_BYTES, ws);
+            if let Some(s) = source {
+                r = r.param(p::SIZE_SOURCE, s);
+            }
+            r.metric = Some("latency_ns".into());
+            r.summary = pmscope_core::summary::Summary::of(&[100.0, 101.0, 99.0]);
+            r
+        };
+        let s = Settings::default();
+        let c = compare_records(
+            &[point(1 << 30, Some("auto"))],
+            &[point(1 << 30, None)],
+            true,
+            &s,
+        );
+        assert_eq!((c.points.len(), c.only_a, c.only_b), (1, 0, 0));
+        let c = compare_records(
+            &[point(1 << 30, Some("auto"))],
+            &[point(1 << 30, Some("explicit"))],
+            true,
+            &s,
+        );
+        assert_eq!(c.points.len(), 1);
+        let c = compare_records(
+            &[point(1 << 30, Some("auto"))],
+            &[point(1 << 28, Some("auto"))],
+            true,
+            &s,
+        );
+        assert_eq!((c.points.len(), c.only_a, c.only_b), (0, 1, 1));
+    }
+}

@@ -1,0 +1,99 @@
+//! The comparison as the terminal shows it: one line per point called better, worse or
+//! changed (every point with `all`), then the count of each verdict, each group's noise and
+//! what `not resolvable` asks of the user. Points not resolvable are counted, not listed:
+//! on a noisy machine they can be most of a run, and would bury the few that changed.
+
+use super::{Comparison, PointComparison, Verdict};
+use std::fmt::Write;
+
+fn point_label(p: &PointComparison, with_target: bool) -> String {
+    let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if with_target {
+        format!("{} {}", p.target_a, params.join(" "))
+    } else {
+        params.join(" ")
+    }
+}
+
+fn verdict_cell(p: &PointComparison) -> String {
+    match &p.unresolved_because {
+        Some(why) => format!("{} ({why})", p.verdict.word()),
+        None => p.verdict.word().to_string(),
+    }
+}
+
+/// The comparison as text. `with_target` labels points with side A's target (two runs);
+/// `all` lists every point, not only those called.
+pub fn table(c: &Comparison, with_target: bool, all: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "test: {}", c.method);
+    let shown: Vec<&PointComparison> = c.points.iter().filter(|p| all || p.beyond_noise).collect();
+    if !shown.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:<10} {:<16} {:<40} {:>11} {:>11} {:>7} {:>15} {:>8}  verdict",
+            "experiment", "metric", "point", "median A", "median B", "B/A", "interval", "worse %"
+        );
+    }
+    for p in shown {
+        let interval = format!("{:.3}-{:.3}", p.ratio_low, p.ratio_high);
+        let _ = writeln!(
+            out,
+            "{:<10} {:<16} {:<40} {:>11.4} {:>11.4} {:>7.3} {:>15} {:>8.1}  {}",
+            p.experiment,
+            p.metric,
+            point_label(p, with_target),
+            p.median_a,
+            p.median_b,
+            p.ratio,
+            interval,
+            p.worse_pct,
+            verdict_cell(p)
+        );
+    }
+    let counts: Vec<String> = Verdict::ALL
+        .iter()
+        .map(|&v| (v, c.count(v)))
+        .filter(|&(v, n)| n > 0 || matches!(v, Verdict::Worse | Verdict::Better))
+        .map(|(v, n)| format!("{n} {}", v.word()))
+        .collect();
+    let _ = write!(
+        out,
+        "{} of {} point(s) (Holm, family-wise alpha {})",
+        counts.join(", "),
+        c.points.len(),
+        c.settings.alpha
+    );
+    if c.only_a + c.only_b > 0 {
+        let _ = write!(out, "; {} only in A, {} only in B", c.only_a, c.only_b);
+    }
+    if !all && c.points.iter().any(|p| !p.beyond_noise) {
+        out.push_str("; --verbose lists every point");
+    }
+    out.push('\n');
+    for g in &c.groups {
+        let _ = writeln!(
+            out,
+            "noise {} {}: {:.1}% standard error of B/A at a typical point, a change under {} lost in it (spread seen {:.1}%, median change {:+.1}%, {} point(s))",
+            g.experiment,
+            g.metric,
+            g.typical_noise_pct,
+            if g.typical_detectable_pct > 900.0 {
+                "tenfold".to_string()
+            } else {
+                format!("{:.0}%", g.typical_detectable_pct)
+            },
+            g.seen_spread_pct,
+            g.median_change_pct,
+            g.points
+        );
+    }
+    if c.count(Verdict::NotResolvable) > 0 {
+        let _ = writeln!(
+            out,
+            "not resolvable: a change of {}% could not have been told from the noise there, or a run missed its precision target; measure with a tighter --precision or more --reps, or on a quieter machine",
+            c.settings.wanted_pct
+        );
+    }
+    out
+}
