@@ -65,7 +65,8 @@ worse = [p for p in big if p["verdict"] == "worse"]
 print(f"latency dram:4k vs dram:thp, working sets >= 4x LLC: {len(worse)} of {len(big)} called worse")
 for p in big:
     ws = p["params"]["working_set_bytes"] >> 20
-    print("  %5d MiB  B/A %.3f (%.3f-%.3f)  %s" % (ws, p["ratio"], p["ratio_low"], p["ratio_high"], p["verdict"]))' "$llc"
+    f = lambda x: "n/a" if x is None else "%.3f" % x
+    print("  %5d MiB  B/A %s (%s-%s)  %s" % (ws, f(p["ratio"]), f(p["ratio_low"]), f(p["ratio_high"]), p["verdict"]))' "$llc"
 	bw() { "$PMSCOPE" --tag "$1" bandwidth -t dram:4k --threads 1 --cpus 0 >/dev/null 2>&1; }
 	bw quiet1
 	"$PMSCOPE" --no-store bandwidth -t dram:4k --ops copy --pattern seq --sizes 64KiB \
