@@ -155,7 +155,10 @@ impl Inner {
             // The driver joined the last section's workers before spawning these.
             t.section.clear();
         }
-        t.section.push(Member { id: me, done: false });
+        t.section.push(Member {
+            id: me,
+            done: false,
+        });
         EXITS.with(|e| {
             e.borrow_mut().push(Exit {
                 inner: Arc::downgrade(self),
@@ -184,10 +187,7 @@ impl Inner {
             && me != self.owner
             && !(t.full() && t.section.get(t.turn).is_some_and(|m| m.id == me))
         {
-            s = self
-                .turn_changed
-                .wait(s)
-                .unwrap_or_else(|p| p.into_inner());
+            s = self.turn_changed.wait(s).unwrap_or_else(|p| p.into_inner());
         }
         let no = Self::thread_no(&mut s, me);
         let (r, ops) = act(no);
@@ -339,12 +339,8 @@ impl WordMemory for RecordedWords {
 
     fn compare_exchange(&self, i: usize, old: u64, new: u64) -> Result<u64, u64> {
         self.inner.record(|thread| {
-            let r = self.inner.words[i].compare_exchange(
-                old,
-                new,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
+            let r =
+                self.inner.words[i].compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire);
             let op = r.is_ok().then_some(Op::Store {
                 word: i,
                 value: new,

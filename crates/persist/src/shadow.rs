@@ -303,7 +303,11 @@ mod tests {
         ] {
             model.apply(op);
         }
-        assert_eq!(model.image_count(), 2, "thread 2's fence drains nothing of thread 1");
+        assert_eq!(
+            model.image_count(),
+            2,
+            "thread 2's fence drains nothing of thread 1"
+        );
         model.apply(Op::Fence { thread: 1 });
         assert_eq!(model.image_count(), 1);
         assert_eq!(model.durable()[0], 1);

@@ -2,10 +2,10 @@
 #![allow(unsafe_code)]
 
 use crate::LINE;
-use crate::trace::{self, Drained};
 use crate::insn::{
     Clflush, Clflushopt, Clwb, Fence, FenceKind, Flush, FlushKind, NoFence, NtStore, Sfence,
 };
+use crate::trace::{self, Drained};
 use pmscope_sys::cpu::{CpuFeatures, Feature};
 use serde::{Deserialize, Serialize};
 use std::fmt;
