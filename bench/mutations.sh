@@ -22,7 +22,8 @@ mkdir -p "$OUT" "$TARGET"
 SCRATCH=$(mktemp -d /tmp/pmscope-mutations.XXXXXX)
 trap 'rm -rf "$SCRATCH"' EXIT
 
-cp -a Cargo.toml Cargo.lock rustfmt.toml crates "$SCRATCH/"
+# Fresh timestamps: a copy keeping them would look older than what an earlier run built.
+cp -r Cargo.toml Cargo.lock rustfmt.toml crates "$SCRATCH/"
 cat >>"$SCRATCH/Cargo.toml" <<'EOF'
 
 [profile.mutation]

@@ -281,9 +281,7 @@ fn a_persister_that_issues_nothing_is_caught() {
         restarts: 0,
         ..scenario(11, 0x60)
     };
-    let e = check::<1>(&s)
-        .err()
-        .expect("--persist none must fail the check");
+    let e = check::<1>(&s).expect_err("--persist none must fail the check");
     assert!(e.contains("is not durable"), "{e}");
 }
 

@@ -175,6 +175,12 @@ pub struct Header {
 /// Reads and checks the header of `mem` (`len` words); `what` names the pool in messages.
 pub fn read_header<M: PersistentWords>(mem: &M, what: &str) -> Result<Header, String> {
     if mem.len() < HEADER_WORDS + SLOT_WORDS || mem.load(H_MAGIC) != MAGIC {
+        if mem.len() >= HEADER_WORDS && (0..HEADER_WORDS).all(|i| mem.load(i) == 0) {
+            // What a pmscope before pools were named only once complete left when killed.
+            return Err(format!(
+                "{what} is not a pmscope k-mer pool (no pmscope header: its header page is all zeros, what a pool creation cut short by an older pmscope leaves); remove it, or name a new file to create one"
+            ));
+        }
         return Err(format!(
             "{what} is not a pmscope k-mer pool (no pmscope header); name a new file to create one"
         ));
