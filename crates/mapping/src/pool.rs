@@ -2,6 +2,12 @@
 //! mapped shared (MAP_SYNC where the file system is DAX) and verified like every other
 //! mapping. Unlike a `file:` target, a pool file is never removed: it is the user's data.
 //!
+//! Creating never leaves a half-made pool under its name: [`Pool::create`] makes the file
+//! unnamed (`O_TMPFILE`; on a file system without it, a scratch name that later runs sweep
+//! once its process is gone), and [`Pool::publish`] gives it its name — exclusively, after
+//! the caller wrote its header and the file was synced — then syncs the directory. A kill
+//! at any moment leaves no pool file or a complete one.
+//!
 //! Reopening never writes: the pre-fault pass reads one byte per page, so a pool that the
 //! caller then refuses (foreign, corrupt, truncated) is left byte-for-byte as it was.
 #![allow(unsafe_code)]
@@ -10,21 +16,37 @@ use crate::backing::{Backing, Expectation, MapOptions};
 use crate::{TargetError, TargetSpec, Warning, verify};
 use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::record::TargetRecord;
-use pmscope_sys::dax;
 use pmscope_sys::mman::{self, FileMapMode, RawMap};
+use pmscope_sys::{dax, scratch};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Scratch names of pools created where `O_TMPFILE` is missing: clear of the mapping's own
+/// scratch sequence and tx-pm's.
+static POOL_SEQ: AtomicU32 = AtomicU32::new(2 << 20);
+
+/// Where a created pool's file is until [`Pool::publish`] names it.
+enum Naming {
+    /// Reopened, or published: the file has its name.
+    Named,
+    /// Created unnamed (`O_TMPFILE`).
+    Unnamed,
+    /// Created under a scratch name in the pool's directory (no `O_TMPFILE`); removed if
+    /// the pool is dropped unpublished, swept by a later run if the process is killed.
+    Scratch(PathBuf),
+}
 
 /// A mapped pool file.
 pub struct Pool {
     spec: TargetSpec,
     path: PathBuf,
     created: bool,
+    naming: Naming,
     // Unmaps and closes on drop; a device-style backing never removes the file.
-    _backing: Backing,
+    backing: Backing,
     raw: RawMap,
     achieved: Achieved,
     warnings: Vec<Warning>,
@@ -37,29 +59,90 @@ unsafe impl Send for Pool {}
 unsafe impl Sync for Pool {}
 
 impl Pool {
-    /// Creates `path` exclusively (O_EXCL: an existing file is never touched) with `bytes`
-    /// bytes, zero-filled, and maps it.
+    /// Creates a zero-filled pool of `bytes` bytes (rounded up to 2 MiB) to be named `path`,
+    /// and maps it. The file has no name until [`publish`](Self::publish); `path` must not
+    /// exist (it is never touched if it does).
     pub fn create(path: &Path, bytes: u64, opts: &MapOptions) -> Result<Pool, TargetError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(path)
-            .map_err(|e| {
-                TargetError::usage(format!("cannot create the pool {}: {e}", path.display()))
-            })?;
+        let refused = |e: String| {
+            TargetError::usage(format!("cannot create the pool {}: {e}", path.display()))
+        };
+        if path.symlink_metadata().is_ok() {
+            return Err(refused("it exists".into()));
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let (file, naming) = match scratch::create_unnamed(&dir) {
+            Ok(f) => (f, Naming::Unnamed),
+            Err(e) if scratch::unnamed_unsupported(&e) => {
+                scratch::remove_stale(&dir);
+                let seq = POOL_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let at = dir.join(scratch::named(std::process::id(), seq));
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&at)
+                    .map_err(|e| refused(e.to_string()))?;
+                (f, Naming::Scratch(at))
+            }
+            Err(e) => return Err(refused(e.to_string())),
+        };
         let len = bytes.next_multiple_of(2 << 20);
         if let Err(e) = mman::allocate_file(&file, len) {
-            drop(file);
-            // The file is ours and empty: remove it rather than leave a pool-less stub.
-            let _ = std::fs::remove_file(path);
+            if let Naming::Scratch(at) = &naming {
+                let _ = std::fs::remove_file(at);
+            }
             return Err(TargetError::system(format!(
                 "cannot allocate {len} bytes for the pool {}: {e}",
                 path.display()
             )));
         }
-        Self::map(path, file, len, opts, true)
+        let mut pool = Self::map(path, &dir, file, len, opts, true)?;
+        pool.naming = naming;
+        Ok(pool)
+    }
+
+    /// Gives a created pool its name, once the caller has written and persisted its header:
+    /// syncs the file, links it as `path` (never replacing a file that appeared meanwhile),
+    /// then syncs the directory so the name is durable too. Nothing to do for a reopened
+    /// pool.
+    pub fn publish(&mut self) -> Result<(), TargetError> {
+        let path = self.path.clone();
+        let failed = |what: &str, e: std::io::Error| {
+            let e = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                "it exists".to_string()
+            } else {
+                e.to_string()
+            };
+            TargetError::usage(format!(
+                "cannot create the pool {}: {what}: {e}",
+                path.display()
+            ))
+        };
+        let file = self.backing.file();
+        match &self.naming {
+            Naming::Named => return Ok(()),
+            Naming::Unnamed => {
+                file.sync_all().map_err(|e| failed("fsync", e))?;
+                scratch::link_unnamed(file, &path).map_err(|e| failed("link", e))?;
+            }
+            Naming::Scratch(at) => {
+                file.sync_all().map_err(|e| failed("fsync", e))?;
+                std::fs::hard_link(at, &path).map_err(|e| failed("link", e))?;
+                let _ = std::fs::remove_file(at);
+            }
+        }
+        self.naming = Naming::Named;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| failed("fsync of its directory", e))
     }
 
     /// Opens the existing pool file `path` as it is (its length is the file's).
@@ -81,11 +164,14 @@ impl Pool {
                 path.display()
             )));
         }
-        Self::map(path, file, len, opts, false)
+        Self::map(path, path, file, len, opts, false)
     }
 
+    /// Maps `file`, the pool to be called `path`; `facts_of` is a path on its file system
+    /// (the pool itself, or its directory while the pool has no name).
     fn map(
         path: &Path,
+        facts_of: &Path,
         file: File,
         len: u64,
         opts: &MapOptions,
@@ -94,8 +180,9 @@ impl Pool {
         let spec: TargetSpec = format!("file:{}", path.display())
             .parse()
             .map_err(|e| TargetError::usage(format!("{e}")))?;
-        let facts = dax::fs_facts(path)
-            .map_err(|e| TargetError::system(format!("statfs {} failed: {e}", path.display())))?;
+        let facts = dax::fs_facts(facts_of).map_err(|e| {
+            TargetError::system(format!("statfs {} failed: {e}", facts_of.display()))
+        })?;
         let in_ram = facts.magic == dax::TMPFS_MAGIC || facts.magic == dax::HUGETLBFS_MAGIC;
         // A device backing: closed on drop, never removed.
         let mut backing = Backing::device(file, path.to_path_buf());
@@ -152,7 +239,8 @@ impl Pool {
             spec,
             path: path.to_path_buf(),
             created,
-            _backing: backing,
+            naming: Naming::Named,
+            backing,
             raw,
             achieved,
             warnings,
@@ -207,6 +295,15 @@ impl Pool {
     }
 }
 
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // A pool dropped before it was published (its creation failed) leaves nothing.
+        if let Naming::Scratch(at) = &self.naming {
+            let _ = std::fs::remove_file(at);
+        }
+    }
+}
+
 /// Reads one byte per page (a write would change a pool the caller may yet refuse),
 /// timing the pass and counting this thread's minor faults.
 fn prefault_reading(raw: RawMap) -> (u64, u64) {
@@ -236,9 +333,12 @@ mod tests {
         let path = dir.path().join("pool");
         let opts = MapOptions::host();
         {
-            let p = Pool::create(&path, 4096, &opts).unwrap();
+            let mut p = Pool::create(&path, 4096, &opts).unwrap();
             assert!(p.created());
             p.atomics()[1].store(42, Ordering::Relaxed);
+            assert!(!path.exists(), "no name before the pool is published");
+            p.publish().unwrap();
+            p.publish().unwrap();
         }
         assert!(path.exists(), "a pool is never removed");
         let err = Pool::create(&path, 4096, &opts).err().unwrap();
@@ -247,6 +347,22 @@ mod tests {
         assert!(!p.created());
         assert_eq!(p.atomics()[1].load(Ordering::Relaxed), 42);
         assert_eq!(p.len(), 2 << 20);
+    }
+
+    #[test]
+    fn an_unpublished_pool_leaves_nothing_and_a_name_taken_meanwhile_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pool");
+        let opts = MapOptions::host();
+        drop(Pool::create(&path, 4096, &opts).unwrap());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let mut p = Pool::create(&path, 4096, &opts).unwrap();
+        std::fs::write(&path, b"the user's").unwrap();
+        let e = p.publish().err().unwrap();
+        assert!(e.to_string().contains("it exists"), "{e}");
+        drop(p);
+        assert_eq!(std::fs::read(&path).unwrap(), b"the user's");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

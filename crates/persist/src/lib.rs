@@ -40,8 +40,11 @@
 mod domain;
 #[cfg(target_arch = "x86_64")]
 pub mod insn;
+pub mod record;
 pub mod shadow;
 mod strategy;
+#[cfg(target_arch = "x86_64")]
+pub mod trace;
 pub mod words;
 
 pub use domain::domain_warning;
@@ -49,7 +52,7 @@ pub use strategy::{
     DEFAULT_ORDER, Drain, PersistChoice, PersistStrategy, Persister, Recipe, STRATEGIES,
     StrategyError,
 };
-pub use words::{PersistCounts, PersistentWords};
+pub use words::{PersistCounts, PersistentWords, WordMemory};
 
 /// The cache-line size every flush steps by.
 pub const LINE: usize = 64;

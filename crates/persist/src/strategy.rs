@@ -5,6 +5,7 @@ use crate::LINE;
 use crate::insn::{
     Clflush, Clflushopt, Clwb, Fence, FenceKind, Flush, FlushKind, NoFence, NtStore, Sfence,
 };
+use crate::trace::{self, Drained};
 use pmscope_sys::cpu::{CpuFeatures, Feature};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -338,12 +339,26 @@ impl Persister {
     /// `msync` of the pages for `msync`, nothing for `clflush` and `none`.
     #[inline]
     pub fn drain(&self, range: &[u8]) -> std::io::Result<()> {
-        match self.strategy.recipe().drain {
-            Drain::Fence(FenceKind::None) => {}
-            Drain::Fence(FenceKind::Sfence) => Sfence::fence(),
-            Drain::Fence(FenceKind::Mfence) => crate::insn::Mfence::fence(),
-            // SAFETY: `range` is a live slice, so it lies inside one mapping.
-            Drain::Msync => unsafe { pmscope_sys::mman::msync(range.as_ptr(), range.len())? },
+        let drained = match self.strategy.recipe().drain {
+            Drain::Fence(FenceKind::None) => None,
+            Drain::Fence(FenceKind::Sfence) => {
+                Sfence::fence();
+                Some(Drained::Fence)
+            }
+            Drain::Fence(FenceKind::Mfence) => {
+                crate::insn::Mfence::fence();
+                Some(Drained::Fence)
+            }
+            Drain::Msync => {
+                // SAFETY: `range` is a live slice, so it lies inside one mapping.
+                unsafe { pmscope_sys::mman::msync(range.as_ptr(), range.len())? };
+                Some(Drained::Msync)
+            }
+        };
+        if let Some(how) = drained
+            && trace::watching()
+        {
+            trace::drained(range, how);
         }
         Ok(())
     }
@@ -414,14 +429,22 @@ unsafe fn persist_range<F: Flush, D: Fence>(range: &[u8]) {
     let base = range.as_ptr() as usize;
     let end = base + range.len();
     let mut line = base & !(LINE - 1);
+    // Read once per call: the loop stays free of it when nothing is watched.
+    let watched = trace::watching();
     while line < end {
         // A byte of `range` inside this line (the line's first byte may precede the range).
         let byte = &range[line.max(base) - base];
+        if watched && F::KIND != FlushKind::None {
+            trace::flushed(byte as *const u8 as usize, F::KIND);
+        }
         // SAFETY: `byte` is a live reference, so mapped; the caller vouches for the CPU.
         unsafe { F::line(byte) };
         line += LINE;
     }
     D::fence();
+    if watched && D::KIND != FenceKind::None {
+        trace::drained(range, Drained::Fence);
+    }
 }
 
 /// Copies one 64-byte line with non-temporal stores of `wide` bytes (64, 32 or 16; 8

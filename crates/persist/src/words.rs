@@ -42,6 +42,25 @@ pub trait PersistentWords: Sync {
     fn prefetch(&self, _i: usize) {}
 }
 
+/// The words a pool's memory layer loads from and stores into: a mapping in production,
+/// a [`crate::record::RecordedWords`] in the crash-image checker, which logs every store in
+/// the order it took effect. The layer's flushes and fences go through a [`Persister`]
+/// either way.
+pub trait WordMemory: Send + Sync {
+    /// The words, for loads, write-backs and drains.
+    fn words(&self) -> &[AtomicU64];
+    /// Stores word `i` with one 8-byte store (release).
+    #[inline(always)]
+    fn store(&self, i: usize, v: u64) {
+        self.words()[i].store(v, Ordering::Release)
+    }
+    /// Compare-and-swap of word `i`: `Ok(old)` if it held `old`, else `Err(current)`.
+    #[inline(always)]
+    fn compare_exchange(&self, i: usize, old: u64, new: u64) -> Result<u64, u64> {
+        self.words()[i].compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire)
+    }
+}
+
 /// Flushes and fences issued, for "per insert" figures.
 #[derive(Debug, Default)]
 pub struct PersistCounts {

@@ -158,6 +158,11 @@ impl ObjPool {
         &self.path
     }
 
+    /// The pool file is now known as `path` (it was linked there after creation).
+    pub fn set_path(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
+    }
+
     /// Bytes mapped.
     pub fn len(&self) -> usize {
         self.len

@@ -241,9 +241,9 @@ impl<const W: usize> Buckets<W> {
 
     /// Applies every held k-mer, bucket by bucket, with prefetches in flight; returns how
     /// many were new (insert) or found (mark).
-    fn flush<T: KmerTable<W>>(&mut self, table: &T, action: Action) -> u64 {
+    fn flush<T: KmerTable<W>>(&mut self, table: &T, action: Action, batch: usize) -> u64 {
         let mut count = 0u64;
-        let mut unpersisted = Unpersisted::default();
+        let mut unpersisted = Unpersisted::with_batch(batch);
         let mut apply = |kmer: &Kmer<W>, hash: u64| match action {
             Action::Insert(id) => {
                 count += u64::from(insert_grouped(table, kmer, hash, id, &mut unpersisted))
@@ -278,6 +278,10 @@ pub struct Driver<const W: usize> {
     /// The part (sub-table) each worker is local to: all 0 unless partitioned.
     homes: Vec<usize>,
     exchange_block: usize,
+    /// Written lines per persisted group ([`Unpersisted::BATCH`]).
+    batch: usize,
+    /// Tables up to this size are probed directly ([`DIRECT_BYTES`]).
+    direct_bytes: u64,
 }
 
 impl<const W: usize> Driver<W> {
@@ -298,7 +302,23 @@ impl<const W: usize> Driver<W> {
             buckets,
             homes,
             exchange_block: EXCHANGE_BLOCK,
+            batch: Unpersisted::BATCH,
+            direct_bytes: DIRECT_BYTES,
         }
+    }
+
+    /// This driver, gathering k-mers into region buckets for every table larger than
+    /// `bytes` instead of [`DIRECT_BYTES`] (so that a test's small table takes that path).
+    pub fn direct_up_to(mut self, bytes: u64) -> Driver<W> {
+        self.direct_bytes = bytes;
+        self
+    }
+
+    /// This driver, persisting in groups of `lines` written lines instead of
+    /// [`Unpersisted::BATCH`] (the crash-image checker crosses many group boundaries so).
+    pub fn grouping(mut self, lines: usize) -> Driver<W> {
+        self.batch = lines.max(1);
+        self
     }
 
     /// Hands every k-mer `produce(worker, round, emit)` emits to a worker local to the
@@ -332,7 +352,7 @@ impl<const W: usize> Driver<W> {
         let (counts, placements) = self.workers.run(|w| {
             let _release = barrier.break_on_panic();
             let (mut count, mut applied) = (0u64, 0u64);
-            let mut unpersisted = Unpersisted::default();
+            let mut unpersisted = Unpersisted::with_batch(self.batch);
             for round in 0..rounds {
                 {
                     let mut row: Vec<_> = (0..n).map(|c| lock(w * n + c)).collect();
@@ -419,7 +439,7 @@ impl<const W: usize> Driver<W> {
             return self.apply_exchanged(table, genome, k, action);
         }
         let parts = split(genome, k, self.workers.len());
-        if table.footprint_bytes() <= DIRECT_BYTES {
+        if table.footprint_bytes() <= self.direct_bytes {
             return self.apply_direct(table, genome, &parts, k, action);
         }
         let (counts, placements) = self.workers.run(|w| {
@@ -430,11 +450,11 @@ impl<const W: usize> Driver<W> {
                 for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
                     applied += 1;
                     if buckets.push(kmer, kmer.hash()) {
-                        count += buckets.flush(table, action);
+                        count += buckets.flush(table, action, self.batch);
                     }
                 });
             }
-            count += buckets.flush(table, action);
+            count += buckets.flush(table, action, self.batch);
             if let Action::Insert(_) = action {
                 // (a partitioned table of one part comes here, its one part is 0)
                 table.add_part_counts(self.homes[w], applied, count);
@@ -455,7 +475,7 @@ impl<const W: usize> Driver<W> {
     ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
         let (counts, placements) = self.workers.run(|w| {
             let (mut count, mut applied) = (0u64, 0u64);
-            let mut unpersisted = Unpersisted::default();
+            let mut unpersisted = Unpersisted::with_batch(self.batch);
             for &(a, b) in &parts[w] {
                 walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
                     applied += 1;
@@ -558,7 +578,7 @@ impl<const W: usize> Driver<W> {
         lists: &[Vec<Kmer<W>>],
     ) -> Result<u64, PinError> {
         if table.parts() == 1 {
-            return insert_kmers(table, lists, &self.workers);
+            return insert_kmers(table, lists, &self.workers, self.batch);
         }
         let n = self.workers.len();
         let (new, _) = self.exchange(
@@ -575,15 +595,17 @@ impl<const W: usize> Driver<W> {
     }
 }
 
-/// Inserts lists of k-mers (one list per worker) as genome 1, with prefetches in flight.
+/// Inserts lists of k-mers (one list per worker) as genome 1, with prefetches in flight,
+/// persisting in groups of `batch` written lines.
 pub fn insert_kmers<const W: usize, T: KmerTable<W>>(
     table: &T,
     parts: &[Vec<Kmer<W>>],
     workers: &Workers,
+    batch: usize,
 ) -> Result<u64, PinError> {
     let (news, _) = workers.run(|w| {
         let mut new = 0u64;
-        let mut unpersisted = Unpersisted::default();
+        let mut unpersisted = Unpersisted::with_batch(batch);
         let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
         let mut apply = |x: &Kmer<W>, h: u64| {
             new += u64::from(insert_grouped(table, x, h, 1, &mut unpersisted));

@@ -369,6 +369,48 @@ pub fn fingerprint(left: &[Genome]) -> u64 {
         .finish()
 }
 
+/// Inserts `left` one genome at a time across the driver's workers, as genome 1, 2, ...:
+/// after the genomes a reopened persistent table has completed (the one after them is
+/// inserted again: a genome counts a k-mer at most once, so that is idempotent), with room
+/// reserved from `after` (the distinct-k-mer estimate after each genome), and each genome
+/// recorded complete once every worker has persisted its share. Returns where the workers
+/// ran and the time spent growing the table.
+pub(crate) fn insert_genomes<const W: usize, T: KmerTable<W>>(
+    driver: &Driver<W>,
+    table: &mut T,
+    left: &[Genome],
+    after: &[f64],
+    k: usize,
+) -> Result<(Vec<ThreadPlacement>, Duration), JobError> {
+    let mut placements = Vec::new();
+    let mut growing = Duration::ZERO;
+    let resume = table.resume_after() as usize;
+    for (i, g) in left.iter().enumerate().skip(resume) {
+        // Room for what the estimate expects this genome to add (with 3 % to spare, about
+        // four standard errors), but never less than a 0.5 % margin for all its k-mers.
+        let expected_new = (after[i] * 1.03) as u64 + 1024;
+        let bound = expected_new
+            .saturating_sub(table.distinct())
+            .min(g.stats.kmers);
+        let started = Instant::now();
+        let mut grew = table.reserve(bound)?;
+        let worst = table.distinct() + g.stats.kmers;
+        if worst as f64 > 0.995 * table.slots() as f64 {
+            grew |= table.reserve(g.stats.kmers)?;
+        }
+        if grew {
+            growing += started.elapsed();
+        }
+        let (_, p) = driver.insert_genome(table, g, (i + 1) as u32, k)?;
+        placements = p;
+        table.health()?;
+        table.completed((i + 1) as u32);
+        table.health()?;
+        interrupt::check()?;
+    }
+    Ok((placements, growing))
+}
+
 /// What the phases share: the job, its thread pool and its pinned workers.
 struct Run<'a, const W: usize> {
     job: &'a Job,
@@ -567,38 +609,7 @@ impl<const W: usize> Run<'_, W> {
         left: &[Genome],
         estimate: &Estimate,
     ) -> Result<(Vec<ThreadPlacement>, Duration), JobError> {
-        let mut placements = Vec::new();
-        let mut growing = Duration::ZERO;
-        // A reopened persistent table has these genomes already (the one after them is
-        // inserted again: a genome counts a k-mer at most once, so that is idempotent).
-        let resume = table.resume_after() as usize;
-        for (i, g) in left.iter().enumerate().skip(resume) {
-            // Room for what the estimate expects this genome to add (with 3 % to spare,
-            // about four standard errors), but never less than a 0.5 % margin for all its
-            // k-mers.
-            let expected_new = (estimate.after[i] * 1.03) as u64 + 1024;
-            let bound = expected_new
-                .saturating_sub(table.distinct())
-                .min(g.stats.kmers);
-            let started = Instant::now();
-            let mut grew = table.reserve(bound)?;
-            let worst = table.distinct() + g.stats.kmers;
-            if worst as f64 > 0.995 * table.slots() as f64 {
-                grew |= table.reserve(g.stats.kmers)?;
-            }
-            if grew {
-                growing += started.elapsed();
-            }
-            let (_, p) = self
-                .driver
-                .insert_genome(table, g, (i + 1) as u32, self.job.k)?;
-            placements = p;
-            table.health()?;
-            table.completed((i + 1) as u32);
-            table.health()?;
-            interrupt::check()?;
-        }
-        Ok((placements, growing))
+        insert_genomes(&self.driver, table, left, &estimate.after, self.job.k)
     }
 
     /// The set operation over the filled table.

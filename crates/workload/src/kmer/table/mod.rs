@@ -273,17 +273,36 @@ pub struct TableFacts {
 /// [`KmerTable::insert_deferred`], made durable by [`KmerTable::persist_deferred`]. One per
 /// thread; the words are the table's own indexes (for `static-pm`, the words whose cache
 /// lines must be written back).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Unpersisted {
     words: Vec<usize>,
     /// The sub-table of a partitioned table the words belong to.
     part: usize,
+    /// Words at which the group is [`full`](Self::full).
+    batch: usize,
+}
+
+impl Default for Unpersisted {
+    fn default() -> Self {
+        Self::with_batch(Self::BATCH)
+    }
 }
 
 impl Unpersisted {
     /// Inserts a driver should group before it calls [`KmerTable::persist_deferred`]: enough
     /// to amortise one fence, few enough that the written lines are still in the cache.
     pub const BATCH: usize = 256;
+
+    /// An empty group that is full at `batch` words (the drivers' default is
+    /// [`BATCH`](Self::BATCH); the crash-image checker makes groups of a few lines, so that
+    /// its runs cross many group boundaries).
+    pub fn with_batch(batch: usize) -> Self {
+        Unpersisted {
+            words: Vec::new(),
+            part: 0,
+            batch: batch.max(1),
+        }
+    }
 
     /// Records that word `word` must be written back.
     #[inline(always)]
@@ -304,7 +323,7 @@ impl Unpersisted {
     /// Whether a driver should persist now.
     #[inline(always)]
     pub fn full(&self) -> bool {
-        self.words.len() >= Self::BATCH
+        self.words.len() >= self.batch
     }
 
     /// The waiting words.

@@ -101,9 +101,18 @@ fn mismatch(path: &Path, k: usize, inputs: u64) -> Option<TableError> {
             "{what} is counting other genomes; resume it with the genomes it was created for, or name a new pool"
         ))),
         Some(_) => None,
-        None => Some(TableError::Refused(format!(
-            "{what} is a libpmemobj pool of layout '{name}', not a pmscope tx-pm pool; name a new file to create one"
-        ))),
+        None => match name
+            .strip_prefix("pmscope-kmer-tx-")
+            .and_then(|v| v.split(' ').next())
+        {
+            Some(v) => Some(TableError::Refused(format!(
+                "{what} is a tx-pm pool of layout version {v}, but this pmscope reads only {}; count into a new pool",
+                LAYOUT.trim_start_matches("pmscope-kmer-tx-")
+            ))),
+            None => Some(TableError::Refused(format!(
+                "{what} is a libpmemobj pool of layout '{name}', not a pmscope tx-pm pool; name a new file to create one"
+            ))),
+        },
     }
 }
 /// "PMSCKMTX" little-endian: the root's first word.
@@ -757,32 +766,104 @@ impl<const W: usize> Create<W> for TxPmTable<W> {
         let what = path.display().to_string();
         let reopen = r.pool.is_some() && path.exists();
         let name = layout(r.k, r.inputs);
-        let pool = if reopen {
-            if let Some(refusal) = mismatch(&path, r.k, r.inputs) {
-                return Err(refusal);
-            }
-            ObjPool::open(&path, &name).map_err(|e| pool_refused(&what, e))?
-        } else {
-            ObjPool::create(&path, &name, bytes).map_err(|e| match e {
-                PoolError::Unavailable(u) => TableError::Unavailable(u),
-                PoolError::Pmem(e) if e.errno == libc::EEXIST => {
-                    TableError::Refused(format!("cannot create the pool {what}: it exists"))
-                }
-                PoolError::Pmem(e) => {
-                    TableError::Limit(format!("cannot create the tx-pm pool {what}: {e}"))
-                }
-            })?
-        };
+        if reopen {
+            refuse_before_opening(&path, r.k, r.inputs)?;
+            let pool = ObjPool::open(&path, &name).map_err(|e| pool_refused(&what, e))?;
+            // A root left empty by an older pmscope's cut-short creation is formatted.
+            let mut t = Self::with_pool(pool, &what, Some(r.k), Some(r.inputs), buckets, true)?;
+            (t.target, t.warnings) = probe(&path, r, None)?;
+            return Ok(t);
+        }
+        if !scratch {
+            return create_named(&path, r, &name, bytes, buckets);
+        }
+        let pool = create_pool(&path, &what, &name, bytes)?;
         let opened = Self::with_pool(pool, &what, Some(r.k), Some(r.inputs), buckets, true)
             .and_then(|mut t| {
-                (t.target, t.warnings) = probe(&path, r, scratch.then(|| r.target.to_string()))?;
+                (t.target, t.warnings) = probe(&path, r, Some(r.target.to_string()))?;
                 Ok(t)
             });
-        if scratch && !r.map_options.keep {
+        if !r.map_options.keep {
             // The pool stays mapped; its name goes now, so nothing outlives the process.
             let _ = std::fs::remove_file(&path);
         }
         opened
+    }
+}
+
+fn create_pool(path: &Path, what: &str, layout: &str, bytes: u64) -> Result<ObjPool, TableError> {
+    ObjPool::create(path, layout, bytes).map_err(|e| match e {
+        PoolError::Unavailable(u) => TableError::Unavailable(u),
+        PoolError::Pmem(e) if e.errno == libc::EEXIST => {
+            TableError::Refused(format!("cannot create the pool {what}: it exists"))
+        }
+        PoolError::Pmem(e) => {
+            TableError::Limit(format!("cannot create the tx-pm pool {what}: {e}"))
+        }
+    })
+}
+
+/// Creates the `--pool` file `path` so that a kill at any moment leaves no file there or a
+/// pool that opens: libpmemobj creates it under a scratch name in the same directory (the
+/// naming later runs sweep once its process is gone), the table's root is formatted in it,
+/// and only then is it linked as `path` (never replacing a file that appeared meanwhile)
+/// and the directory synced.
+fn create_named<const W: usize>(
+    path: &Path,
+    r: &TableRequest<'_>,
+    layout: &str,
+    bytes: u64,
+    buckets: u64,
+) -> Result<TxPmTable<W>, TableError> {
+    let what = path.display().to_string();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    pmscope_sys::scratch::remove_stale(&dir);
+    let seq = (1 << 20) + SCRATCH_SEQ.fetch_add(1, Ordering::Relaxed);
+    let partial = dir.join(pmscope_sys::scratch::named(std::process::id(), seq));
+    let made = create_pool(&partial, &what, layout, bytes).and_then(|pool| {
+        let mut t =
+            TxPmTable::<W>::with_pool(pool, &what, Some(r.k), Some(r.inputs), buckets, true)?;
+        std::fs::hard_link(&partial, path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                TableError::Refused(format!("cannot create the pool {what}: it exists"))
+            } else {
+                TableError::Limit(format!("cannot create the tx-pm pool {what}: {e}"))
+            }
+        })?;
+        t.pool.set_path(path);
+        Ok(t)
+    });
+    let _ = std::fs::remove_file(&partial);
+    let mut t = made?;
+    std::fs::File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| TableError::Limit(format!("cannot sync the directory of {what}: {e}")))?;
+    (t.target, t.warnings) = probe(path, r, None)?;
+    Ok(t)
+}
+
+/// Why the pool file `path` must not be handed to libpmemobj to resume K = `k` for
+/// `inputs`, read without opening it (libpmemobj's open writes before it checks): its
+/// layout name, then PMDK's own read-only consistency check (`pmemobj_check`, which maps
+/// the file copy-on-write), which refuses a truncated pool or a corrupt PMDK header.
+fn refuse_before_opening(path: &Path, k: usize, inputs: u64) -> Result<(), TableError> {
+    if let Some(refusal) = mismatch(path, k, inputs) {
+        return Err(refusal);
+    }
+    let what = path.display();
+    match ObjPool::check(path, &layout(k, inputs)) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(TableError::Refused(format!(
+            "{what} is inconsistent by PMDK's check (pmemobj_check: truncated or damaged); it was left as it is"
+        ))),
+        Err(PoolError::Unavailable(u)) => Err(TableError::Unavailable(u)),
+        Err(PoolError::Pmem(e)) => Err(TableError::Refused(format!(
+            "{what} is not a tx-pm pool PMDK can check ({}); it was left as it is",
+            e.message.trim_end_matches('\n')
+        ))),
     }
 }
 
@@ -791,9 +872,12 @@ impl<const W: usize> Create<W> for TxPmTable<W> {
 pub fn check_pool(path: &Path) -> Result<(Header, Contents), TableError> {
     let what = path.display().to_string();
     let Some(name) = stored_layout(path).filter(|n| parse_layout(n).is_some()) else {
-        return Err(TableError::Refused(format!(
-            "{what} is not a pmscope tx-pm pool (no libpmemobj header with its layout name)"
-        )));
+        // Foreign, another layout or a newer version: said as a resume would say it.
+        return Err(mismatch(path, 0, 0).unwrap_or_else(|| {
+            TableError::Refused(format!(
+                "{what} is not a pmscope tx-pm pool (no libpmemobj header with its layout name)"
+            ))
+        }));
     };
     match ObjPool::check(path, &name) {
         Ok(true) => {}

@@ -29,12 +29,13 @@
 //! line, and stores to one line reach memory in program order (x86-TSO keeps them in order
 //! in the store buffer and the line is written back whole), so whatever part of the line
 //! persists early is a *prefix* of [claim, keys..., publish]: a persisted VALID meta
-//! implies persisted keys, whatever other lines do. No invariant relates two slots, so
-//! slots need no order among themselves. Recovery treats CLAIMED-without-VALID as empty
-//! and clears it. Why the write-backs wait for the end of the group: a locked instruction
-//! (the next insert's CAS) orders earlier `clwb`s like a fence, so flushing as we go would
-//! cost a drain per insert; grouped, the CASes of a group come first, then its write-backs,
-//! which the one fence drains together.
+//! implies persisted keys, whatever other lines do. Slots persist in any order among
+//! themselves, so a crash can lose a slot that made a later k-mer probe further (a hole
+//! in its probe sequence): recovery ([`recovery`]) clears CLAIMED-without-VALID slots and
+//! moves such k-mers back into the hole. Why the write-backs wait for the end of the
+//! group: a locked instruction (the next insert's CAS) orders earlier `clwb`s like a fence,
+//! so flushing as we go would cost a drain per insert; grouped, the CASes of a group come
+//! first, then its write-backs, which the one fence drains together.
 //!
 //! *Acknowledged*: an insert is acknowledged when the `persist_deferred` (fence) of the
 //! group holding it has returned ([`insert_kmer`](StaticPm::insert_kmer) is a group of
@@ -46,29 +47,31 @@
 //! progress: its already persisted counts carry its tag and are repeats.
 //!
 //! The count update is a single 8-byte store, never torn. The header is written with its
-//! magic last (flush, fence, then magic, flush, fence), so a torn creation never looks like
-//! a pool.
+//! magic last (flush, fence, then magic, flush, fence), so a torn header never looks like
+//! a pool; and a new pool file gets its name only once its header is durable
+//! ([`create`]).
 //!
-//! Proof: `crash_check` (tests) replays every store, flush and fence of long insert
-//! streams through the crash model of `pmscope_persist::shadow`, enumerates every crash
-//! image at every operation boundary, recovers each and checks the invariants; deliberate
-//! bugs ([`Bug`]) are each caught there.
+//! Proof: `crash_check` (tests) runs the production path — pool formatting, the job's
+//! insert loop and drivers with two workers taking turns by explored schedules, this
+//! table, its [`PoolWords`] and the `Persister`'s own flush and fence code — over a memory
+//! that records every store, write-back and fence, and checks every crash image the
+//! recorded stream allows (power failure under the line-prefix model), including crashes
+//! during recovery and during the resumed run.
 //!
 //! Marks (set operations) live in a DRAM bitmap beside the pool: they belong to one job and
 //! never reach the pool.
 
-use super::{
-    Create, Entry, GenomeId, Inserted, KmerTable, TableError, TableFacts, TableKind, TableRequest,
-    Unpersisted,
-};
+mod create;
+mod pool_words;
+mod recovery;
+
+pub use create::{StaticPmTable, check_pool};
+pub use pool_words::{Backing, PoolInfo, PoolMemory, PoolWords};
+pub use recovery::Recovery;
+
+use super::{Entry, GenomeId, Inserted, KmerTable, TableError, TableFacts, TableKind, Unpersisted};
 use crate::kmer::encode::Kmer;
-use pmscope_core::record::TargetRecord;
-use pmscope_core::warning::Warning;
-use pmscope_mapping::Mapping;
-use pmscope_mapping::pool::Pool;
-use pmscope_persist::{
-    PersistChoice, PersistCounts, PersistStrategy, PersistentWords, Persister, STRATEGIES,
-};
+use pmscope_persist::{PersistStrategy, PersistentWords, STRATEGIES};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "PMSCKMER" little-endian: the first word of every pool.
@@ -81,7 +84,7 @@ pub const LAYOUT_VERSION: u64 = 2;
 pub const HEADER_WORDS: usize = 512;
 /// Words per slot (one cache line).
 pub const SLOT_WORDS: usize = 8;
-const META: usize = 7;
+pub(crate) const META: usize = 7;
 const H_MAGIC: usize = 0;
 const H_VERSION: usize = 1;
 const H_K: usize = 2;
@@ -92,10 +95,10 @@ const H_CHECKSUM: usize = 6;
 /// Genomes completed, on its own line.
 const H_DONE: usize = 8;
 
-const VALID: u64 = 1 << 63;
-const CLAIMED: u64 = 1 << 62;
-const TAG_SHIFT: u32 = 32;
-const TAG_MASK: u64 = (1 << 30) - 1;
+pub(crate) const VALID: u64 = 1 << 63;
+pub(crate) const CLAIMED: u64 = 1 << 62;
+pub(crate) const TAG_SHIFT: u32 = 32;
+pub(crate) const TAG_MASK: u64 = (1 << 30) - 1;
 const COUNT_MASK: u64 = u32::MAX as u64;
 
 /// The most genomes a table can count (the width of the tag field).
@@ -172,6 +175,12 @@ pub struct Header {
 /// Reads and checks the header of `mem` (`len` words); `what` names the pool in messages.
 pub fn read_header<M: PersistentWords>(mem: &M, what: &str) -> Result<Header, String> {
     if mem.len() < HEADER_WORDS + SLOT_WORDS || mem.load(H_MAGIC) != MAGIC {
+        if mem.len() >= HEADER_WORDS && (0..HEADER_WORDS).all(|i| mem.load(i) == 0) {
+            // What a pmscope before pools were named only once complete left when killed.
+            return Err(format!(
+                "{what} is not a pmscope k-mer pool (no pmscope header: its header page is all zeros, what a pool creation cut short by an older pmscope leaves); remove it, or name a new file to create one"
+            ));
+        }
         return Err(format!(
             "{what} is not a pmscope k-mer pool (no pmscope header); name a new file to create one"
         ));
@@ -236,19 +245,6 @@ pub fn write_header<M: PersistentWords>(mem: &M, h: &Header) {
     mem.fence();
 }
 
-/// What a scan of the slots found.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Recovery {
-    /// Published k-mers.
-    pub valid: u64,
-    /// Claimed but never published slots (an insert cut short), cleared.
-    pub cleared: u64,
-    /// Slots that break an invariant (count 0 or above the tag, tag beyond the genomes).
-    pub corrupt: u64,
-    /// Sum of the genome counts.
-    pub counted: u64,
-}
-
 /// The static table over any [`PersistentWords`]: the pool in production, the crash
 /// model in the checker.
 pub struct StaticPm<const W: usize, M: PersistentWords> {
@@ -258,37 +254,6 @@ pub struct StaticPm<const W: usize, M: PersistentWords> {
     marks: Vec<AtomicU64>,
     distinct: AtomicU64,
     recovery: Recovery,
-    bug: Option<Bug>,
-    /// Words between the header and slot 0: 0, except in [`Bug::CommitOnOtherLine`].
-    offset: usize,
-}
-
-/// Deliberate ordering bugs, for proving that the crash-image checker catches them. Never
-/// set outside tests.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bug {
-    /// Publishes the slot (VALID meta) before storing its key.
-    PublishBeforeKey,
-    /// Flushes but never fences: inserts return before they are durable.
-    MissingFence,
-    /// Updates the count with two stores (tag, then count) instead of one atomic store.
-    TornCount,
-    /// Slots start half a line off, so the commit word (meta) lies on another cache line
-    /// than the key; both lines are flushed, but with no fence between the key's write-back
-    /// and the commit.
-    CommitOnOtherLine,
-}
-
-impl Bug {
-    /// Words between the header and slot 0 in the layout this bug writes.
-    fn offset(bug: Option<Bug>) -> usize {
-        if bug == Some(Bug::CommitOnOtherLine) {
-            SLOT_WORDS / 2
-        } else {
-            0
-        }
-    }
 }
 
 impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
@@ -313,21 +278,9 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     }
 
     /// Opens a formatted `mem`: checks the header against `k` (and `inputs` if given),
-    /// then recovers (clears cut-short inserts) and counts what it holds. Nothing is
-    /// written unless the header matched.
+    /// then recovers (see [`Recovery`]) and counts what it holds. Nothing is written unless
+    /// the header matched and every slot keeps the table's invariants.
     pub fn open(mem: M, what: &str, k: Option<usize>, inputs: Option<u64>) -> Result<Self, String> {
-        Self::open_with(mem, what, k, inputs, None)
-    }
-
-    /// `open`, for a pool a table with `bug` wrote (checker tests only).
-    #[doc(hidden)]
-    pub fn open_with(
-        mem: M,
-        what: &str,
-        k: Option<usize>,
-        inputs: Option<u64>,
-        bug: Option<Bug>,
-    ) -> Result<Self, String> {
         let header = read_header(&mem, what)?;
         if let Some(k) = k
             && k != header.k
@@ -337,6 +290,12 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                 header.k, header.k
             ));
         }
+        if crate::kmer::encode::words_for(header.k) != W {
+            return Err(format!(
+                "{what} has a corrupt header (K = {} in {W}-word keys); it was left untouched",
+                header.k
+            ));
+        }
         if let Some(inputs) = inputs
             && inputs != header.inputs
         {
@@ -344,18 +303,17 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                 "{what} is counting other genomes; resume it with the genomes it was created for, or name a new pool"
             ));
         }
-        let recovery = recover(&mem, &header, Bug::offset(bug));
-        if recovery.corrupt > 0 {
+        let mut t = Self::with(mem, header, Recovery::default());
+        let found = t.survey();
+        if found.corrupt > 0 {
             return Err(format!(
                 "{what} has {} slots that break the table's invariants; it was left as it is",
-                recovery.corrupt
+                found.corrupt
             ));
         }
-        let t = Self::with(mem, header, recovery);
-        Ok(match bug {
-            Some(b) => t.with_bug(b),
-            None => t,
-        })
+        t.recovery = t.recover(found);
+        t.distinct.store(t.recovery.valid, Ordering::Relaxed);
+        Ok(t)
     }
 
     fn with(mem: M, header: Header, recovery: Recovery) -> Self {
@@ -368,17 +326,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
             distinct: AtomicU64::new(recovery.valid),
             header,
             recovery,
-            bug: None,
-            offset: 0,
         }
-    }
-
-    /// Builds in a deliberate bug (checker tests only).
-    #[doc(hidden)]
-    pub fn with_bug(mut self, bug: Bug) -> Self {
-        self.bug = Some(bug);
-        self.offset = Bug::offset(Some(bug));
-        self
     }
 
     fn durable(&self, at: usize) {
@@ -387,18 +335,12 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
     }
 
     fn fence(&self) {
-        if self.bug != Some(Bug::MissingFence) {
-            self.mem.fence();
-        }
+        self.mem.fence();
     }
 
     /// Records the lines a write to the slot at `base` dirtied.
     #[inline(always)]
     fn dirtied(&self, base: usize, unpersisted: &mut Unpersisted) {
-        if self.offset != 0 {
-            // The bug's key line, flushed with the commit's but not fenced before it.
-            unpersisted.push(base);
-        }
         unpersisted.push(base + META);
     }
 
@@ -447,7 +389,7 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
 
     #[inline(always)]
     fn base(&self, slot: usize) -> usize {
-        HEADER_WORDS + self.offset + slot * SLOT_WORDS
+        HEADER_WORDS + slot * SLOT_WORDS
     }
 
     #[inline(always)]
@@ -522,20 +464,12 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
             let at = base + META;
             let mut m = self.mem.load(at);
             if m == 0 {
-                let publish_first = self.bug == Some(Bug::PublishBeforeKey);
-                let claim = if publish_first {
-                    VALID | tag | 1
-                } else {
-                    CLAIMED
-                };
-                match self.mem.compare_exchange(at, 0, claim) {
+                match self.mem.compare_exchange(at, 0, CLAIMED) {
                     Ok(_) => {
                         for (j, &x) in kmer.0.iter().enumerate() {
                             self.mem.store(base + j, x);
                         }
-                        if !publish_first {
-                            self.mem.store(at, VALID | tag | 1);
-                        }
+                        self.mem.store(at, VALID | tag | 1);
                         self.dirtied(base, unpersisted);
                         return Inserted::New;
                     }
@@ -551,13 +485,6 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
                         return Inserted::Repeat;
                     }
                     let counted = (m & !(TAG_MASK << TAG_SHIFT)) | tag;
-                    if self.bug == Some(Bug::TornCount) {
-                        // The tag and the count as two separate stores.
-                        self.mem.store(at, counted);
-                        self.mem.store(at, counted + 1);
-                        self.dirtied(base, unpersisted);
-                        return Inserted::Counted;
-                    }
                     match self.mem.compare_exchange(at, m, counted + 1) {
                         Ok(_) => {
                             self.dirtied(base, unpersisted);
@@ -594,40 +521,6 @@ impl<const W: usize, M: PersistentWords> StaticPm<W, M> {
             marked: self.marks[slot / 64].load(Ordering::Relaxed) & (1 << (slot % 64)) != 0,
         }
     }
-}
-
-/// Scans every slot: clears claimed-but-unpublished slots, counts and checks the rest.
-fn recover<M: PersistentWords>(mem: &M, h: &Header, offset: usize) -> Recovery {
-    let mut r = Recovery::default();
-    for slot in 0..h.capacity {
-        let base = HEADER_WORDS + offset + slot * SLOT_WORDS;
-        let m = mem.load(base + META);
-        if m == 0 {
-            continue;
-        }
-        if m & VALID == 0 {
-            for j in 0..SLOT_WORDS {
-                mem.store(base + j, 0);
-            }
-            mem.flush(base);
-            r.cleared += 1;
-            continue;
-        }
-        let count = m & COUNT_MASK;
-        let tag = (m >> TAG_SHIFT) & TAG_MASK;
-        // Genome ids count up from 1 and each genome counts a k-mer once: count <= tag,
-        // and no genome beyond the one in progress has touched the table.
-        if count == 0 || count > tag || tag > h.done as u64 + 1 || m & CLAIMED != 0 {
-            r.corrupt += 1;
-        } else {
-            r.valid += 1;
-            r.counted += count;
-        }
-    }
-    if r.cleared > 0 {
-        mem.fence();
-    }
-    r
 }
 
 impl<const W: usize, M: PersistentWords + PoolInfo> KmerTable<W> for StaticPm<W, M> {
@@ -724,208 +617,6 @@ impl<const W: usize, M: PersistentWords + PoolInfo> KmerTable<W> for StaticPm<W,
     fn resume_after(&self) -> GenomeId {
         self.header.done
     }
-}
-
-/// Where production pools live: a reopenable `--pool` file or a fresh target mapping.
-enum Backing {
-    Pool(Pool),
-    Mapping(Mapping),
-}
-
-/// [`PersistentWords`] on a pool, persisted with the user's strategy, counting what it
-/// issues.
-pub struct PoolWords {
-    backing: Backing,
-    persister: Persister,
-    counts: PersistCounts,
-}
-
-impl PoolWords {
-    fn words(&self) -> &[AtomicU64] {
-        match &self.backing {
-            Backing::Pool(p) => p.atomics(),
-            Backing::Mapping(m) => m.atomics(),
-        }
-    }
-}
-
-/// What the record needs from a table's memory.
-pub trait PoolInfo {
-    /// The target as asked and as achieved.
-    fn target_record(&self) -> TargetRecord;
-    /// Where it differs from the request.
-    fn target_warnings(&self) -> Vec<Warning>;
-    /// (flushes, fences) issued so far.
-    fn counts(&self) -> (u64, u64);
-    /// The persister every flush and fence goes through.
-    fn persister(&self) -> Persister;
-}
-
-impl PersistentWords for PoolWords {
-    #[inline]
-    fn len(&self) -> usize {
-        self.words().len()
-    }
-    #[inline]
-    fn load(&self, i: usize) -> u64 {
-        self.words()[i].load(Ordering::Acquire)
-    }
-    #[inline]
-    fn store(&self, i: usize, v: u64) {
-        self.words()[i].store(v, Ordering::Release)
-    }
-    #[inline]
-    fn compare_exchange(&self, i: usize, old: u64, new: u64) -> Result<u64, u64> {
-        self.words()[i].compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire)
-    }
-    #[inline]
-    fn prefetch(&self, i: usize) {
-        pmscope_sys::prefetch::prefetch(&self.words()[i]);
-    }
-    #[inline]
-    fn flush(&self, i: usize) {
-        self.counts.flush();
-        self.persister.flush_word(&self.words()[i]);
-    }
-    #[inline]
-    fn flush_all(&self, words: &[usize]) {
-        // Counted once for the group: a locked add between write-backs would wait for them.
-        self.counts.flushes(words.len() as u64);
-        let all = self.words();
-        for &i in words {
-            self.persister.flush_word(&all[i]);
-        }
-    }
-    #[inline]
-    fn fence(&self) {
-        self.counts.fence();
-        self.persister.fence_words(self.words());
-    }
-}
-
-impl PoolInfo for PoolWords {
-    fn target_record(&self) -> TargetRecord {
-        match &self.backing {
-            Backing::Pool(p) => p.record(),
-            Backing::Mapping(m) => m.record(),
-        }
-    }
-    fn target_warnings(&self) -> Vec<Warning> {
-        match &self.backing {
-            Backing::Pool(p) => p.warnings().to_vec(),
-            Backing::Mapping(m) => m.warnings().to_vec(),
-        }
-    }
-    fn counts(&self) -> (u64, u64) {
-        self.counts.get()
-    }
-    fn persister(&self) -> Persister {
-        self.persister
-    }
-}
-
-/// The production table.
-pub type StaticPmTable<const W: usize> = StaticPm<W, PoolWords>;
-
-impl<const W: usize> Create<W> for StaticPmTable<W> {
-    const KIND: TableKind = TableKind::StaticPm;
-    const MAX_GENOMES: u64 = MAX_GENOMES;
-
-    fn create(r: &TableRequest<'_>) -> Result<Self, TableError> {
-        // CPUID decides: a named strategy the CPU lacks is refused, the default falls back
-        // (clwb, clflushopt, clflush) and the table's facts say to what.
-        let persister = Persister::choose(r.persist, &r.features)
-            .map_err(|e| TableError::Refused(e.to_string()))?;
-        let capacity = ((r.expected_distinct as f64 / TARGET_LOAD).ceil() as usize)
-            .max(64)
-            .next_power_of_two();
-        let bytes = ((HEADER_WORDS + capacity * SLOT_WORDS) * 8) as u64;
-        let words = |backing| PoolWords {
-            backing,
-            persister,
-            counts: PersistCounts::default(),
-        };
-        match r.pool {
-            Some(path) if path.exists() => {
-                let pool = Pool::open(path, r.map_options)?;
-                let what = path.display().to_string();
-                let mut t =
-                    Self::open(words(Backing::Pool(pool)), &what, Some(r.k), Some(r.inputs))
-                        .map_err(TableError::Refused)?;
-                let written = t.header.strategy;
-                // Without --persist, a reopened pool keeps the strategy it was written with
-                // (where this CPU has it).
-                if r.persist == PersistChoice::Default
-                    && written != persister.strategy()
-                    && written.missing_feature(&r.features).is_none()
-                {
-                    t.mem.persister = Persister::new(written, &r.features)
-                        .map_err(|e| TableError::Refused(e.to_string()))?;
-                }
-                let used = t.mem.persister.strategy();
-                if let Some(missing) = written.missing_feature(&r.features) {
-                    return Err(TableError::Refused(format!(
-                        "{what} was written with --persist {written}, which needs {missing}, which this CPU does not have; resume it on a CPU with {missing}"
-                    )));
-                }
-                if written != used {
-                    return Err(TableError::Refused(format!(
-                        "{what} was written with --persist {written}, not {used}; give --persist {written}"
-                    )));
-                }
-                Ok(t)
-            }
-            Some(path) => {
-                let pool = Pool::create(path, bytes, r.map_options)?;
-                Ok(Self::format(
-                    words(Backing::Pool(pool)),
-                    r.k,
-                    capacity,
-                    persister.strategy(),
-                    r.inputs,
-                ))
-            }
-            None => {
-                let m = pmscope_mapping::map(r.target, bytes, r.map_options)?;
-                Ok(Self::format(
-                    words(Backing::Mapping(m)),
-                    r.k,
-                    capacity,
-                    persister.strategy(),
-                    r.inputs,
-                ))
-            }
-        }
-    }
-}
-
-/// Opens the pool file `path`, checks its header, recovers it (clears inserts cut short)
-/// and reports what it holds: `pmscope kmer recover`.
-pub fn check_pool(
-    path: &std::path::Path,
-    opts: &pmscope_mapping::MapOptions,
-) -> Result<(Header, Recovery), TableError> {
-    let pool = Pool::open(path, opts)?;
-    let what = path.display().to_string();
-    // The header's own strategy persists the recovery.
-    let probe = PoolWords {
-        backing: Backing::Pool(pool),
-        persister: Persister::new(
-            PersistStrategy::Clflush,
-            &pmscope_sys::cpu::CpuFeatures::detect(),
-        )
-        .map_err(|e| TableError::Refused(e.to_string()))?,
-        counts: PersistCounts::default(),
-    };
-    let header = read_header(&probe, &what).map_err(TableError::Refused)?;
-    let recovery = recover(&probe, &header, 0);
-    if recovery.corrupt > 0 {
-        return Err(TableError::Refused(format!(
-            "{what} has {} slots that break the table's invariants",
-            recovery.corrupt
-        )));
-    }
-    Ok((header, recovery))
 }
 
 #[cfg(test)]
