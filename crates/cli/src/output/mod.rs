@@ -8,7 +8,7 @@
 pub mod finished;
 mod store;
 
-pub use store::open_store;
+pub use store::{open_store, open_store_to_record};
 use store::{LazyStore, StoreRun};
 
 pub use pmscope_experiment::atomic_file;

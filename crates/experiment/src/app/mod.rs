@@ -212,13 +212,8 @@ fn aof_directory(server: Server, aof_on: Option<&str>) -> Result<Option<PathBuf>
         )));
     }
     let dir = Path::new(s.strip_prefix("file:").unwrap_or(s));
-    if !dir.is_dir() {
-        return Err(usage(format!(
-            "--aof-on {s}: {} is not a directory; create it or pick a mounted file system",
-            dir.display()
-        )));
-    }
-    Ok(Some(dir.to_path_buf()))
+    let dir = pmscope_sys::path::existing_directory("--aof-on", dir).map_err(|e| usage(e.0))?;
+    Ok(Some(dir))
 }
 
 /// One server on one target: start it, run every workload × value size, stop it, and
