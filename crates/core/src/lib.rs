@@ -29,3 +29,4 @@ pub mod summary;
 pub mod units;
 pub mod vocab;
 pub mod warning;
+pub mod whole;

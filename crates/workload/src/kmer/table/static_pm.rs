@@ -886,7 +886,7 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
                 ))
             }
             None => {
-                let m = pmscope_mapping::map(r.target, bytes, r.map_options)?;
+                let m = pmscope_mapping::map_chosen(r.target, bytes, r.map_options)?;
                 Ok(Self::format(
                     words(Backing::Mapping(m)),
                     r.k,
