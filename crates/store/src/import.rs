@@ -40,9 +40,9 @@ pub fn parse_record(text: &str) -> Result<Record, Unreadable> {
 /// it cannot be read: a missing file, an empty one, one whose lines are all blank, a line
 /// that is not a record or is a record of a newer schema.
 pub fn read_jsonl(path: &Path) -> Result<Vec<Record>, StoreError> {
-    let text = std::fs::read_to_string(path).map_err(|source| StoreError::Io {
+    let text = std::fs::read_to_string(path).map_err(|cause| StoreError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     })?;
     let mut records = Vec::new();
     for (i, line) in text.lines().enumerate() {
