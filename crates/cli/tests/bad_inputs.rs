@@ -27,7 +27,12 @@ fn cases() -> Vec<Case> {
         .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|(i, l)| {
             let f: Vec<&str> = l.split('\t').collect();
-            assert_eq!(f.len(), 3, "line {}: three TAB-separated fields: {l}", i + 1);
+            assert_eq!(
+                f.len(),
+                3,
+                "line {}: three TAB-separated fields: {l}",
+                i + 1
+            );
             Case {
                 line: i + 1,
                 code: f[0].parse().expect("an exit code"),
@@ -187,7 +192,11 @@ fn check(case: &Case, f: &Fixtures, port: u16) -> Option<String> {
     let fragment = fill(&case.fragment);
     let mut wrong = Vec::new();
     if o.status.code() != Some(case.code) {
-        wrong.push(format!("exit {:?}, expected {}", o.status.code(), case.code));
+        wrong.push(format!(
+            "exit {:?}, expected {}",
+            o.status.code(),
+            case.code
+        ));
     }
     if !first.contains(&fragment) {
         wrong.push(format!("first line lacks '{fragment}'"));

@@ -647,9 +647,9 @@ impl Store {
                         place: format!("a record of run {run}"),
                         found,
                     },
-                    crate::import::Unreadable::NotARecord(m) => StoreError::Json(
-                        serde_json::Error::io(std::io::Error::other(m)),
-                    ),
+                    crate::import::Unreadable::NotARecord(m) => {
+                        StoreError::Json(serde_json::Error::io(std::io::Error::other(m)))
+                    }
                 })
             })
             .collect()
