@@ -430,6 +430,77 @@ fn a_server_that_fails_to_start_is_reported_and_leaves_nothing() {
     assert_nothing_left(port);
 }
 
+/// Another process listening on `--port`: refused before any server starts (issue 27: the
+/// server could not bind and its client loaded the other listener forever).
+#[test]
+fn a_busy_port_is_refused_before_any_server_starts() {
+    let foreign = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = foreign.local_addr().unwrap().port();
+    let t = Instant::now();
+    let o = pmscope()
+        .args(["app", "memcached", "-t", "dram:4k", "--port"])
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with(&format!(
+            "pmscope: --port {port}: 127.0.0.1:{port} cannot be bound"
+        )),
+        "{e}"
+    );
+    assert!(processes_on(port).is_empty(), "{:?}", processes_on(port));
+}
+
+/// A server that exits while its client waits on the port: the supervisor notices within
+/// seconds, stops the client and reports the server's exit with its last words.
+#[test]
+fn a_server_that_exits_while_its_client_runs_is_reported_within_seconds() {
+    let port = free_port();
+    let server = format!(
+        "{} \"$@\" & pid=$!; sleep 1; kill -9 $pid; wait $pid; echo 'failed to listen: pretend' >&2; exit 71",
+        which("memcached").display()
+    );
+    let fake = fake_path(
+        &[],
+        &[("memcached", &server), ("memcaslap", "exec sleep 120")],
+    );
+    let t = Instant::now();
+    let o = pmscope()
+        .env("PATH", path_with(fake.path()))
+        .args([
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--memory",
+            "64MiB",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("exited (exit status 71) while memcaslap ran: failed to listen: pretend"),
+        "{e}"
+    );
+    assert_nothing_left(port);
+}
+
 #[test]
 fn a_killed_client_stops_the_run_and_the_server() {
     let port = free_port();

@@ -744,8 +744,18 @@ fn file_targets_must_name_a_directory_or_a_new_file_in_one() {
         (
             format!("file:{}", missing.display()),
             format!(
-                "pmscope: {} does not exist and neither does its directory {}: name an existing directory (file:/mnt/pmem) or a new file in one (file:/mnt/pmem/bench.dat)\n",
+                "pmscope: {} does not exist and neither does its directory {}: create the directory first (mkdir -p {}) or name one that exists\n",
                 missing.display(),
+                missing.parent().unwrap().display(),
+                missing.parent().unwrap().display()
+            ),
+        ),
+        // A trailing slash names a directory: never a file in its parent (issue 27).
+        (
+            format!("file:{}/", missing.parent().unwrap().display()),
+            format!(
+                "pmscope: {}/ does not exist, and its trailing slash names a directory: create it first (mkdir -p {}/) or drop the slash\n",
+                missing.parent().unwrap().display(),
                 missing.parent().unwrap().display()
             ),
         ),
@@ -759,6 +769,11 @@ fn file_targets_must_name_a_directory_or_a_new_file_in_one() {
     }
     assert!(!std::path::Path::new("/dev/pmscope-no-such-mount").exists());
     assert!(!missing.parent().unwrap().exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing was created beside the missing directory"
+    );
 
     // Both accepted forms, and the output says which file each became.
     let new_file = dir.path().join("bench.dat");

@@ -161,7 +161,8 @@ fn a_file_that_is_not_a_store_is_refused_untouched() {
 fn a_store_from_a_newer_pmscope_is_refused_untouched() {
     let env = Env::new();
     let store = env.store();
-    env.ok(&["results", "list"]); // creates it
+    let file = latency_jsonl(&env, "lat.jsonl");
+    env.ok(&["results", "import", file.to_str().unwrap()]); // creates it
     let conn = Connection::open(&store).unwrap();
     conn.pragma_update(None, "user_version", 99).unwrap();
     conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
@@ -199,23 +200,35 @@ fn an_unusable_directory_is_a_runtime_failure_in_one_sentence() {
     let env = Env::new();
     let plain = env.path("plain");
     std::fs::write(&plain, "x").unwrap();
-    // Its directory cannot be made: a file is where a directory should be.
+    // Its directory cannot be made: a file is where a directory should be. The default
+    // location ($PMSCOPE_RESULTS) is made when needed, so that is the system's failure;
+    // the same path given as --results is the user's, refused before anything runs.
     let store = plain.join("sub/results.sqlite");
-    for args in [
-        &["results", "list"][..],
-        &[
-            "--null-executor",
-            "latency",
-            "--sizes",
-            "64KiB",
-            "--samples",
-            "100",
-        ],
-    ] {
+    let latency = [
+        "--null-executor",
+        "latency",
+        "--sizes",
+        "64KiB",
+        "--samples",
+        "100",
+    ];
+    for args in [&["results", "list"][..], &latency] {
+        let o = env
+            .command(args)
+            .env("PMSCOPE_RESULTS", &store)
+            .output()
+            .unwrap();
+        refused(&o, 1, "cannot use", &format!("{args:?}"));
+        assert!(o.stdout.is_empty());
         let mut a = vec!["--results", store.to_str().unwrap()];
         a.extend_from_slice(args);
         let o = env.run(&a);
-        refused(&o, 1, "cannot use", &format!("{args:?}"));
+        refused(
+            &o,
+            2,
+            "a component of its directory is a file",
+            &format!("{args:?}"),
+        );
         assert!(o.stdout.is_empty());
     }
     assert_eq!(std::fs::read(&plain).unwrap(), b"x");

@@ -31,3 +31,4 @@ pub mod summary;
 pub mod units;
 pub mod vocab;
 pub mod warning;
+pub mod whole;

@@ -52,10 +52,7 @@ fn parse_value(kind: AxisKind, axis: &str, s: &str) -> Result<u64, AxisError> {
         reason,
     };
     match kind {
-        AxisKind::Count => s
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| err("not a whole number".into())),
+        AxisKind::Count => crate::whole::parse::<u64>(s).map_err(err),
         AxisKind::Size => s
             .parse::<Bytes>()
             .map(|b| b.0)

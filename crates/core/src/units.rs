@@ -33,7 +33,7 @@ pub enum SizeError {
     #[error("'{0}' has an unknown unit: use B, K/KiB, M/MiB, G/GiB or T/TiB (binary: 1K = 1024)")]
     Unit(String),
     /// The value does not fit in 64 bits.
-    #[error("'{0}' is too large")]
+    #[error("'{0}' is too large: a size is at most 16 EiB (18446744073709551615 bytes)")]
     Overflow(String),
 }
 

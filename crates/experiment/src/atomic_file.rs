@@ -5,6 +5,7 @@
 
 use crate::error::usage;
 use anyhow::{Context as _, Result, anyhow};
+use pmscope_sys::path::Found;
 use pmscope_sys::scratch;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -50,11 +51,23 @@ impl PendingOutput {
                 std::io::stdout(),
             )));
         }
-        if dest.exists() && !force {
-            return Err(usage(format!(
-                "{} already exists; pass --force to overwrite it or choose another {flag} file",
-                dest.display()
-            )));
+        // The one path resolver: a dangling link, a trailing slash, a missing or unwritable
+        // directory are refused here, before anything is measured.
+        match pmscope_sys::path::look(dest).map_err(|e| usage(format!("{flag} {e}")))? {
+            Found::Directory => {
+                return Err(usage(format!(
+                    "{flag} {} is a directory; name a file (e.g. {})",
+                    dest.display(),
+                    dest.join("records.jsonl").display()
+                )));
+            }
+            Found::File if !force => {
+                return Err(usage(format!(
+                    "{} already exists; pass --force to overwrite it or choose another {flag} file",
+                    dest.display()
+                )));
+            }
+            Found::File | Found::New => {}
         }
         let name = dest
             .file_name()

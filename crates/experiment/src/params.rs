@@ -55,9 +55,10 @@ pub struct Count(pub usize);
 impl FromStr for Count {
     type Err = String;
     fn from_str(s: &str) -> Result<Count, String> {
-        match s.parse::<usize>() {
+        match pmscope_core::whole::parse::<usize>(s) {
             Ok(0) => Err("must be at least 1".into()),
             Ok(n) => Ok(Count(n)),
+            Err(e) if e.starts_with("too large") => Err(e),
             Err(_) => Err("not a whole number: give a count of at least 1".into()),
         }
     }
@@ -158,6 +159,10 @@ mod tests {
         for bad in ["0", "-2", "1.5", "x"] {
             assert!(bad.parse::<Count>().is_err(), "{bad}");
         }
+        assert_eq!(
+            "99999999999999999999".parse::<Count>(),
+            Err("too large: at most 18446744073709551615".into())
+        );
         assert_eq!("0.25".parse::<Seconds>(), Ok(Seconds(0.25)));
         for bad in ["0", "-1", "inf", "NaN", "1e999", "x"] {
             assert!(bad.parse::<Seconds>().is_err(), "{bad}");

@@ -38,6 +38,6 @@ pub use backing::{DestroyData, MapOptions};
 pub use error::{SpecError, TargetError};
 pub use guard::MemoryGuard;
 pub use heap::{HeapBacking, HeapPlan};
-pub use mapping::{Handoff, Mapping, Pod, map};
+pub use mapping::{Handoff, Mapping, Pod, map, map_chosen};
 pub use pmscope_core::warning::Warning;
 pub use spec::TargetSpec;

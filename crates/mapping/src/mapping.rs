@@ -81,8 +81,29 @@ pub struct Handoff {
 }
 
 /// Maps `spec` with at least `bytes` bytes (rounded up to its page size or alignment),
-/// binds it to its node, pre-faults it and verifies what the kernel gave.
+/// binds it to its node, pre-faults it and verifies what the kernel gave. `bytes` is the
+/// size the user named: a rounding up to whole huge pages is noted with how to avoid it.
 pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, TargetError> {
+    map_sized(spec, bytes, opts, true)
+}
+
+/// [`map`] of a size pmscope chose itself (a k-mer table sized from its input): rounding
+/// it up is no finding, and a note telling the user to "give a multiple" of the page
+/// would name a size they never gave, so none is made.
+pub fn map_chosen(
+    spec: &TargetSpec,
+    bytes: u64,
+    opts: &MapOptions,
+) -> Result<Mapping, TargetError> {
+    map_sized(spec, bytes, opts, false)
+}
+
+fn map_sized(
+    spec: &TargetSpec,
+    bytes: u64,
+    opts: &MapOptions,
+    size_named: bool,
+) -> Result<Mapping, TargetError> {
     if bytes == 0 {
         return Err(TargetError::usage(
             "a target of 0 bytes cannot be mapped; give a size",
@@ -108,12 +129,14 @@ pub fn map(spec: &TargetSpec, bytes: u64, opts: &MapOptions) -> Result<Mapping, 
     let mut warnings =
         verify::against_expectation(spec, &achieved, backing.expectation(), backing.extents());
     warnings.extend(backing.notes().iter().cloned());
-    warnings.extend(verify::rounded_up(
-        spec,
-        bytes,
-        raw.len as u64,
-        backing.expectation(),
-    ));
+    if size_named {
+        warnings.extend(verify::rounded_up(
+            spec,
+            bytes,
+            raw.len as u64,
+            backing.expectation(),
+        ));
+    }
     Ok(Mapping {
         spec: spec.clone(),
         backing,

@@ -11,23 +11,29 @@ use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread::JoinHandle;
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
+
+/// How long the output of a child that has ended is waited for: a process it left behind
+/// (outside its group) may hold its pipes open forever, so reading them is bounded too.
+pub const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
 /// A child's stdout and stderr, read to the end by a thread each while it runs (so a
 /// talkative child never blocks on a full pipe).
 #[derive(Debug, Default)]
 pub struct Captured {
-    stdout: Option<JoinHandle<String>>,
-    stderr: Option<JoinHandle<String>>,
+    stdout: Option<Receiver<String>>,
+    stderr: Option<Receiver<String>>,
 }
 
-fn collect(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+fn collect(mut r: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut s = String::new();
         let _ = r.read_to_string(&mut s);
-        s
-    })
+        let _ = tx.send(s);
+    });
+    rx
 }
 
 impl Captured {
@@ -39,11 +45,17 @@ impl Captured {
         }
     }
 
-    /// What it printed on stdout and stderr (once every holder of the pipes has closed
-    /// them; empty for a pipe not captured or already read).
+    /// What it printed on stdout and stderr, once every holder of the pipes has closed
+    /// them or [`OUTPUT_GRACE`] has passed (empty for a pipe not captured, already read,
+    /// or still held open then).
     pub fn join(&mut self) -> (String, String) {
-        let read = |h: Option<JoinHandle<String>>| {
-            h.map(|h| h.join().unwrap_or_default()).unwrap_or_default()
+        let deadline = Instant::now() + OUTPUT_GRACE;
+        let read = |rx: Option<Receiver<String>>| {
+            rx.and_then(|rx| {
+                rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                    .ok()
+            })
+            .unwrap_or_default()
         };
         (read(self.stdout.take()), read(self.stderr.take()))
     }
@@ -87,6 +99,18 @@ pub struct Finished {
 /// kill its whole group and return an error (`Interrupted`, or one sentence naming `what`);
 /// an exit of any status is a [`Finished`].
 pub fn run_bounded(cmd: &mut Command, what: &str, timeout: Duration) -> Result<Finished> {
+    run_supervised(cmd, what, timeout, &mut || Ok(()))
+}
+
+/// [`run_bounded`], also asking `partner` every poll whether what the child depends on is
+/// still there (a client's server): the first error it returns kills the child's group and
+/// is returned, so a child can never wait on a partner that has gone.
+pub fn run_supervised(
+    cmd: &mut Command,
+    what: &str,
+    timeout: Duration,
+    partner: &mut dyn FnMut() -> Result<()>,
+) -> Result<Finished> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -111,6 +135,10 @@ pub fn run_bounded(cmd: &mut Command, what: &str, timeout: Duration) -> Result<F
                 return Err(e).with_context(|| format!("waiting for {what}"));
             }
         }
+        if let Err(e) = partner() {
+            kill(&mut child);
+            return Err(e);
+        }
         if t0.elapsed() > timeout {
             kill(&mut child);
             bail!(
@@ -120,6 +148,8 @@ pub fn run_bounded(cmd: &mut Command, what: &str, timeout: Duration) -> Result<F
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // Whatever it left in its group goes with it, so nothing there holds the pipes.
+    let _ = signal_group(pgid, SIGKILL);
     let (stdout, stderr) = output.join();
     Ok(Finished {
         status,
@@ -149,6 +179,32 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "sleep did not finish within 0 s; stopped");
+        // A partner that went away stops the child at once.
+        let t0 = Instant::now();
+        let mut polls = 0;
+        let e = run_supervised(
+            Command::new("sleep").arg("30"),
+            "sleep",
+            Duration::from_secs(60),
+            &mut || {
+                polls += 1;
+                if polls > 2 {
+                    bail!("the server exited")
+                }
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "the server exited");
+        assert!(t0.elapsed() < Duration::from_secs(20), "not waited for");
+        // A grandchild outside the group holding the pipes cannot hold up the result.
+        let f = run_bounded(
+            Command::new("sh").args(["-c", "setsid sleep 5 & echo started; exit 0"]),
+            "sh",
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(describe_status(f.status), "exit status 0");
         assert_eq!(last_line("a\nb  \n\n"), Some("b"));
         assert_eq!(last_line(" \n"), None);
     }

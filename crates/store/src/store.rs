@@ -40,12 +40,13 @@ pub enum StoreError {
     )]
     UnknownRun(String),
     /// A file or directory could not be used.
-    #[error("cannot use {path}: {source}")]
+    #[error("cannot use {path}: {cause}")]
     Io {
         /// The path.
         path: PathBuf,
         /// The cause.
-        source: std::io::Error,
+        /// (Not the error's `source`: the message already says it, once.)
+        cause: std::io::Error,
     },
     /// A JSON Lines line is not a record.
     #[error("line {line} of {path} is not a pmscope record: {message}")]
@@ -57,6 +58,26 @@ pub enum StoreError {
         /// The parser's complaint.
         message: String,
     },
+    /// A record of a newer schema than this pmscope reads.
+    #[error(
+        "{place} is a record of schema version {found}, newer than this pmscope's {supported}; use a newer pmscope",
+        supported = pmscope_core::record::SCHEMA_VERSION
+    )]
+    NewerRecord {
+        /// Where it is: `line N of FILE`, `a point of run N`.
+        place: String,
+        /// Its `schema_version`.
+        found: u64,
+    },
+    /// A JSON Lines file without a single record.
+    #[error("{0} holds no records; pass a file written with -o")]
+    NoRecords(PathBuf),
+    /// A read-only command named a store that does not exist (only commands that record
+    /// create one).
+    #[error(
+        "no results store at {0}: nothing was recorded there; check --results (or $PMSCOPE_RESULTS), or measure something first"
+    )]
+    Missing(PathBuf),
     /// SQLite failed.
     #[error("results store error: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -74,6 +95,9 @@ impl StoreError {
                 | StoreError::TooNew { .. }
                 | StoreError::UnknownRun(_)
                 | StoreError::BadRecord { .. }
+                | StoreError::NewerRecord { .. }
+                | StoreError::NoRecords(_)
+                | StoreError::Missing(_)
         )
     }
 }
@@ -168,9 +192,9 @@ fn now_ms() -> i64 {
 
 /// Creates a complete, empty store at `path` unless a file is there by then.
 fn create_whole(path: &Path) -> Result<(), StoreError> {
-    let io = |source| StoreError::Io {
+    let io = |cause| StoreError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     let name = path
         .file_name()
@@ -207,9 +231,9 @@ impl Store {
     /// Opens the store at `path`, creating it (and its directory) if absent. A file that
     /// is not a pmscope store, or one from a newer pmscope, is refused and not touched.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let io = |source| StoreError::Io {
+        let io = |cause| StoreError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let existed = match std::fs::metadata(path) {
             Ok(meta) => {
@@ -268,6 +292,17 @@ impl Store {
         };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Opens the existing store at `path` (as [`Store::open`]), never creating one: what
+    /// commands that only read the store use, so a mistyped `--results` leaves nothing behind.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::Missing(path.to_path_buf()))
+            }
+            _ => Store::open(path),
+        }
     }
 
     /// The database file.
@@ -468,24 +503,13 @@ impl Store {
     }
 
     /// Adds the records of a JSON Lines file (as written by `-o`) as one complete run,
-    /// all or nothing: a line that is not a record stores nothing.
+    /// all or nothing: a file [`crate::import::read_jsonl`] refuses stores nothing.
     pub fn import_jsonl(&self, file: &Path, tags: &[String]) -> Result<RunId, StoreError> {
-        let text = std::fs::read_to_string(file).map_err(|source| StoreError::Io {
-            path: file.to_path_buf(),
-            source,
-        })?;
-        let mut records = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let record: Record = serde_json::from_str(line).map_err(|e| StoreError::BadRecord {
-                path: file.to_path_buf(),
-                line: i + 1,
-                message: e.to_string(),
-            })?;
-            records.push(record);
-        }
+        self.import_records(&crate::import::read_jsonl(file)?, tags)
+    }
+
+    /// Adds `records` (read by [`crate::import::read_jsonl`]) as one complete run.
+    pub fn import_records(&self, records: &[Record], tags: &[String]) -> Result<RunId, StoreError> {
         let command_line = records
             .first()
             .map(|r| r.command_line.clone())
@@ -510,7 +534,7 @@ impl Store {
                 params![id, tag],
             )?;
         }
-        for record in &records {
+        for record in records {
             Self::insert(&tx, id, None, record)?;
         }
         tx.commit()?;
@@ -615,7 +639,20 @@ impl Store {
         let texts: Vec<String> = stmt
             .query_map([run], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
-        texts.iter().map(|t| Ok(serde_json::from_str(t)?)).collect()
+        texts
+            .iter()
+            .map(|t| {
+                crate::import::parse_record(t).map_err(|why| match why {
+                    crate::import::Unreadable::Newer(found) => StoreError::NewerRecord {
+                        place: format!("a point of run {run}"),
+                        found,
+                    },
+                    crate::import::Unreadable::NotARecord(m) => {
+                        StoreError::Json(serde_json::Error::io(std::io::Error::other(m)))
+                    }
+                })
+            })
+            .collect()
     }
 
     /// Deletes `run` and its points.

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod mman;
 pub mod mountinfo;
 pub mod numa;
+pub mod path;
 pub mod perf;
 pub mod pmem;
 pub mod prefetch;

@@ -4,12 +4,13 @@
 
 use crate::args::{OutputArgs, ReportArgs};
 use crate::error::usage;
+use crate::output::atomic_file::PendingOutput;
 use crate::output::open_store;
 use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
 use pmscope_experiment::Env as Context;
 use pmscope_report::{CacheLevel, Options, Reference, Run};
-use std::io::Write;
+use pmscope_sys::path::{self, Found};
 use std::path::{Path, PathBuf};
 
 /// Whether a report argument names a JSON Lines file rather than a run of the store: an
@@ -50,26 +51,8 @@ pub(crate) fn utc(ms: u64) -> String {
 
 /// Reads one JSON Lines file as one run, labelled by its host and first record's time.
 fn read_run(path: &Path) -> Result<Run> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut records = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let r: Record = serde_json::from_str(line).map_err(|e| {
-            usage(format!(
-                "{} line {} is not a pmscope record ({e}); pass files written with -o",
-                path.display(),
-                i + 1
-            ))
-        })?;
-        records.push(r);
-    }
-    let Some(first) = records.first() else {
-        return Err(usage(format!("{} holds no records", path.display())));
-    };
+    let records = pmscope_store::read_jsonl(path)?;
+    let first = &records[0];
     let label = format!(
         "{} — {}",
         path.file_name()
@@ -94,27 +77,23 @@ fn date(days: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// Creates `path` exclusively (or truncates it with --force) and writes `text`.
-fn create(path: &Path, force: bool, text: &str) -> Result<()> {
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true);
-    if force {
-        o.create(true).truncate(true);
+/// `--svg-dir DIR`: an existing directory, or a new one in an existing directory (a
+/// trailing slash is allowed here: the option names a directory it may create).
+fn svg_directory(dir: &Path) -> Result<()> {
+    let bytes = dir.as_os_str().to_string_lossy();
+    let bare = Path::new(bytes.trim_end_matches('/'));
+    let bare = if bare.as_os_str().is_empty() {
+        dir
     } else {
-        o.create_new(true);
+        bare
+    };
+    match path::look(bare).map_err(|e| usage(format!("--svg-dir {e}")))? {
+        Found::Directory | Found::New => Ok(()),
+        Found::File => Err(usage(format!(
+            "--svg-dir {} is a file; name a directory",
+            dir.display()
+        ))),
     }
-    let mut f = o.open(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            usage(format!(
-                "{} already exists; pass --force to overwrite it or choose another -o file",
-                path.display()
-            ))
-        } else {
-            anyhow::anyhow!("cannot create {}: {e}", path.display())
-        }
-    })?;
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Runs `pmscope report`.
@@ -132,12 +111,11 @@ pub fn run(ctx: &Context, out: &OutputArgs, a: &ReportArgs) -> Result<()> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("report.html"));
-    // Refuse a clobber before writing anything (the SVGs are written before the HTML).
-    if path.exists() && !out.force {
-        return Err(usage(format!(
-            "{} already exists; pass --force to overwrite it or choose another -o file",
-            path.display()
-        )));
+    // Refuse a clobber, a dangling link or a missing directory before reading or writing
+    // anything (the SVGs are written before the HTML, which appears only when complete).
+    let mut html = PendingOutput::prepare(&path, out.force)?;
+    if let Some(dir) = &a.svg_dir {
+        svg_directory(dir)?;
     }
     let latest = ["latest".to_string()];
     let args: &[String] = if a.runs.is_empty() { &latest } else { &a.runs };
@@ -187,7 +165,10 @@ pub fn run(ctx: &Context, out: &OutputArgs, a: &ReportArgs) -> Result<()> {
         })?;
         eprintln!("wrote {} SVG files into {}", written.len(), dir.display());
     }
-    create(&path, out.force, &pmscope_report::html(&runs, &options))?;
+    html.writer()
+        .write_all(pmscope_report::html(&runs, &options).as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    html.commit()?;
     eprintln!("wrote {}", path.display());
     for o in pmscope_report::observations(&runs) {
         println!("{}  [{}]", o.text, o.run);

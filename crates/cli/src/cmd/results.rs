@@ -2,10 +2,10 @@
 
 use crate::args::{ExportFormat, OutputArgs, ResultsArgs, ResultsCommand};
 use crate::error::usage;
-use crate::output::open_store;
+use crate::output::{open_store, open_store_to_record};
 use anyhow::Result;
 use pmscope_core::record::Record;
-use pmscope_store::{Run, to_csv, to_jsonl};
+use pmscope_store::{Run, StoreError, to_csv, to_jsonl};
 use std::io::{BufRead, IsTerminal, Write};
 
 fn describe_run(r: &Run) -> String {
@@ -26,7 +26,24 @@ fn describe_run(r: &Run) -> String {
 
 /// Runs a `pmscope results` command.
 pub fn run(out: &OutputArgs, a: &ResultsArgs) -> Result<()> {
-    let store = open_store(out)?;
+    let store = match &a.command {
+        ResultsCommand::Import { file } => {
+            // The file is read and judged before the store is opened (or created).
+            let records = pmscope_store::read_jsonl(file)?;
+            let id = open_store_to_record(out)?.import_records(&records, &out.tags)?;
+            println!("imported {} as run {id}", file.display());
+            return Ok(());
+        }
+        ResultsCommand::List => match open_store(out) {
+            // No store yet holds no runs; it is not created by looking.
+            Err(e) if matches!(e.downcast_ref(), Some(StoreError::Missing(_))) => {
+                eprintln!("pmscope: {e}");
+                return Ok(());
+            }
+            opened => opened?,
+        },
+        _ => open_store(out)?,
+    };
     let mut stdout = std::io::stdout().lock();
     match &a.command {
         ResultsCommand::List => {
@@ -94,10 +111,8 @@ pub fn run(out: &OutputArgs, a: &ResultsArgs) -> Result<()> {
             store.remove_run(id)?;
             writeln!(stdout, "removed run {id}")?;
         }
-        ResultsCommand::Import { file } => {
-            let id = store.import_jsonl(file, &out.tags)?;
-            writeln!(stdout, "imported {} as run {id}", file.display())?;
-        }
+        // Imported before the store was opened.
+        ResultsCommand::Import { .. } => {}
     }
     Ok(())
 }

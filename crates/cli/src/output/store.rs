@@ -18,19 +18,30 @@ pub(super) struct StoreRun {
 }
 
 /// Where the results store is: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+/// A `--results` path passes the one path resolver (its directory must exist, no dangling
+/// link, no trailing slash); the default locations' directories are made when a command
+/// records.
 fn store_path(a: &OutputArgs) -> Result<std::path::PathBuf> {
-    a.results
-        .clone()
-        .or_else(pmscope_store::default_path)
-        .ok_or_else(|| {
-            crate::error::usage(
-                "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
-            )
-        })
+    if let Some(p) = &a.results {
+        pmscope_sys::path::look(p).map_err(|e| crate::error::usage(format!("--results {e}")))?;
+        return Ok(p.clone());
+    }
+    pmscope_store::default_path().ok_or_else(|| {
+        crate::error::usage(
+            "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
+        )
+    })
 }
 
-/// Opens the results store: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
+/// Opens the existing results store for a command that only reads it (`results`,
+/// `compare`, `report`): a missing one is refused, never created.
 pub fn open_store(a: &OutputArgs) -> Result<Store> {
+    Ok(Store::open_existing(&store_path(a)?)?)
+}
+
+/// Opens the results store for a command that records into it (`results import`),
+/// creating it if absent.
+pub fn open_store_to_record(a: &OutputArgs) -> Result<Store> {
     Ok(Store::open(&store_path(a)?)?)
 }
 

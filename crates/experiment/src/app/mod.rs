@@ -26,7 +26,7 @@ use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
 use pmscope_runner::harness::Harness;
 use pmscope_runner::interrupt;
-use pmscope_runner::launch::{self, Launch, Supervision};
+use pmscope_runner::launch::{self, Launch, Launched, Supervision};
 use pmscope_sys::mountinfo::MountInfo;
 use pmscope_workload::kvstore::{self, AofDir, Client, ClientResult, Server, Workload};
 use std::ffi::OsString;
@@ -162,6 +162,7 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
     }
     let (specs, opts) = env.targets(&a.targets, &["dram:4k"])?;
     let aof_dir = aof_directory(server, a.aof_on.as_deref())?;
+    let port = a.port.map(port_free).transpose()?;
     let aof_mount = aof_dir
         .as_deref()
         .and_then(|d| pmscope_sys::mountinfo::of(&env.root, d));
@@ -197,10 +198,26 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
         memory_mib: a.memory.map_or(1024, |m| m.0 >> 20).max(64),
         aof_dir,
         aof_mount,
-        port: a.port,
+        port,
         threshold: a.threshold.0,
         cpus: pmscope_sys::affinity::allowed_cpus()?,
     })
+}
+
+/// `--port N`: a port nobody listens on now (else the server could not bind it and its
+/// client would load whatever does).
+fn port_free(port: u16) -> Result<u16> {
+    if port == 0 {
+        return Err(usage(
+            "--port 0: give a port from 1 to 65535, or leave --port out (pmscope picks a free one)",
+        ));
+    }
+    match std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)) {
+        Ok(_) => Ok(port),
+        Err(e) => Err(usage(format!(
+            "--port {port}: 127.0.0.1:{port} cannot be bound ({e}); pick another port or leave --port out (pmscope picks a free one)"
+        ))),
+    }
 }
 
 /// `--aof-on file:DIR`: redis only, a directory target.
@@ -212,13 +229,8 @@ fn aof_directory(server: Server, aof_on: Option<&str>) -> Result<Option<PathBuf>
         )));
     }
     let dir = Path::new(s.strip_prefix("file:").unwrap_or(s));
-    if !dir.is_dir() {
-        return Err(usage(format!(
-            "--aof-on {s}: {} is not a directory; create it or pick a mounted file system",
-            dir.display()
-        )));
-    }
-    Ok(Some(dir.to_path_buf()))
+    let dir = pmscope_sys::path::existing_directory("--aof-on", dir).map_err(|e| usage(e.0))?;
+    Ok(Some(dir))
 }
 
 /// One server on one target: start it, run every workload × value size, stop it, and
@@ -252,7 +264,7 @@ fn measure_target(h: &Harness<'_>, plan: &Plan, spec: &TargetSpec) -> Result<Vec
     };
     let mut server = launch::spawn(&launch, Supervision::Background)?;
     server.wait_until_listening(port, START_TIMEOUT)?;
-    let (results, failure) = load(plan, port);
+    let (results, failure) = load(plan, port, &mut server);
     let outcome = server.stop(STOP_TIMEOUT);
     if let Some(e) = failure {
         return Err(e);
@@ -279,14 +291,25 @@ fn measure_target(h: &Harness<'_>, plan: &Plan, spec: &TargetSpec) -> Result<Vec
 
 /// Every workload × value size against the server on `port`, until the first failure
 /// (Ctrl-C included), which is returned beside the results so far.
-fn load(plan: &Plan, port: u16) -> (Vec<(&Workload, u64, ClientResult)>, Option<anyhow::Error>) {
+/// The server is watched throughout: one that exits is reported at once (and reaped),
+/// never waited on by its client.
+fn load<'p>(
+    plan: &'p Plan,
+    port: u16,
+    server: &mut Launched,
+) -> (
+    Vec<(&'p Workload, u64, ClientResult)>,
+    Option<anyhow::Error>,
+) {
     let mut results = Vec::new();
+    let client = plan.server.client().name;
+    let mut alive = || server.still_running(&format!("while {client} ran"));
     for w in &plan.workloads {
         for &size in &plan.value_sizes {
             if let Err(e) = interrupt::check() {
                 return (results, Some(e.into()));
             }
-            match plan.client.run(w, size, port) {
+            match plan.client.run(w, size, port, &mut alive) {
                 Ok(res) => results.push((w, size, res)),
                 Err(e) => return (results, Some(e)),
             }

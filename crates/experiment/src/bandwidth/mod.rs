@@ -108,7 +108,7 @@ pub struct Params {
     #[arg(long)]
     pub mix: Option<Mix>,
     /// Seed of the random block order.
-    #[arg(long, default_value_t = 0x5EED)]
+    #[arg(long, default_value_t = 0x5EED, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
     /// The thorough version: every access size 64 B..128 KiB, 5 repetitions of 1 s.
     #[arg(long)]

@@ -99,7 +99,7 @@ pub struct Params {
     #[arg(long, default_value = "both")]
     pub fsync: Fsync,
     /// CPU to pin the measuring thread to.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", value_parser = pmscope_core::whole::parse::<usize>)]
     pub cpu: Option<usize>,
 }
 

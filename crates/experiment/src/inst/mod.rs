@@ -77,13 +77,13 @@ pub struct Params {
     pub histograms: bool,
     /// Instruction width in bytes for accesses of 64 bytes and more: 16 (SSE2), 32 (AVX2)
     /// or 64 (AVX-512F) [default: the widest the CPU has].
-    #[arg(long)]
+    #[arg(long, value_parser = pmscope_core::whole::parse::<usize>)]
     pub width: Option<usize>,
     /// CPU to pin the measuring thread to.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", value_parser = pmscope_core::whole::parse::<usize>)]
     pub cpu: Option<usize>,
     /// Seed of the random addresses.
-    #[arg(long, default_value_t = 0x5EED)]
+    #[arg(long, default_value_t = 0x5EED, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
     /// The thorough version: 1 000 000 accesses per cell.
     #[arg(long)]

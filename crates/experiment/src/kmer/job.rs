@@ -75,6 +75,9 @@ pub fn plan(
             "--pool holds a persistent table; add --table static-pm or --table tx-pm",
         ));
     }
+    if let Some(pool) = &r.pool {
+        pool_path(pool)?;
+    }
     let (specs, map_options) = env.targets(&r.targets.as_target_args(), &["dram:thp"])?;
     if specs.len() != 1 {
         return Err(usage(
@@ -119,6 +122,20 @@ pub fn plan(
         record: r.record.clone(),
         intro,
     })
+}
+
+/// `--pool PATH` through the one path resolver: an existing pool (reopened to resume) or a
+/// new name in an existing directory (created exclusively); never a directory.
+pub fn pool_path(pool: &std::path::Path) -> Result<pmscope_sys::path::Found> {
+    use pmscope_sys::path::{Found, look};
+    match look(pool).map_err(|e| usage(format!("--pool {e}")))? {
+        Found::Directory => Err(usage(format!(
+            "--pool {} is a directory; name the pool file (e.g. {})",
+            pool.display(),
+            pool.join("kmers.pool").display()
+        ))),
+        found => Ok(found),
+    }
 }
 
 /// `--partition nodes`: refuses what cannot be placed node by node, then spreads the

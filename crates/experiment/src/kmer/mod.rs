@@ -104,7 +104,15 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
             table_job(&d.run, op, 100, Some(intro))
         }
         Command::Synth(s) => Ok(Plan::Synth(synth::plan(s)?)),
-        Command::Recover(r) => Ok(Plan::Recover(r.pool.clone())),
+        Command::Recover(r) => {
+            if job::pool_path(&r.pool)? == pmscope_sys::path::Found::New {
+                return Err(crate::error::usage(format!(
+                    "--pool {}: no such pool file; name one a kmer run with --pool wrote",
+                    r.pool.display()
+                )));
+            }
+            Ok(Plan::Recover(r.pool.clone()))
+        }
         Command::Bench(b) => Ok(Plan::Bench(Box::new(bench::plan(env, b)?))),
     }
 }

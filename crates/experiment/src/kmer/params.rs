@@ -68,7 +68,7 @@ fn formats() -> impl TypedValueParser<Value = Format> {
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
     /// K-mer length, 1 to 128 (default: 100 for primers and demo, 31 otherwise).
-    #[arg(short = 'k', value_name = "K")]
+    #[arg(short = 'k', value_name = "K", value_parser = pmscope_core::whole::parse::<usize>)]
     pub k: Option<usize>,
     /// The table implementation.
     #[arg(long, default_value = "volatile", value_parser = table_kinds())]
@@ -182,7 +182,7 @@ pub struct SynthArgs {
     #[arg(long, default_value = "5M", value_name = "BASES")]
     pub length: String,
     /// Strains derived from the reference.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = pmscope_core::whole::parse::<usize>)]
     pub strains: usize,
     /// Substitutions per base.
     #[arg(long, default_value_t = 0.001, value_name = "RATE")]
@@ -191,7 +191,7 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 0.0001, value_name = "RATE")]
     pub indel_rate: f64,
     /// Random seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
 }
 

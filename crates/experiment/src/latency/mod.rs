@@ -63,13 +63,13 @@ pub struct Params {
     pub reps: Option<Count>,
     /// Individually timed loads for the distribution at the largest point, 0 for none
     /// [default: 200000; 1000000 with --full].
-    #[arg(long)]
+    #[arg(long, value_parser = pmscope_core::whole::parse::<usize>)]
     pub samples: Option<usize>,
     /// CPU to pin the measuring thread to.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", value_parser = pmscope_core::whole::parse::<usize>)]
     pub cpu: Option<usize>,
     /// Seed of the random orders.
-    #[arg(long, default_value_t = 0x5EED)]
+    #[arg(long, default_value_t = 0x5EED, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
     /// The thorough version: 15 repetitions of 200 ms, 1 000 000 timed loads.
     #[arg(long)]

@@ -82,7 +82,7 @@ pub struct Params {
     #[arg(long)]
     pub cpus: Option<Cpus>,
     /// Seed of the chain and random lines.
-    #[arg(long, default_value_t = 0x5EED)]
+    #[arg(long, default_value_t = 0x5EED, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
     /// The thorough version: 200 000 samples and longer chain repetitions per point.
     #[arg(long)]

@@ -88,7 +88,7 @@ pub struct Params {
     #[arg(long, visible_alias = "reps", default_value = "3")]
     pub repetitions: Count,
     /// CPU to pin the kernels to.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", value_parser = pmscope_core::whole::parse::<usize>)]
     pub cpu: Option<usize>,
 }
 

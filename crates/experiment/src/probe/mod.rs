@@ -98,10 +98,10 @@ pub struct Params {
     #[arg(long, value_parser = visit_write)]
     pub write: Option<VisitWrite>,
     /// CPU to pin the measuring thread to.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", value_parser = pmscope_core::whole::parse::<usize>)]
     pub cpu: Option<usize>,
     /// Seed of the random orders.
-    #[arg(long, default_value_t = 0x5EED)]
+    #[arg(long, default_value_t = 0x5EED, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
 }
 

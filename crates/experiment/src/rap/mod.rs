@@ -77,10 +77,10 @@ pub struct Params {
     #[arg(long)]
     pub samples: Option<Count>,
     /// CPU to pin the thread to.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", value_parser = pmscope_core::whole::parse::<usize>)]
     pub cpu: Option<usize>,
     /// Seed of the random line order.
-    #[arg(long, default_value_t = 0x5EED)]
+    #[arg(long, default_value_t = 0x5EED, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
     /// The thorough version: 200 000 loads per distance.
     #[arg(long)]

@@ -57,7 +57,7 @@ pub struct Params {
     pub targets: TargetArgs,
     /// Instruction unit in bytes: 8, 16, 32 (AVX2) or 64 (AVX-512F); each 64-byte block is
     /// 64/unit instructions [default: 32, pmmeter's; 16 on a CPU without AVX2].
-    #[arg(long)]
+    #[arg(long, value_parser = pmscope_core::whole::parse::<usize>)]
     pub unit: Option<usize>,
     /// Pattern: seq, rand (lines in a precomputed random order) or both.
     #[arg(long, value_enum, default_value_t = Patterns::Both)]
@@ -82,7 +82,7 @@ pub struct Params {
     #[arg(long, value_enum, default_value_t = PlusFence::Mfence)]
     pub fence: PlusFence,
     /// Seed of the random line order.
-    #[arg(long, default_value_t = 0x5EED)]
+    #[arg(long, default_value_t = 0x5EED, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
     /// The thorough version: 7 repetitions of 1 s per option.
     #[arg(long)]

@@ -17,6 +17,7 @@ use pmscope_core::achieved::{Achieved, Persistence};
 use pmscope_core::units::Bytes;
 use pmscope_sys::dax::{self, ExtentLayout};
 use pmscope_sys::mman::{self, FileMapMode, RawMap};
+use pmscope_sys::path::{self, Found, parent_of};
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -156,30 +157,27 @@ enum Place {
     NewFile,
 }
 
-/// Decides what `file:PATH` means, refusing the readings a user rarely means: an existing
-/// file (never overwritten), a path whose directory does not exist, and a new file in
-/// `/dev` (where `file:/dev/hugepages` without that mount would silently measure a plain
-/// file on devtmpfs instead of hugetlbfs).
+/// Decides what `file:PATH` means through the one path resolver (`sys::path`: a trailing
+/// slash on what is not a directory, a missing directory, a dangling link and an
+/// unwritable directory are refused there), then refuses the readings a user rarely means:
+/// an existing file (never overwritten) and a new file in `/dev` (where
+/// `file:/dev/hugepages` without that mount would silently measure a plain file on
+/// devtmpfs instead of hugetlbfs).
 fn where_to_create(path: &Path) -> Result<Place, TargetError> {
-    if path.is_dir() {
-        return Ok(Place::InDirectory);
+    match path::look(path).map_err(|e| TargetError::usage(e.0))? {
+        Found::Directory => return Ok(Place::InDirectory),
+        Found::File => {
+            return Err(TargetError::usage(format!(
+                "{} already exists and pmscope never overwrites a file; name a directory or a new path",
+                path.display()
+            )));
+        }
+        Found::New => {}
     }
-    if path.exists() {
-        return Err(TargetError::usage(format!(
-            "{} already exists and pmscope never overwrites a file; name a directory or a new path",
-            path.display()
-        )));
-    }
-    let parent = parent_of(path);
-    if !parent.is_dir() {
-        return Err(TargetError::usage(format!(
-            "{} does not exist and neither does its directory {}: name an existing directory \
-             (file:/mnt/pmem) or a new file in one (file:/mnt/pmem/bench.dat)",
-            path.display(),
-            parent.display()
-        )));
-    }
-    if parent.canonicalize().is_ok_and(|p| p == Path::new("/dev")) {
+    if parent_of(path)
+        .canonicalize()
+        .is_ok_and(|p| p == Path::new("/dev"))
+    {
         return Err(TargetError::usage(format!(
             "{} does not exist, and pmscope creates no files in /dev: if it is a mount point \
              (e.g. hugetlbfs), mount it first; otherwise name a directory on the file system to measure",
@@ -187,14 +185,6 @@ fn where_to_create(path: &Path) -> Result<Place, TargetError> {
         )));
     }
     Ok(Place::NewFile)
-}
-
-/// The directory a new file at `path` goes into.
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
 }
 
 /// Creates the file where `file:PATH` says, checks that its file system can hold `bytes`,

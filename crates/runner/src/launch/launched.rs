@@ -147,17 +147,9 @@ impl Launched {
                 return Ok(());
             }
             if !self.running()? {
-                let status = describe_status(self.status.expect("ended"));
-                let (out, err) = self.output.join();
-                return Err(LaunchError::Program(format!(
-                    "{} on {} exited ({status}) before it listened on 127.0.0.1:{port}: {}",
-                    self.name(),
-                    self.held.spec,
-                    last_line(&err)
-                        .or_else(|| last_line(&out))
-                        .unwrap_or("it printed nothing")
-                ))
-                .into());
+                return Err(self
+                    .ended(&format!("before it listened on 127.0.0.1:{port}"))
+                    .into());
             }
             if t0.elapsed() > timeout {
                 return Err(LaunchError::Program(format!(
@@ -170,6 +162,31 @@ impl Launched {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Ok while the program runs; once it has ended (and been reaped, so no defunct
+    /// process is left), one sentence saying so `when` (e.g. "while memaslap ran"),
+    /// quoting the last line it printed. What supervises a partner of the program (its
+    /// benchmark client) asks this on every poll.
+    pub fn still_running(&mut self, when: &str) -> anyhow::Result<()> {
+        if self.running()? {
+            return Ok(());
+        }
+        Err(self.ended(when).into())
+    }
+
+    /// The error of a program that ended `when`.
+    fn ended(&mut self, when: &str) -> LaunchError {
+        let status = self.status.map_or("unknown status".into(), describe_status);
+        let (out, err) = self.output.join();
+        LaunchError::Program(format!(
+            "{} on {} exited ({status}) {when}: {}",
+            self.name(),
+            self.held.spec,
+            last_line(&err)
+                .or_else(|| last_line(&out))
+                .unwrap_or("it printed nothing")
+        ))
     }
 
     /// Kills the program (with its group in the background) and reaps it.

@@ -4,7 +4,7 @@
 
 use super::{ClientResult, MEMCACHED_KEY_BYTES, Server, Workload, parse_memaslap, parse_redis_csv};
 use anyhow::{Context, Result, bail};
-use pmscope_runner::child::{describe_status, last_line, run_bounded};
+use pmscope_runner::child::{describe_status, last_line, run_supervised};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -36,8 +36,16 @@ pub struct Client {
 impl Client {
     /// One bounded run of workload `w` with values of `value_bytes` against
     /// 127.0.0.1:`port`, read into a [`ClientResult`]. A client that fails, or prints
-    /// nothing readable, is an error quoting what it said last.
-    pub fn run(&self, w: &Workload, value_bytes: u64, port: u16) -> Result<ClientResult> {
+    /// nothing readable, is an error quoting what it said last. `server` is asked on
+    /// every poll whether the server still runs: its error (the server exited) stops the
+    /// client at once, so a client never waits on whatever else answers on the port.
+    pub fn run(
+        &self,
+        w: &Workload,
+        value_bytes: u64,
+        port: u16,
+        server: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<ClientResult> {
         let name = self.server.client().name;
         let mut cmd = Command::new(&self.bin);
         let _config; // memaslap's configuration file lives until the client is done
@@ -68,7 +76,7 @@ impl Client {
                 timeout = Duration::from_secs(600);
             }
         }
-        let done = run_bounded(&mut cmd, name, timeout)?;
+        let done = run_supervised(&mut cmd, name, timeout, server)?;
         if !done.status.success() {
             bail!(
                 "{name} ({} {} B) ended with {}: {}",
@@ -155,7 +163,7 @@ mod tests {
             requests: 1,
         };
         let w = super::super::workloads(Server::Redis, false)[0];
-        let e = c.run(&w, 64, 1).unwrap_err().to_string();
+        let e = c.run(&w, 64, 1, &mut || Ok(())).unwrap_err().to_string();
         assert_eq!(
             e,
             "redis-benchmark (set 64 B) ended with exit status 1: Could not connect"

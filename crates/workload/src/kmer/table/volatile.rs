@@ -127,7 +127,7 @@ impl<const W: usize> VolatileTable<W> {
         let bytes = (chunk_slots * slot_words * 8) as u64;
         let mapped: Vec<Result<Mapping, pmscope_mapping::TargetError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..1usize << chunk_bits)
-                .map(|_| s.spawn(|| pmscope_mapping::map(spec, bytes, opts)))
+                .map(|_| s.spawn(|| pmscope_mapping::map_chosen(spec, bytes, opts)))
                 .collect();
             handles
                 .into_iter()

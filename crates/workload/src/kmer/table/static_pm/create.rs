@@ -47,7 +47,7 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
                 Ok(t)
             }
             None => {
-                let m = pmscope_mapping::map(r.target, bytes, r.map_options)?;
+                let m = pmscope_mapping::map_chosen(r.target, bytes, r.map_options)?;
                 Ok(Self::format(
                     PoolWords::over(Backing::Mapping(m), persister),
                     r.k,
