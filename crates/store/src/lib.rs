@@ -6,6 +6,7 @@
 //! Lines file) and from the store itself pass one validator, [`import`].
 
 pub mod compare;
+mod error;
 mod export;
 pub mod import;
 mod store;
@@ -14,6 +15,7 @@ pub use compare::{
     Alpha, Comparison, Direction, GroupNoise, NoiseTerms, Percent, PointComparison, Settings,
     Verdict, compare_records,
 };
+pub use error::StoreError;
 pub use export::{to_csv, to_jsonl};
 pub use import::read_jsonl;
-pub use store::{Host, Run, RunId, STORE_SCHEMA_VERSION, Store, StoreError, default_path};
+pub use store::{Host, Run, RunId, STORE_SCHEMA_VERSION, Store, default_path};
