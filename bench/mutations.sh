@@ -9,8 +9,9 @@
 #
 # The copy builds with its own profile (release without LTO, incremental) in a target
 # directory kept between runs (PMSCOPE_MUTATION_TARGET, default /tmp/pmscope-mutations-target),
-# so a mutation rebuilds only its crate and the ones above it. docs/mutations.md holds the
-# table measured last.
+# so a mutation rebuilds only its crate and the ones above it. The unmutated tree must pass
+# first (PMSCOPE_MUTATION_NO_BASELINE=1 skips that). docs/mutations.md holds the table
+# measured last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +42,13 @@ scratch, target, timeout, name_filter, out = sys.argv[1:6]
 timeout = int(timeout)
 W = "crates/workload/src/kmer"
 SP = f"{W}/table/static_pm"
-CHECK = ("pmscope-workload", "crash_check")
+# The checker's tests, the quickest to fail first: a mutation is caught at the first
+# failing test, and the rest do not run.
+CHECK = ("pmscope-workload", (
+    "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_one_word_keys",
+    "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_two_word_keys",
+    "kmer::table::crash_check::interleaved_inserts_of_two_workers_recover",
+))
 
 # (name, file, original text, mutated text, (crate, test filter))
 MUTATIONS = [
@@ -132,8 +139,19 @@ def run(cmd, limit=None):
     except subprocess.TimeoutExpired as e:
         return -1, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), time.time() - t, True
 
-def test_cmd(crate, filt):
-    return ["cargo", "test", "--profile", "mutation", "-p", crate, "--lib", filt]
+def test_cmd(crate, name):
+    return ["cargo", "test", "--profile", "mutation", "-p", crate, "--lib", name, "--", "--exact"]
+
+def tests(crate, names, limit):
+    """Runs each test in turn until one fails: (failed, hung, failing tests, seconds)."""
+    t = time.time()
+    for name in names:
+        rc, log, _, hung = run(test_cmd(crate, name), limit)
+        if hung:
+            return True, True, [name], time.time() - t
+        if rc != 0:
+            return True, False, re.findall(r"^test (\S+) \.\.\. FAILED", log, re.M) or [name], time.time() - t
+    return False, False, [], time.time() - t
 
 def build_cmd(crate):
     return ["cargo", "test", "--profile", "mutation", "-p", crate, "--lib", "--no-run"]
@@ -143,11 +161,13 @@ for c in crates:
     rc, log, _, _ = run(build_cmd(c))
     if rc != 0:
         sys.exit(f"mutations: the unmutated tree does not build:\n{log[-3000:]}")
-for c, f in sorted({m[4] for m in MUTATIONS}):
-    rc, log, secs, _ = run(test_cmd(c, f), timeout)
-    if rc != 0:
-        sys.exit(f"mutations: the unmutated tree fails {c} {f}:\n{log[-3000:]}")
-    print(f"baseline: {c} {f} passes ({secs:.0f} s)", file=sys.stderr)
+for c, names in sorted({m[4] for m in MUTATIONS}):
+    if os.environ.get("PMSCOPE_MUTATION_NO_BASELINE"):
+        break
+    failed, _, which, secs = tests(c, names, timeout)
+    if failed:
+        sys.exit(f"mutations: the unmutated tree fails {which}")
+    print(f"baseline: {c} passes ({secs:.0f} s)", file=sys.stderr)
 
 rows, missed = [], 0
 for name, path, old, new, (crate, filt) in MUTATIONS:
@@ -163,13 +183,13 @@ for name, path, old, new, (crate, filt) in MUTATIONS:
         rc, _, _, _ = run(build_cmd(crate))
         if rc != 0:
             sys.exit(f"mutations: '{name}' does not compile")
-        rc, log, secs, hung = run(test_cmd(crate, filt), timeout)
+        caught, hung, failed, secs = tests(crate, filt, timeout)
     finally:
         open(full, "w").write(original)
-    failed = re.findall(r"^test (\S+) \.\.\. FAILED", log, re.M)
-    caught = hung or rc != 0
     missed += not caught
-    by = "timeout (hang)" if hung else ", ".join(t.split("::")[-1] for t in failed) or ("-" if not caught else "build/run error")
+    by = ", ".join(t.split("::")[-1] for t in failed) or "-"
+    if hung:
+        by = f"{by} (hung: timeout)"
     rows.append(f"| {name} | `{path}:{line}` | {'caught' if caught else '**missed**'} | {by} | {secs:.1f} s |")
     print(rows[-1], flush=True)
 
