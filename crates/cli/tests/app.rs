@@ -442,12 +442,18 @@ fn a_busy_port_is_refused_before_any_server_starts() {
         .arg(port.to_string())
         .output()
         .unwrap();
-    assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(
-        e.starts_with(&format!("pmscope: --port {port}: 127.0.0.1:{port} cannot be bound")),
+        e.starts_with(&format!(
+            "pmscope: --port {port}: 127.0.0.1:{port} cannot be bound"
+        )),
         "{e}"
     );
     assert!(processes_on(port).is_empty(), "{:?}", processes_on(port));
@@ -462,15 +468,30 @@ fn a_server_that_exits_while_its_client_runs_is_reported_within_seconds() {
         "{} \"$@\" & pid=$!; sleep 1; kill -9 $pid; wait $pid; echo 'failed to listen: pretend' >&2; exit 71",
         which("memcached").display()
     );
-    let fake = fake_path(&[], &[("memcached", &server), ("memcaslap", "exec sleep 120")]);
+    let fake = fake_path(
+        &[],
+        &[("memcached", &server), ("memcaslap", "exec sleep 120")],
+    );
     let t = Instant::now();
     let o = pmscope()
         .env("PATH", path_with(fake.path()))
-        .args(["app", "memcached", "-t", "dram:4k", "--memory", "64MiB", "--port"])
+        .args([
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--memory",
+            "64MiB",
+            "--port",
+        ])
         .arg(port.to_string())
         .output()
         .unwrap();
-    assert!(t.elapsed() < Duration::from_secs(15), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        t.elapsed()
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(

@@ -213,13 +213,22 @@ fn an_unusable_directory_is_a_runtime_failure_in_one_sentence() {
         "100",
     ];
     for args in [&["results", "list"][..], &latency] {
-        let o = env.command(args).env("PMSCOPE_RESULTS", &store).output().unwrap();
+        let o = env
+            .command(args)
+            .env("PMSCOPE_RESULTS", &store)
+            .output()
+            .unwrap();
         refused(&o, 1, "cannot use", &format!("{args:?}"));
         assert!(o.stdout.is_empty());
         let mut a = vec!["--results", store.to_str().unwrap()];
         a.extend_from_slice(args);
         let o = env.run(&a);
-        refused(&o, 2, "a component of its directory is a file", &format!("{args:?}"));
+        refused(
+            &o,
+            2,
+            "a component of its directory is a file",
+            &format!("{args:?}"),
+        );
         assert!(o.stdout.is_empty());
     }
     assert_eq!(std::fs::read(&plain).unwrap(), b"x");

@@ -197,7 +197,9 @@ mod tests {
     /// timer allows, and counts as met.
     #[test]
     fn an_interval_within_one_timer_step_is_met() {
-        let v: Vec<f64> = (0..50).map(|i| if i % 2 == 0 { 10.0 } else { 20.0 }).collect();
+        let v: Vec<f64> = (0..50)
+            .map(|i| if i % 2 == 0 { 10.0 } else { 20.0 })
+            .collect();
         let mut p = Precision::of(&v, Some(0.03)).unwrap();
         assert!(!p.met);
         p.step = Some(10.0);

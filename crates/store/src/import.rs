@@ -40,9 +40,9 @@ pub fn parse_record(text: &str) -> Result<Record, Unreadable> {
 /// it cannot be read: a missing file, an empty one, one whose lines are all blank, a line
 /// that is not a record or is a record of a newer schema.
 pub fn read_jsonl(path: &Path) -> Result<Vec<Record>, StoreError> {
-    let text = std::fs::read_to_string(path).map_err(|source| StoreError::Io {
+    let text = std::fs::read_to_string(path).map_err(|cause| StoreError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     })?;
     let mut records = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -98,7 +98,11 @@ mod tests {
                 "line 2 of",
             ),
             ("text.jsonl", "hello\n".to_string(), "line 1 of"),
-            ("object.jsonl", "{}\n".to_string(), "is not a pmscope record"),
+            (
+                "object.jsonl",
+                "{}\n".to_string(),
+                "is not a pmscope record",
+            ),
             ("zero.jsonl", line(0), "schema_version 0"),
         ] {
             let p = write(name, &text);
@@ -108,10 +112,16 @@ mod tests {
         }
         let e = read_jsonl(&d.path().join("future.jsonl")).unwrap_err();
         assert!(
-            e.to_string()
-                .contains(&format!("schema version {}, newer than", SCHEMA_VERSION + 1)),
+            e.to_string().contains(&format!(
+                "schema version {}, newer than",
+                SCHEMA_VERSION + 1
+            )),
             "{e}"
         );
-        assert!(!read_jsonl(&d.path().join("missing.jsonl")).unwrap_err().is_usage());
+        assert!(
+            !read_jsonl(&d.path().join("missing.jsonl"))
+                .unwrap_err()
+                .is_usage()
+        );
     }
 }

@@ -40,12 +40,13 @@ pub enum StoreError {
     )]
     UnknownRun(String),
     /// A file or directory could not be used.
-    #[error("cannot use {path}: {source}")]
+    #[error("cannot use {path}: {cause}")]
     Io {
         /// The path.
         path: PathBuf,
         /// The cause.
-        source: std::io::Error,
+        /// (Not the error's `source`: the message already says it, once.)
+        cause: std::io::Error,
     },
     /// A JSON Lines line is not a record.
     #[error("line {line} of {path} is not a pmscope record: {message}")]
@@ -191,9 +192,9 @@ fn now_ms() -> i64 {
 
 /// Creates a complete, empty store at `path` unless a file is there by then.
 fn create_whole(path: &Path) -> Result<(), StoreError> {
-    let io = |source| StoreError::Io {
+    let io = |cause| StoreError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     let name = path
         .file_name()
@@ -230,9 +231,9 @@ impl Store {
     /// Opens the store at `path`, creating it (and its directory) if absent. A file that
     /// is not a pmscope store, or one from a newer pmscope, is refused and not touched.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let io = |source| StoreError::Io {
+        let io = |cause| StoreError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let existed = match std::fs::metadata(path) {
             Ok(meta) => {
@@ -646,9 +647,9 @@ impl Store {
                         place: format!("a record of run {run}"),
                         found,
                     },
-                    crate::import::Unreadable::NotARecord(m) => StoreError::Json(
-                        serde_json::Error::io(std::io::Error::other(m)),
-                    ),
+                    crate::import::Unreadable::NotARecord(m) => {
+                        StoreError::Json(serde_json::Error::io(std::io::Error::other(m)))
+                    }
                 })
             })
             .collect()

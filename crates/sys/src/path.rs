@@ -59,7 +59,10 @@ pub fn look(path: &Path) -> Result<Found, PathError> {
     // The entry itself, without the slashes that spell it as a directory.
     let mut bytes = path.as_os_str().as_bytes();
     while bytes.len() > 1 {
-        match bytes.strip_suffix(b"/.").or_else(|| bytes.strip_suffix(b"/")) {
+        match bytes
+            .strip_suffix(b"/.")
+            .or_else(|| bytes.strip_suffix(b"/"))
+        {
             Some(b) => bytes = b,
             None => break,
         }
@@ -139,10 +142,7 @@ fn new_in_directory(path: &Path) -> Result<Found, PathError> {
             )));
         }
         Err(e) => {
-            return Err(PathError(format!(
-                "cannot look at {}: {e}",
-                dir.display()
-            )));
+            return Err(PathError(format!("cannot look at {}: {e}", dir.display())));
         }
     }
     if let Err(e) = writable(dir) {

@@ -82,7 +82,11 @@ fn date(days: u64) -> String {
 fn svg_directory(dir: &Path) -> Result<()> {
     let bytes = dir.as_os_str().to_string_lossy();
     let bare = Path::new(bytes.trim_end_matches('/'));
-    let bare = if bare.as_os_str().is_empty() { dir } else { bare };
+    let bare = if bare.as_os_str().is_empty() {
+        dir
+    } else {
+        bare
+    };
     match path::look(bare).map_err(|e| usage(format!("--svg-dir {e}")))? {
         Found::Directory | Found::New => Ok(()),
         Found::File => Err(usage(format!(

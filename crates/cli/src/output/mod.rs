@@ -8,8 +8,8 @@
 pub mod finished;
 mod store;
 
-pub use store::{open_store, open_store_to_record};
 use store::{LazyStore, StoreRun};
+pub use store::{open_store, open_store_to_record};
 
 pub use pmscope_experiment::atomic_file;
 

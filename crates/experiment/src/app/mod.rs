@@ -297,7 +297,10 @@ fn load<'p>(
     plan: &'p Plan,
     port: u16,
     server: &mut Launched,
-) -> (Vec<(&'p Workload, u64, ClientResult)>, Option<anyhow::Error>) {
+) -> (
+    Vec<(&'p Workload, u64, ClientResult)>,
+    Option<anyhow::Error>,
+) {
     let mut results = Vec::new();
     let client = plan.server.client().name;
     let mut alive = || server.still_running(&format!("while {client} ran"));

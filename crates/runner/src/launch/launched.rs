@@ -147,7 +147,9 @@ impl Launched {
                 return Ok(());
             }
             if !self.running()? {
-                return Err(self.ended(&format!("before it listened on 127.0.0.1:{port}")).into());
+                return Err(self
+                    .ended(&format!("before it listened on 127.0.0.1:{port}"))
+                    .into());
             }
             if t0.elapsed() > timeout {
                 return Err(LaunchError::Program(format!(
@@ -175,9 +177,7 @@ impl Launched {
 
     /// The error of a program that ended `when`.
     fn ended(&mut self, when: &str) -> LaunchError {
-        let status = self
-            .status
-            .map_or("unknown status".into(), describe_status);
+        let status = self.status.map_or("unknown status".into(), describe_status);
         let (out, err) = self.output.join();
         LaunchError::Program(format!(
             "{} on {} exited ({status}) {when}: {}",
