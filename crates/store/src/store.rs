@@ -64,7 +64,7 @@ pub enum StoreError {
         supported = pmscope_core::record::SCHEMA_VERSION
     )]
     NewerRecord {
-        /// Where it is: `line N of FILE`, `a record of run N`.
+        /// Where it is: `line N of FILE`, `a point of run N`.
         place: String,
         /// Its `schema_version`.
         found: u64,
@@ -644,7 +644,7 @@ impl Store {
             .map(|t| {
                 crate::import::parse_record(t).map_err(|why| match why {
                     crate::import::Unreadable::Newer(found) => StoreError::NewerRecord {
-                        place: format!("a record of run {run}"),
+                        place: format!("a point of run {run}"),
                         found,
                     },
                     crate::import::Unreadable::NotARecord(m) => {

@@ -363,3 +363,33 @@ fn a_restarted_step_replaces_only_its_own_partial_points() {
     store.remove_run(run).unwrap();
     assert!(store.finished_steps(run).unwrap().is_empty());
 }
+
+/// A record a newer pmscope stored (same store layout, newer record schema) is refused
+/// when read back, with the run named, instead of being read as if it meant what ours do;
+/// a missing store is refused by `open_existing` and not created (issue 27).
+#[test]
+fn newer_records_and_missing_stores_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    assert!(matches!(
+        Store::open_existing(&path),
+        Err(StoreError::Missing(_))
+    ));
+    assert!(!path.exists(), "looking created the store");
+    let store = Store::open(&path).unwrap();
+    let run = store.begin_run(&["pmscope".into()], &[]).unwrap();
+    let mut newer = fixture()[0].clone();
+    newer.schema_version = pmscope_core::record::SCHEMA_VERSION + 1;
+    store.add_record(run, &newer).unwrap();
+    let e = store.records(run).unwrap_err();
+    assert!(e.is_usage(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "a point of run {run} is a record of schema version {}, newer than this pmscope's {}; use a newer pmscope",
+            pmscope_core::record::SCHEMA_VERSION + 1,
+            pmscope_core::record::SCHEMA_VERSION
+        )
+    );
+    assert!(Store::open_existing(&path).is_ok());
+}
