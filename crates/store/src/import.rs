@@ -5,7 +5,7 @@
 //! refused with one sentence naming where; nothing is imported from a file that holds any
 //! of them.
 
-use crate::StoreError;
+use crate::error::StoreError;
 use pmscope_core::record::{Record, SCHEMA_VERSION};
 use std::path::Path;
 

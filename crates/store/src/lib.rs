@@ -6,11 +6,13 @@
 //! Lines file) and from the store itself pass one validator, [`import`].
 
 pub mod compare;
+mod error;
 mod export;
 pub mod import;
 mod store;
 
 pub use compare::{Comparison, Direction, PointComparison, compare_records};
+pub use error::StoreError;
 pub use export::{to_csv, to_jsonl};
 pub use import::read_jsonl;
-pub use store::{Host, Run, RunId, STORE_SCHEMA_VERSION, Store, StoreError, default_path};
+pub use store::{Host, Run, RunId, STORE_SCHEMA_VERSION, Store, default_path};
