@@ -323,7 +323,7 @@ fn bad_targets_and_arguments_are_one_sentence_and_exit_2() {
             ),
             (
                 vec!["-t".into(), "file:/nonexistent-pmscope/dir".into()],
-                "/nonexistent-pmscope/dir does not exist and neither does its directory /nonexistent-pmscope: name an existing directory (file:/mnt/pmem) or a new file in one (file:/mnt/pmem/bench.dat)".into(),
+                "/nonexistent-pmscope/dir does not exist and neither does its directory /nonexistent-pmscope: create the directory first (mkdir -p /nonexistent-pmscope) or name one that exists".into(),
             ),
             (
                 vec!["-t".into(), dir.clone(), "-t".into(), dir.clone()],

@@ -189,7 +189,7 @@ fn bad_targets_fail_with_one_sentence_before_the_program_starts() {
     let cases: Vec<(String, String)> = vec![
         (
             "file:/nonexistent/heap/dir".into(),
-            "pmscope: /nonexistent/heap/dir does not exist and neither does its directory /nonexistent/heap: name an existing directory (file:/mnt/pmem) or a new file in one (file:/mnt/pmem/bench.dat)".into(),
+            "pmscope: /nonexistent/heap/dir does not exist and neither does its directory /nonexistent/heap: create the directory first (mkdir -p /nonexistent/heap) or name one that exists".into(),
         ),
         (
             format!("file:{}", existing.display()),

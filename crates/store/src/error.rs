@@ -1,4 +1,5 @@
-//! Why the store, or a file of records, cannot be used: one sentence each.
+//! Why the store, or a file of records, cannot be used: [`StoreError`], each message one
+//! sentence, with its class (the user's request or the system).
 
 use std::path::PathBuf;
 
@@ -70,4 +71,20 @@ pub enum StoreError {
     /// A stored record no longer parses.
     #[error("a stored record does not parse: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+impl StoreError {
+    /// Whether the user's request is at fault (exit code 2) rather than the system.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NotAStore(_)
+                | StoreError::TooNew { .. }
+                | StoreError::UnknownRun(_)
+                | StoreError::BadRecord { .. }
+                | StoreError::NewerRecord { .. }
+                | StoreError::NoRecords(_)
+                | StoreError::Missing(_)
+        )
+    }
 }

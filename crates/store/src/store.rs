@@ -17,22 +17,6 @@ pub const STORE_SCHEMA_VERSION: i64 = 2;
 const APPLICATION_ID: i64 = 0x504D_5343;
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
-impl StoreError {
-    /// Whether the user's request is at fault (exit code 2) rather than the system.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            StoreError::NotAStore(_)
-                | StoreError::TooNew { .. }
-                | StoreError::UnknownRun(_)
-                | StoreError::BadRecord { .. }
-                | StoreError::NewerRecord { .. }
-                | StoreError::NoRecords(_)
-                | StoreError::Missing(_)
-        )
-    }
-}
-
 /// A run's id.
 pub type RunId = i64;
 
