@@ -87,6 +87,19 @@ pub struct Acks<const W: usize> {
     done: GenomeId,
 }
 
+impl<const W: usize> Acks<W> {
+    /// What a run resumed from a crash image inherits: the acknowledged inserts and genomes.
+    /// Inserts pending then were lost or not (the image says which), and no thread of the
+    /// new run can acknowledge them.
+    pub fn inherited(&self) -> Acks<W> {
+        Acks {
+            pending: HashMap::new(),
+            acked: self.acked.clone(),
+            done: self.done,
+        }
+    }
+}
+
 /// Where the replayed run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -301,7 +314,7 @@ impl<'j, const W: usize> Replay<'j, W> {
         if (r.moved > 0 && wanted(true)) || (r.cleared + r.duplicates > 0 && wanted(false)) {
             self.restarts.push(Restart {
                 image: image.to_vec(),
-                acks: self.acks.clone(),
+                acks: self.acks.inherited(),
                 moving: r.moved > 0,
             });
         }
