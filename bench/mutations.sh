@@ -5,7 +5,7 @@
 # the timeout), and the failing tests are named. The scratch copy is restored after each
 # mutation and removed at the end: the working tree is never mutated.
 #
-#   bench/mutations.sh [NAME_FILTER]      (results: bench/out/mutations.md, and stdout)
+#   bench/mutations.sh [NAME_REGEX]      (results: bench/out/mutations.md, and stdout)
 #
 # The copy builds with its own profile (release without LTO, incremental) in a target
 # directory kept between runs (PMSCOPE_MUTATION_TARGET, default /tmp/pmscope-mutations-target),
@@ -169,7 +169,7 @@ for c, names in sorted({m[4] for m in MUTATIONS}):
 
 rows, missed = [], 0
 for name, path, old, new, (crate, filt) in MUTATIONS:
-    if name_filter and name_filter not in name:
+    if name_filter and not re.search(name_filter, name):
         continue
     full = os.path.join(scratch, path)
     original = open(full).read()
