@@ -5,7 +5,7 @@
 # the timeout), and the failing tests are named. The scratch copy is restored after each
 # mutation and removed at the end: the working tree is never mutated.
 #
-#   bench/mutations.sh [NAME_FILTER]      (results: bench/out/mutations.md, and stdout)
+#   bench/mutations.sh [NAME_REGEX]      (results: bench/out/mutations.md, and stdout)
 #
 # The copy builds with its own profile (release without LTO, incremental) in a target
 # directory kept between runs (PMSCOPE_MUTATION_TARGET, default /tmp/pmscope-mutations-target),
@@ -93,14 +93,12 @@ MUTATIONS = [
     ("header: the magic before the checksum", f"{SP}/mod.rs",
      "    for (i, &w) in fixed.iter().enumerate().skip(1) {",
      "    mem.store(H_MAGIC, MAGIC);\n    for (i, &w) in fixed.iter().enumerate().skip(1) {", CHECK),
-    ("header: its first line is not written back", f"{SP}/mod.rs",
-     "    mem.flush(0);\n    mem.flush(H_DONE);", "    mem.flush(H_DONE);", CHECK),
-    ("header: no fence before the magic", f"{SP}/mod.rs",
-     "    mem.flush(H_DONE);\n    mem.fence();\n    mem.store(H_MAGIC, MAGIC);",
-     "    mem.flush(H_DONE);\n    mem.store(H_MAGIC, MAGIC);", CHECK),
-    ("header: the magic is not fenced", f"{SP}/mod.rs",
-     "    mem.store(H_MAGIC, MAGIC);\n    mem.flush(H_MAGIC);\n    mem.fence();",
-     "    mem.store(H_MAGIC, MAGIC);\n    mem.flush(H_MAGIC);", CHECK),
+    ("header: its line is not written back", f"{SP}/mod.rs",
+     "    mem.flush(H_MAGIC);\n    mem.flush(H_DONE);", "    mem.flush(H_DONE);", CHECK),
+    ("header: the resume word's line is not written back", f"{SP}/mod.rs",
+     "    mem.flush(H_MAGIC);\n    mem.flush(H_DONE);", "    mem.flush(H_MAGIC);", CHECK),
+    ("header: not fenced", f"{SP}/mod.rs",
+     "    mem.flush(H_DONE);\n    mem.fence();\n}", "    mem.flush(H_DONE);\n}", CHECK),
     ("drivers: a worker's last group is not persisted (direct path)", f"{W}/build.rs",
      "            }\n            table.persist_deferred(&mut unpersisted);\n            if let Action::Insert(_) = action {\n                table.add_part_counts(self.homes[w], applied, count);\n            }\n            count\n        })?;\n        Ok((counts.iter().sum(), placements))\n    }\n\n    /// Inserts every k-mer",
      "            }\n            if let Action::Insert(_) = action {\n                table.add_part_counts(self.homes[w], applied, count);\n            }\n            count\n        })?;\n        Ok((counts.iter().sum(), placements))\n    }\n\n    /// Inserts every k-mer", CHECK),
@@ -171,7 +169,7 @@ for c, names in sorted({m[4] for m in MUTATIONS}):
 
 rows, missed = [], 0
 for name, path, old, new, (crate, filt) in MUTATIONS:
-    if name_filter and name_filter not in name:
+    if name_filter and not re.search(name_filter, name):
         continue
     full = os.path.join(scratch, path)
     original = open(full).read()

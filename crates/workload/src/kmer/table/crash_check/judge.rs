@@ -87,6 +87,19 @@ pub struct Acks<const W: usize> {
     done: GenomeId,
 }
 
+impl<const W: usize> Acks<W> {
+    /// What a run resumed from a crash image inherits: the acknowledged inserts and genomes.
+    /// Inserts pending then were lost or not (the image says which), and no thread of the
+    /// new run can acknowledge them.
+    pub fn inherited(&self) -> Acks<W> {
+        Acks {
+            pending: HashMap::new(),
+            acked: self.acked.clone(),
+            done: self.done,
+        }
+    }
+}
+
 /// Where the replayed run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -142,6 +155,9 @@ pub struct Replay<'j, const W: usize> {
     phase: Phase,
     acks: Acks<W>,
     pub checked: Checked,
+    /// The k-mers (and counts) published in the crashed image a second run started from:
+    /// recovery may move them, never lose them.
+    kept: HashMap<Kmer<W>, u32>,
     /// Up to `restarts_wanted` images whose recovery had work, kept for second runs.
     pub restarts: Vec<Restart<W>>,
     restarts_wanted: usize,
@@ -161,8 +177,14 @@ fn slot_of(word: usize) -> Option<usize> {
 
 impl<'j, const W: usize> Replay<'j, W> {
     pub fn new(job: &'j Job<W>, image: Vec<u64>, phase: Phase, acks: Acks<W>) -> Self {
+        let kept = if phase == Phase::Working {
+            published::<W>(&image)
+        } else {
+            HashMap::new()
+        };
         Replay {
             job,
+            kept,
             model: CrashModel::new(image.clone()),
             current: image,
             phase,
@@ -301,7 +323,7 @@ impl<'j, const W: usize> Replay<'j, W> {
         if (r.moved > 0 && wanted(true)) || (r.cleared + r.duplicates > 0 && wanted(false)) {
             self.restarts.push(Restart {
                 image: image.to_vec(),
-                acks: self.acks.clone(),
+                acks: self.acks.inherited(),
                 moving: r.moved > 0,
             });
         }
@@ -336,6 +358,15 @@ impl<'j, const W: usize> Replay<'j, W> {
                 ));
             }
         }
+        for (x, &c) in &self.kept {
+            let got = t.get(x, x.hash()).map_or(0, |e| e.genomes);
+            if got < c {
+                return Err(format!(
+                    "recovery lost k-mer {:?}: the crashed pool held it with count {c}, now {got}",
+                    x.0
+                ));
+            }
+        }
         for (x, gs) in &self.acks.acked {
             let c = t.get(x, x.hash()).map_or(0, |e| e.genomes);
             if (c as usize) < gs.len() {
@@ -365,6 +396,21 @@ impl<'j, const W: usize> Replay<'j, W> {
         }
         Ok(())
     }
+}
+
+/// The k-mers published in a raw image (before any recovery) and their counts.
+fn published<const W: usize>(image: &[u64]) -> HashMap<Kmer<W>, u32> {
+    let mut held = HashMap::new();
+    for words in image[HEADER_WORDS..].chunks(SLOT_WORDS) {
+        if words[META] & VALID != 0 {
+            let mut key = Kmer::<W>::ZERO;
+            key.0.copy_from_slice(&words[..W]);
+            let c = words[META] as u32;
+            let e = held.entry(key).or_insert(c);
+            *e = (*e).max(c);
+        }
+    }
+    held
 }
 
 /// The published k-mers and counts; `Err` if one is published in two slots or a claim

@@ -47,8 +47,8 @@
 //! progress: its already persisted counts carry its tag and are repeats.
 //!
 //! The count update is a single 8-byte store, never torn. The header is written with its
-//! magic last (flush, fence, then magic, flush, fence), so a torn header never looks like
-//! a pool; and a new pool file gets its name only once its header is durable
+//! magic last on the header's line (then one write-back per line and one fence), so a torn
+//! header never looks like a pool; and a new pool file gets its name only once its header is durable
 //! ([`create`]).
 //!
 //! Proof: `crash_check` (tests) runs the production path — pool formatting, the job's
@@ -222,7 +222,7 @@ pub fn read_header<M: PersistentWords>(mem: &M, what: &str) -> Result<Header, St
     })
 }
 
-/// Writes a fresh header (magic last, so a torn creation is never a pool).
+/// Writes a fresh header (magic last on its line, so a torn creation is never a pool).
 pub fn write_header<M: PersistentWords>(mem: &M, h: &Header) {
     let fixed = [
         MAGIC,
@@ -237,11 +237,13 @@ pub fn write_header<M: PersistentWords>(mem: &M, h: &Header) {
     }
     mem.store(H_CHECKSUM, header_checksum(&fixed));
     mem.store(H_DONE, h.done as u64);
-    mem.flush(0);
-    mem.flush(H_DONE);
-    mem.fence();
+    // The magic shares its line with the words it vouches for and is stored after them,
+    // so whatever part of the line persists is a prefix: a durable magic implies the rest
+    // (a flush and fence before it would change no crash image). One write-back of each
+    // line and one fence make the header durable before the pool is named.
     mem.store(H_MAGIC, MAGIC);
     mem.flush(H_MAGIC);
+    mem.flush(H_DONE);
     mem.fence();
 }
 
