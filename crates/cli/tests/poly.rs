@@ -108,7 +108,10 @@ fn two_targets_print_table_1_and_store_every_run() {
         // At least --reps (3) are kept; more while the median's interval is wider than
         // --precision (3 %), up to the cap of max(10 x reps, 50).
         assert!((3..=50).contains(&s.n), "{} repetitions kept", s.n);
-        let p = r.precision.as_ref().expect("every poly point carries its interval");
+        let p = r
+            .precision
+            .as_ref()
+            .expect("every poly point carries its interval");
         assert_eq!(p.n, s.n, "the interval is of the kept repetitions");
         assert!(p.low <= s.p50 && s.p50 <= p.high, "{p:?} around {}", s.p50);
         assert_eq!(p.target, Some(0.03));
