@@ -2,6 +2,8 @@
 //! moments the process is killed, `kmer recover` must accept the pool (its invariants
 //! hold), and the same command run again must finish the job with exactly the counts of an
 //! uninterrupted run. On shm here; on a real fsdax file in the lab guest (`needs_fsdax`).
+//! SIGINT and SIGTERM inside a genome: both persistent tables stop there, within
+//! milliseconds, and resume the same way.
 //!
 //! What this proves: process death. A killed process's stores stay in the CPU caches and
 //! reach the file, so a kill cannot see a missing flush or fence (with every flush and
@@ -258,5 +260,137 @@ mod needs_fsdax {
         let files = genomes(dir.path(), "200k", 3);
         let done = kill_and_resume(Path::new(&mnt), &files, "clwb", 3, 12);
         assert!(done.resumed >= 3, "{done:?}");
+    }
+}
+
+/// `kmer recover`'s count of completed genomes and of k-mers in `pool`.
+fn recovered(pool: &Path) -> (u64, u64) {
+    let o = pmscope(&[
+        "kmer".into(),
+        "recover".into(),
+        "--pool".into(),
+        pool.display().to_string(),
+    ]);
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    // "  N genomes completed; M k-mers (...)"
+    let line = out
+        .lines()
+        .find(|l| l.contains("genomes completed;"))
+        .unwrap_or_else(|| panic!("no genome count in: {out}"));
+    let number = |s: &str| -> u64 {
+        s.split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"))
+    };
+    let (done, rest) = line.split_once("genomes completed;").unwrap();
+    (number(done), number(rest))
+}
+
+/// SIGINT and SIGTERM in the middle of a genome: the workers stop inside it rather than at
+/// its end, the run exits 130/143 within seconds, the pool keeps what was inserted (with
+/// the genome not marked complete), and the same command resumes it to exactly the
+/// volatile table's counts. The tables persist through msync on a file of the disk the
+/// build is on, so one genome takes seconds (static-pm) or minutes (tx-pm): a stop that
+/// waited for the genome's end could not be this quick.
+#[test]
+fn persistent_tables_interrupted_mid_genome_resume_to_exact_counts() {
+    let genomes_dir = tempfile::tempdir().unwrap();
+    let files = genomes(genomes_dir.path(), "1M", 2);
+    let work = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let truth_file = work.path().join("truth.tsv");
+    ok(&pmscope(&count_args(&files, &[], &truth_file)));
+    let truth = counts(&truth_file);
+
+    // The distinct k-mers of the first genome alone: a run stopped inside it holds fewer.
+    let first_file = work.path().join("first.tsv");
+    ok(&pmscope(&count_args(&files[..1], &[], &first_file)));
+    let first = counts(&first_file)
+        .iter()
+        .filter(|l| !l.starts_with("kmer\t"))
+        .count() as u64;
+
+    // Each table, its signal and exit code, and when the signal comes after the pool is
+    // named: inside the first genome (about 2 s of static-pm; minutes of tx-pm, which
+    // first formats its pool).
+    let cases: [(&str, &[&str], &str, i32, u64); 2] = [
+        (
+            "static-pm",
+            &["--table", "static-pm", "--persist", "msync"],
+            "-INT",
+            130,
+            300,
+        ),
+        ("tx-pm", &["--table", "tx-pm"], "-TERM", 143, 2000),
+    ];
+    for (name, table, signal, code, after_ms) in cases {
+        let pool = work.path().join(format!("{name}.pool"));
+        let out = work.path().join(format!("{name}.tsv"));
+        let mut extra: Vec<&str> = table.to_vec();
+        let pool_arg = pool.display().to_string();
+        extra.extend(["--pool", &pool_arg]);
+        let args = count_args(&files, &extra, &out);
+        let child = Command::new(bin())
+            .env("PMSCOPE_RESULTS", test_store())
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Inside the first genome: the pool is named once its header is durable.
+        let start = Instant::now();
+        while !pool.exists() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(after_ms));
+        let _ = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status();
+        let signalled = Instant::now();
+        let mut child = child;
+        while child.try_wait().unwrap().is_none() {
+            if signalled.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{name}: still running 10 s after {signal}");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let took = signalled.elapsed();
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{name} {signal}: {err}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{name}: {took:?} from {signal} to the exit"
+        );
+        assert!(
+            err.contains("keeps the genomes it completed: run the same command to resume"),
+            "{name}: {err}"
+        );
+        let (completed, kmers) = recovered(&pool);
+        assert!(
+            completed == 0 && kmers > 0 && kmers < first,
+            "{name}: stopped with {completed} of 3 genomes complete and {kmers} k-mers: \
+             not inside the first genome ({first} k-mers)"
+        );
+        eprintln!(
+            "{name}: {signal} stopped the run in {took:?} with {completed} of 3 genomes complete and {kmers} k-mers"
+        );
+        // Resumed: libpmem flushes with CPU instructions instead of msync here (tx-pm would
+        // take minutes); the pool's contents are the same either way.
+        let resumed = Command::new(bin())
+            .env("PMSCOPE_RESULTS", test_store())
+            .env("PMEM_IS_PMEM_FORCE", "1")
+            .args(&args)
+            .output()
+            .unwrap();
+        ok(&resumed);
+        assert_eq!(
+            counts(&out),
+            truth,
+            "{name}: the counts after the interrupt and the resumed run"
+        );
     }
 }

@@ -14,7 +14,7 @@ use anyhow::{Result, anyhow};
 use pmscope_mapping::TargetSpec;
 use pmscope_persist::PersistChoice;
 use pmscope_workload::kmer::encode::MAX_K;
-use pmscope_workload::kmer::job::{self, Job, Operation};
+use pmscope_workload::kmer::job::{self, Job, JobError, Operation};
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::table::TableKind;
 use pmscope_workload::kmer::table::partition::NodePlan;
@@ -251,7 +251,18 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     // The environment is judged as for every measuring command; the findings go into the
     // record (the job's workers run on `worker_cpus`).
     let mut h = env.start(out, &p.worker_cpus, None, false)?;
-    let report = job::run(&p.job, kmers_out.as_mut().map(|o| o.writer())).map_err(job_error)?;
+    let report = job::run(&p.job, kmers_out.as_mut().map(|o| o.writer())).map_err(|e| {
+        // A named pool outlives the interrupt, as it outlives a kill: say how to go on.
+        if let (JobError::Interrupted(_), Some(pool)) = (&e, &p.job.pool)
+            && pool.exists()
+        {
+            eprintln!(
+                "pmscope: the pool {} keeps the genomes it completed: run the same command to resume",
+                pool.display()
+            );
+        }
+        job_error(e)
+    })?;
     if let Some(o) = kmers_out {
         o.commit()?;
     }

@@ -28,6 +28,42 @@ use std::sync::Mutex;
 /// Lookups kept in flight per thread.
 const DEPTH: usize = 16;
 
+/// A worker's watch for Ctrl-C and SIGTERM, asked once per k-mer and polling the signal
+/// flag every [`StopPoll::EVERY`] k-mers. One genome can take minutes (hours for tx-pm,
+/// whose every insert is a transaction that msyncs on a plain file), so workers cannot
+/// wait for its end: one that sees a signal skips the rest of its part, and the job stops
+/// before it marks the genome complete, so a pool resumes that genome as after a kill.
+struct StopPoll {
+    left: u32,
+    stopped: bool,
+}
+
+impl StopPoll {
+    /// Polls per this many k-mers: a call is cheap against an insert, and 64 inserts of
+    /// tx-pm on ext4 (about 0.6 ms each, each msyncs) are well under a tenth of a second.
+    const EVERY: u32 = 64;
+
+    fn new() -> StopPoll {
+        StopPoll {
+            left: Self::EVERY,
+            stopped: pmscope_sys::signal::received().is_some(),
+        }
+    }
+
+    /// Whether a signal has arrived (as of the last poll).
+    #[inline(always)]
+    fn stopped(&mut self) -> bool {
+        if !self.stopped {
+            self.left -= 1;
+            if self.left == 0 {
+                self.left = Self::EVERY;
+                self.stopped = pmscope_sys::signal::received().is_some();
+            }
+        }
+        self.stopped
+    }
+}
+
 /// The CPUs the worker threads are pinned to (worker i on `cpus[i]`).
 #[derive(Debug, Clone)]
 pub struct Workers {
@@ -239,16 +275,28 @@ impl<const W: usize> Buckets<W> {
         self.held >= BLOCK
     }
 
-    /// Applies every held k-mer, bucket by bucket, with prefetches in flight; returns how
-    /// many were new (insert) or found (mark).
-    fn flush<T: KmerTable<W>>(&mut self, table: &T, action: Action, batch: usize) -> u64 {
+    /// Applies every held k-mer, bucket by bucket, with prefetches in flight, until `poll`
+    /// sees a signal (a block is a million k-mers: minutes of tx-pm); returns how many
+    /// were new (insert) or found (mark).
+    fn flush<T: KmerTable<W>>(
+        &mut self,
+        table: &T,
+        action: Action,
+        batch: usize,
+        poll: &mut StopPoll,
+    ) -> u64 {
         let mut count = 0u64;
         let mut unpersisted = Unpersisted::with_batch(batch);
-        let mut apply = |kmer: &Kmer<W>, hash: u64| match action {
-            Action::Insert(id) => {
-                count += u64::from(insert_grouped(table, kmer, hash, id, &mut unpersisted))
+        let mut apply = |kmer: &Kmer<W>, hash: u64| {
+            if poll.stopped() {
+                return;
             }
-            Action::Mark => count += u64::from(table.mark(kmer, hash).is_some()),
+            match action {
+                Action::Insert(id) => {
+                    count += u64::from(insert_grouped(table, kmer, hash, id, &mut unpersisted))
+                }
+                Action::Mark => count += u64::from(table.mark(kmer, hash).is_some()),
+            }
         };
         let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
         for bucket in &mut self.buckets {
@@ -353,10 +401,16 @@ impl<const W: usize> Driver<W> {
             let _release = barrier.break_on_panic();
             let (mut count, mut applied) = (0u64, 0u64);
             let mut unpersisted = Unpersisted::with_batch(self.batch);
+            let mut poll = StopPoll::new();
             for round in 0..rounds {
                 {
                     let mut row: Vec<_> = (0..n).map(|c| lock(w * n + c)).collect();
+                    // A stopped producer emits nothing more but keeps to the rounds: the
+                    // others wait for it at every barrier.
                     produce(w, round, &mut |kmer: &Kmer<W>, hash: u64| {
+                        if poll.stopped() {
+                            return;
+                        }
                         let m = &members[part_of(hash, parts)];
                         // Bits 32..48 pick the consumer: independent of the part's bits.
                         let c = m[(((hash >> 32) & 0xffff) as usize * m.len()) >> 16];
@@ -446,15 +500,19 @@ impl<const W: usize> Driver<W> {
             let mut buckets = self.buckets[w].lock().unwrap_or_else(|p| p.into_inner());
             buckets.fit(table);
             let (mut count, mut applied) = (0u64, 0u64);
+            let mut poll = StopPoll::new();
             for &(a, b) in &parts[w] {
                 for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
+                    if poll.stopped() {
+                        return;
+                    }
                     applied += 1;
                     if buckets.push(kmer, kmer.hash()) {
-                        count += buckets.flush(table, action, self.batch);
+                        count += buckets.flush(table, action, self.batch, &mut poll);
                     }
                 });
             }
-            count += buckets.flush(table, action, self.batch);
+            count += buckets.flush(table, action, self.batch, &mut poll);
             if let Action::Insert(_) = action {
                 // (a partitioned table of one part comes here, its one part is 0)
                 table.add_part_counts(self.homes[w], applied, count);
@@ -476,8 +534,12 @@ impl<const W: usize> Driver<W> {
         let (counts, placements) = self.workers.run(|w| {
             let (mut count, mut applied) = (0u64, 0u64);
             let mut unpersisted = Unpersisted::with_batch(self.batch);
+            let mut poll = StopPoll::new();
             for &(a, b) in &parts[w] {
                 walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
+                    if poll.stopped() {
+                        return;
+                    }
                     applied += 1;
                     count += match action {
                         Action::Insert(id) => {
@@ -522,8 +584,12 @@ impl<const W: usize> Driver<W> {
         let (hits, _) = self.workers.run(|w| {
             let mut hits = 0u64;
             let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
+            let mut poll = StopPoll::new();
             for &(a, b) in &parts[w] {
                 for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
+                    if poll.stopped() {
+                        return;
+                    }
                     let hash = kmer.hash();
                     if !filter.may_contain(hash) {
                         return;
@@ -610,8 +676,12 @@ pub fn insert_kmers<const W: usize, T: KmerTable<W>>(
         let mut apply = |x: &Kmer<W>, h: u64| {
             new += u64::from(insert_grouped(table, x, h, 1, &mut unpersisted));
         };
+        let mut poll = StopPoll::new();
         for list in parts.iter().skip(w).step_by(workers.len()) {
             for x in list {
+                if poll.stopped() {
+                    break;
+                }
                 let h = x.hash();
                 table.prefetch(h);
                 if let Some((y, hy)) = ring.push((*x, h)) {

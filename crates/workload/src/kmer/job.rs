@@ -403,10 +403,11 @@ pub(crate) fn insert_genomes<const W: usize, T: KmerTable<W>>(
         }
         let (_, p) = driver.insert_genome(table, g, (i + 1) as u32, k)?;
         placements = p;
+        // Workers skip the rest of a genome once a signal arrives: not complete then.
+        interrupt::check()?;
         table.health()?;
         table.completed((i + 1) as u32);
         table.health()?;
-        interrupt::check()?;
     }
     Ok((placements, growing))
 }
