@@ -312,6 +312,9 @@ fn prefault_reading(raw: RawMap) -> (u64, u64) {
     let mut off = 0;
     let mut sum = 0u8;
     while off < raw.len {
+        if crate::mapping::stop_touching(off) {
+            break;
+        }
         // SAFETY: off < len, inside the live mapping; a volatile read so it is not elided.
         sum = sum.wrapping_add(unsafe { raw.ptr.add(off).read_volatile() });
         off += 4096;
