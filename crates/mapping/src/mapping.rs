@@ -183,7 +183,7 @@ fn prefault_parallel(raw: RawMap, cpus: &[usize]) -> (u64, u64) {
 /// before it measures, so a short pass is never measured or reported.
 #[inline]
 pub(crate) fn stop_touching(off: usize) -> bool {
-    off % (16 << 20) == 0 && off > 0 && pmscope_sys::signal::received().is_some()
+    off.is_multiple_of(16 << 20) && off > 0 && pmscope_sys::signal::received().is_some()
 }
 
 fn prefault(raw: RawMap) -> (u64, u64) {
