@@ -5,6 +5,7 @@
 use pmscope_core::precision::Precision;
 use pmscope_core::record::Record;
 use pmscope_core::summary::{LogHistogram, Summary};
+use pmscope_core::warning::Warning;
 use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_runner::harness::TargetRun;
 use pmscope_runner::repeat::{
@@ -137,6 +138,8 @@ pub struct Sampled {
     pub precision: Option<Precision>,
     /// The machine's state while they were taken.
     pub conditions: Conditions,
+    /// The timer's step in the samples' unit (0 where unknown).
+    pub step: f64,
 }
 
 impl Sampled {
@@ -148,6 +151,7 @@ impl Sampled {
             summary: Summary::of(samples).expect("finite samples"),
             precision: sample_precision(samples, target, step),
             conditions: Conditions::default(),
+            step,
         }
     }
 
@@ -180,8 +184,31 @@ impl Sampled {
     pub fn annotate(&self, mut r: Record) -> Record {
         r.summary = Some(self.summary.clone());
         r.precision = self.precision.clone();
+        if let Some(w) = below_timer_step(self.summary.p50, self.step) {
+            r.warnings.push(w);
+        }
         self.conditions.annotate(r)
     }
+}
+
+/// A median single timing under one step of the timer (0 after the timer's own cost is
+/// subtracted, typically): the operation is quicker than the timer can tell one at a
+/// time, and the figure is a bound, not a measurement.
+fn below_timer_step(median: f64, step: f64) -> Option<Warning> {
+    if median >= step && median > 0.0 {
+        return None;
+    }
+    Some(Warning::new(
+        "below-timer-step",
+        format!(
+            "the median single timing, {median:.2} ns after the timer's own cost is subtracted, \
+             is under the timer's step of {step:.1} ns: too quick to time one at a time here, \
+             so read it as under {:.1} ns, not as a measurement",
+            step.max(median)
+        ),
+        "time many operations per timing instead (latency's dependent-load chains, sync's \
+         block streams), or run on bare metal for a finer timer",
+    ))
 }
 
 use pmscope_loops::stream::{BlockOrder, StreamView, Streamer, Traffic};
@@ -248,7 +275,8 @@ pub fn stream_for(
             // Random orders cover every block of the view (issue 11 part 1).
             let mut order = random.then(|| BlockOrder::new(s.block_count(view.len()) as u64, seed));
             let mut at = 0;
-            while start.elapsed() < duration {
+            // At least one chunk, however short `duration` is: never a figure of no traffic.
+            loop {
                 t += match &mut order {
                     None => {
                         let part = view.slice(at, SEQ_CHUNK);
@@ -262,6 +290,9 @@ pub fn stream_for(
                     Some(order) => s.random_run(view, order, RANDOM_CHUNK, value),
                 };
                 value += 1;
+                if start.elapsed() >= duration {
+                    break;
+                }
             }
             // Inside the timed interval: the stores counted have all left the core.
             s.drain();
@@ -278,7 +309,7 @@ pub fn stream_for(
             let mut ri = BlockOrder::new(rb as u64, seed);
             let mut wi = BlockOrder::new(wb as u64, seed ^ 1);
             let (mut r, mut w) = (0u32, 0u32);
-            while start.elapsed() < duration {
+            loop {
                 for _ in 0..1024 {
                     for _ in 0..reads {
                         t += if random {
@@ -300,6 +331,9 @@ pub fn stream_for(
                     }
                 }
                 value += 1;
+                if start.elapsed() >= duration {
+                    break;
+                }
             }
         }
     }
@@ -461,6 +495,46 @@ mod tests {
     use pmscope_loops::Region;
     use pmscope_loops::stream::StreamOp;
     use pmscope_sys::cpu::CpuFeatures;
+
+    fn warned(samples: &[f64], step: f64) -> bool {
+        let r = Record::new("inst", Vec::new(), Default::default());
+        let r = Sampled::of(samples, None, step).annotate(r);
+        r.warnings.iter().any(|w| w.code == "below-timer-step")
+    }
+
+    /// A median under one step of the timer is flagged as a bound, not a measurement;
+    /// one at or above it is not.
+    #[test]
+    fn a_median_under_the_timer_step_is_flagged() {
+        assert!(warned(&[0.0, 0.0, 10.1], 10.1), "0 ns medians");
+        assert!(warned(&[0.0, 5.0, 10.1], 10.1), "under one step");
+        assert!(warned(&[0.0, 0.0, 0.0], 0.0), "0 with no known step");
+        assert!(!warned(&[10.1, 10.1, 20.2], 10.1), "one step");
+        assert!(!warned(&[3.0, 3.2, 3.1], 0.3), "fine timer");
+        assert!(!warned(&[80.0, 90.0, 100.0], 0.0), "no known step");
+    }
+
+    /// However short the duration, a stream moves at least one chunk: never 0 GB/s.
+    #[test]
+    fn a_stream_moves_traffic_however_short_its_duration() {
+        let mut b = Box::new(Buf([0; 1 << 20]));
+        let mut region = Region::from_slice(&mut b.0);
+        let views = StreamView::of(&mut region, 1, false);
+        let s = streamer(StreamOp::Read, 64);
+        for random in [false, true] {
+            let (t, secs) = stream_for(
+                Role::Stream(s),
+                views[0],
+                random,
+                Duration::from_nanos(1),
+                7,
+            );
+            assert!(
+                t.read > 0 && secs > 0.0,
+                "random {random}: {t:?} in {secs} s"
+            );
+        }
+    }
 
     #[repr(align(64))]
     struct Buf([u8; 1 << 20]);

@@ -109,6 +109,9 @@ fn map_sized(
             "a target of 0 bytes cannot be mapped; give a size",
         ));
     }
+    if let Some(node) = spec.node {
+        node_with_memory(spec, node)?;
+    }
     let backing = spec.prepare(bytes, opts)?;
     let raw = backing.raw();
     debug_assert!(raw.len % 4096 == 0 && (raw.ptr as usize).is_multiple_of(4096));
@@ -144,6 +147,30 @@ fn map_sized(
         achieved,
         warnings,
     })
+}
+
+/// Refuses `,node=N` for a node this machine lacks or that has no memory (a usage error,
+/// before anything is created), naming the nodes that have memory. Without NUMA in sysfs
+/// the check is left to mbind.
+fn node_with_memory(spec: &TargetSpec, node: u32) -> Result<(), TargetError> {
+    let nodes = pmscope_sys::numa::nodes(&pmscope_sys::sysroot::SysRoot::host());
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let with_memory: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.mem_total_bytes > 0)
+        .map(|n| n.id.to_string())
+        .collect();
+    let problem = match nodes.iter().find(|n| n.id == node) {
+        Some(n) if n.mem_total_bytes > 0 => return Ok(()),
+        Some(_) => format!("node {node} has no memory (its CPUs only)"),
+        None => format!("this machine has no node {node}"),
+    };
+    Err(TargetError::usage(format!(
+        "{spec}: {problem}; nodes with memory here: {} (`pmscope info` lists them)",
+        with_memory.join(", ")
+    )))
 }
 
 /// Writes one byte in every 4 KiB of the range, timing the pass and counting this thread's

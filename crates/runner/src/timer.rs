@@ -162,6 +162,14 @@ impl Timer {
     pub fn overhead_ns(&self) -> f64 {
         self.info.overhead_ns
     }
+
+    /// The shortest interval this timer measures to 0.1 %: a thousand of its steps or of
+    /// the cost of one timing, whichever is longer, and at least a microsecond. Whatever is
+    /// timed as one interval (a bandwidth repetition) must last at least this long.
+    pub fn min_interval(&self) -> Duration {
+        let ns = 1000.0 * self.info.resolution_ns.max(self.info.overhead_ns).max(1.0);
+        Duration::from_nanos(ns.ceil() as u64)
+    }
 }
 
 /// The step, in ticks, that interval lengths come in: the largest real step `s` such that

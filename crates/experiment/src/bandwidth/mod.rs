@@ -11,6 +11,7 @@ mod render;
 pub use mix::Mix;
 pub use plan::{Plan, REGION_FLOOR};
 
+use crate::error::usage;
 use crate::measure::{Role, stream_for, with_repetitions};
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Cpus, Patterns, Seconds, TargetArgs};
@@ -187,6 +188,7 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let features = env.features;
     // The timer is calibrated for the records; streams are timed by their own clock.
     let mut h = env.start(out, &p.cpus, Some(p.per_thread), false)?;
+    too_short_to_time(p.duration, h.timer())?;
     for w in &p.notes {
         h.note(w.clone());
     }
@@ -229,6 +231,27 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     h.finish()?;
     progress.finish();
     Ok(())
+}
+
+/// Refuses a repetition shorter than `timer` measures to 0.1 % (a usage error, before
+/// anything is mapped): a figure from an interval the clock can hardly see is noise.
+fn too_short_to_time(
+    duration: std::time::Duration,
+    timer: &pmscope_runner::timer::Timer,
+) -> Result<()> {
+    let shortest = timer.min_interval();
+    if duration >= shortest {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--duration {}: shorter than the {:.0} µs this machine's timer measures to 0.1 % (it \
+         advances in steps of {:.1} ns, a timing costs {:.1} ns); give at least {}",
+        duration.as_secs_f64(),
+        shortest.as_secs_f64() * 1e6,
+        timer.info().resolution_ns,
+        timer.overhead_ns(),
+        (shortest.as_secs_f64() * 1e6).ceil() / 1e6
+    )))
 }
 
 /// One point: the repetitions of every thread streaming its role over its view at once.

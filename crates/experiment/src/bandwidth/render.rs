@@ -20,6 +20,18 @@ fn plain_read(r: &Record, pattern: Pattern) -> bool {
         && r.text(p::MIX).unwrap_or_default().is_empty()
 }
 
+/// A repetition's length in the unit that shows it: 0.15 s, 2 ms, 20 µs.
+fn seconds(s: f64) -> String {
+    if s >= 0.1 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        let ms = format!("{:.3}", s * 1e3);
+        format!("{} ms", ms.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        format!("{:.0} µs", s * 1e6)
+    }
+}
+
 /// The table of every point, then the random-to-sequential read ratios.
 pub fn render(records: &[Record]) -> String {
     let points: Vec<&Record> = records
@@ -30,7 +42,7 @@ pub fn render(records: &[Record]) -> String {
         return String::new();
     };
     let mut out = format!(
-        "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of repetitions of {:.2} s\n",
+        "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of repetitions of {}\n",
         first.count(p::VECTOR_BYTES).unwrap_or_default(),
         Bytes(first.count(p::REGION_PER_THREAD_BYTES).unwrap_or_default()),
         if first.flag(p::SHARED).unwrap_or_default() {
@@ -38,7 +50,7 @@ pub fn render(records: &[Record]) -> String {
         } else {
             ""
         },
-        first.number(p::DURATION_S).unwrap_or_default()
+        seconds(first.number(p::DURATION_S).unwrap_or_default())
     );
     let mut t = Table::new(&[
         "target", "op", "pattern", "access", "threads", "mix", "GB/s", "95% ci", "reps", "cv %",
@@ -90,4 +102,18 @@ pub fn render(records: &[Record]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn repetition_lengths_keep_their_digits() {
+        assert_eq!(seconds(0.15), "0.15 s");
+        assert_eq!(seconds(1.0), "1.00 s");
+        assert_eq!(seconds(0.002), "2 ms");
+        assert_eq!(seconds(0.0125), "12.5 ms");
+        assert_eq!(seconds(2.1e-5), "21 µs");
+    }
 }
