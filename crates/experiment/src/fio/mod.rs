@@ -14,7 +14,7 @@ use crate::output::Output;
 use crate::params::{Seconds, Size, TargetArgs};
 use crate::progress::Progress;
 use crate::{Env, Experiment, Placement};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::Args;
 use parse::{FIXTURE_READ, FIXTURE_WRITE, parse_fio_json};
 use pmscope_core::range::{AxisKind, parse_axis};
@@ -23,9 +23,8 @@ use pmscope_core::summary::Summary;
 use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{Pattern, p, v};
 use pmscope_runner::executor::Executor;
-use pmscope_runner::interrupt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -142,53 +141,28 @@ fn fio_args(dir: &Path, rw: Rw, jobs: u64, p: &Plan) -> Vec<String> {
     a
 }
 
-/// Runs fio to completion, stopping it on Ctrl-C; returns its standard output.
-fn run_fio(fio: &str, args: &[String]) -> Result<String> {
+/// Runs fio under the child supervisor (`pmscope_runner::child`), as every child pmscope
+/// starts: in a process group of its own that dies with pmscope, killed and reaped on
+/// Ctrl-C or SIGTERM (before the work directory is removed) and when it overruns `limit`
+/// (a hung file system cannot hang the run); returns its standard output.
+fn run_fio(fio: &str, args: &[String], limit: Duration) -> Result<String> {
     let mut cmd = Command::new(fio);
-    // A SIGKILLed pmscope takes fio with it (Ctrl-C and SIGTERM are handled below).
-    pmscope_sys::process::dies_with_parent(&mut cmd, pmscope_sys::process::SIGKILL);
-    let mut child = cmd
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {fio}"))?;
-    // Read the pipes on threads, so a chatty fio never blocks on a full pipe.
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut out, &mut s).map(|_| s)
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut err, &mut s).map(|_| s)
-    });
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        if let Err(i) = interrupt::check() {
-            // fio also got a terminal's SIGINT; a SIGTERM was ours alone. Either way it
-            // is stopped and reaped before the work directory is removed.
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(i.into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = out.join().expect("reader").unwrap_or_default();
-    let err = err.join().expect("reader").unwrap_or_default();
-    if !status.success() {
-        let why = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
-        return Err(anyhow::anyhow!("fio failed ({status}): {why}"));
+    cmd.args(args);
+    let f = pmscope_runner::child::run_bounded(&mut cmd, "fio", limit)?;
+    if !f.status.success() {
+        let why = pmscope_runner::child::last_line(&f.stderr).unwrap_or("no message");
+        return Err(anyhow::anyhow!(
+            "fio failed ({}): {why}",
+            pmscope_runner::child::describe_status(f.status)
+        ));
     }
-    Ok(out)
+    Ok(f.stdout)
+}
+
+/// How long one fio run may take: its runtime ten times over, plus laying out every job's
+/// file at 10 MB/s, plus a minute to start and finish.
+fn fio_limit(p: &Plan, jobs: u64) -> Duration {
+    Duration::from_secs_f64(60.0 + 10.0 * p.runtime_s + (jobs * p.file_bytes) as f64 / 10e6)
 }
 
 /// What `fio` runs, validated before anything is created.
@@ -290,7 +264,13 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                 let work = WorkDir::create(&t.dir, "fio")?;
                 let args = fio_args(work.path(), rw, jobs, p);
                 let text = executor.run(
-                    || run_fio(p.fio.as_deref().expect("checked in plan"), &args),
+                    || {
+                        run_fio(
+                            p.fio.as_deref().expect("checked in plan"),
+                            &args,
+                            fio_limit(p, jobs),
+                        )
+                    },
                     || {
                         let fixture = if rw.writes() {
                             FIXTURE_WRITE
