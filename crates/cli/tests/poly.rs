@@ -130,6 +130,15 @@ fn two_targets_print_table_1_and_store_every_run() {
             assert!(!r.values.contains_key("llc_load_misses"));
         }
     }
+    // The header gives the range of repetitions kept.
+    let kept: Vec<usize> = poly.iter().map(|r| r.summary.as_ref().unwrap().n).collect();
+    let (lo, hi) = (*kept.iter().min().unwrap(), *kept.iter().max().unwrap());
+    let said = if lo == hi {
+        format!("median of {lo} run(s)")
+    } else {
+        format!("median of {lo}-{hi} run(s)")
+    };
+    assert!(out.contains(&said), "{said}: {out}");
     // ref and opt of a kernel computed the same thing on both targets.
     for k in pmscope_workload::polybench::KERNELS {
         let sums: Vec<f64> = poly
@@ -154,6 +163,8 @@ fn one_target_prints_a_row_per_kernel_and_variant() {
     let o = pmscope(
         &dir.path().join("r.sqlite"),
         &[
+            "--precision",
+            "0",
             "poly",
             "--preset",
             "small",

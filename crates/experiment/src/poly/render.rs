@@ -43,7 +43,21 @@ pub fn render(records: &[Record]) -> String {
             variants.push(variant);
         }
     }
-    let n = first.summary.as_ref().map_or(0, |s| s.n);
+    // Adaptive repetitions keep more where the first ones missed the precision target.
+    let kept: Vec<usize> = records
+        .iter()
+        .filter(|r| r.experiment == "poly")
+        .filter_map(|r| r.summary.as_ref().map(|s| s.n))
+        .collect();
+    let (lo, hi) = (
+        kept.iter().copied().min().unwrap_or(0),
+        kept.iter().copied().max().unwrap_or(0),
+    );
+    let n = if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}-{hi}")
+    };
     let cpu = first.threads.first().map_or(0, |t| t.cpu_requested);
     let mut out = format!(
         "PolyBench kernels (seed 000 Table 1), preset {}, single thread on CPU {cpu}: seconds, median of {n} run(s) (one more ran first and was dropped)\n",
