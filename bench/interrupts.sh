@@ -32,15 +32,20 @@ one() {
 	local name=$1
 	shift
 	local worst=0 stopped=0 finished=0 i
+	# The length of one uninterrupted run (at most 10 s) sets the window of the signals:
+	# from 5 % to 90 % of it, at most 3.2 s in, so quick runs are hit mid-way too.
+	rm -f "$POOL"
+	local t0 full
+	t0=$(now)
+	timeout 10 "$@" >/dev/null 2>&1 || true
+	full=$(python3 -c "print(min($(now) - $t0, 10.0))")
 	for i in $(seq 1 "$N"); do
 		rm -f "$POOL"
 		local sig=INT want=130
 		if [ $((i % 2)) = 0 ]; then sig=TERM want=143; fi
 		"$@" >/dev/null 2>"$SCRATCH/err" &
 		local pid=$!
-		# A random moment in the first 0.2-3.2 s: most runs are mid-point then.
-		sleep "$(python3 -c "import random; print(round(random.uniform(0.2, 3.2), 3))")"
-		local t0
+		sleep "$(python3 -c "import random; print(round(random.uniform(0.05 * $full, min(0.9 * $full, 3.2)), 3))")"
 		t0=$(now)
 		kill -"$sig" "$pid" 2>/dev/null || true
 		local code=0
