@@ -17,15 +17,19 @@
 #
 #   bench/aa-compare.sh [PAIRS]      (default 10)
 #   bench/aa-compare.sh --power
+#
+# AA_KEEP=DIR keeps the scratch store as DIR/results.sqlite, to look at the runs afterwards
+# (pmscope --results DIR/results.sqlite compare ... --verbose).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p pmscope
 PMSCOPE=$PWD/target/release/pmscope
-SCRATCH=$(mktemp -d)
+SCRATCH=${AA_KEEP:-$(mktemp -d)}
+mkdir -p "$SCRATCH"
 HOG=
 cleanup() {
 	if [ -n "$HOG" ]; then kill "$HOG" 2>/dev/null || true; fi
-	rm -rf "$SCRATCH"
+	if [ -z "${AA_KEEP:-}" ]; then rm -rf "$SCRATCH"; fi
 }
 trap cleanup EXIT
 export PMSCOPE_RESULTS=$SCRATCH/results.sqlite

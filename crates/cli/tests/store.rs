@@ -367,9 +367,45 @@ fn compare_fail_above_exits_1_only_when_a_point_got_worse() {
         .collect();
     assert_eq!(worse.len(), 1);
     assert!((worse[0]["worse_pct"].as_f64().unwrap() - 50.0).abs() < 1e-6);
+    // Every point carries its verdict and the noise it was judged against.
+    assert_eq!(worse[0]["verdict"], "worse");
+    assert!(points.iter().all(|p| p["verdict"].is_string()
+        && p["noise"]["total"].as_f64().is_some_and(|t| t > 0.0)
+        && p["ratio_low"].as_f64() <= p["ratio"].as_f64()));
+    assert!(json["groups"].as_array().is_some_and(|g| !g.is_empty()));
+    // The table lists the called point only, then counts every verdict; --verbose lists
+    // every point.
+    assert!(table.contains("1 worse, 0 better"), "{table}");
+    assert!(table.contains("noise latency latency_ns:"), "{table}");
+    let verbose = env.ok(&["compare", "a", "slower", "--verbose"]);
+    assert_eq!(
+        verbose.lines().filter(|l| l.starts_with("latency")).count(),
+        points.len(),
+        "{verbose}"
+    );
     // Two targets of one run.
     let o = env.run(&["compare", "--targets", "a", "dram:4k", "dram:thp"]);
     refused(&o, 2, "share no point", "targets absent from the run");
+}
+
+/// Thresholds that mean nothing are refused in one sentence before anything is read.
+#[test]
+fn compare_refuses_meaningless_thresholds() {
+    let env = Env::new();
+    for (flag, value) in [
+        ("--fail-above", "nan"),
+        ("--fail-above", "-5"),
+        ("--fail-above", "inf"),
+        ("--noise-floor", "-1"),
+        ("--noise-floor", "NaN"),
+        ("--alpha", "0"),
+        ("--alpha", "1.5"),
+        ("--alpha", "nan"),
+    ] {
+        let o = env.run(&["compare", "a", "b", &format!("{flag}={value}")]);
+        refused(&o, 2, flag, &format!("{flag} {value}"));
+    }
+    assert!(!env.store().exists(), "a refused compare opened the store");
 }
 
 /// A point's identity: which step made it and what it measured (not when).

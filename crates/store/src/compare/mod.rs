@@ -381,7 +381,8 @@ fn summarise_groups(
 
 /// Why a point cannot be judged at all (no test), if it cannot.
 fn untestable(p: &Pending) -> Option<&'static str> {
-    if !(p.side_a.median > 0.0 && p.side_b.median > 0.0 && p.log_ratio.is_finite()) {
+    let both_positive = p.side_a.median > 0.0 && p.side_b.median > 0.0;
+    if !(both_positive && p.log_ratio.is_finite()) {
         Some("a median is not positive: no ratio")
     } else if !p.noise.total.is_finite() {
         Some("measured once: no spread to judge it by")

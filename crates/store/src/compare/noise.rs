@@ -114,12 +114,9 @@ fn step_of(r: &Record, single_timings: bool) -> f64 {
 /// or below (Student's t on few values) has no ratio; there its width relative to the
 /// median stands in.
 fn within_from_precision(p: &Precision, median: f64) -> f64 {
-    if p.n < 2
-        || matches!(
-            p.high.partial_cmp(&p.low),
-            None | Some(std::cmp::Ordering::Less)
-        )
-    {
+    // NaN ends compare false: an interval with one is no interval.
+    let ordered = p.low.partial_cmp(&p.high).is_some_and(|o| o.is_le());
+    if p.n < 2 || !ordered {
         return f64::NAN;
     }
     if p.low > 0.0 {
