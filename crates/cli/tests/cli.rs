@@ -616,9 +616,12 @@ fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("prev.jsonl");
     std::fs::write(&out, "old\n").unwrap();
-    // node 99 does not exist: the run fails after the output was prepared.
+    // node 99 does not exist: the second target is refused when it is mapped, after the
+    // output was prepared and the first target's record was written.
     let o = pmscope(&[
         "verify",
+        "-t",
+        "dram:4k",
         "-t",
         "dram:4k,node=99",
         "--size",
@@ -627,7 +630,8 @@ fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
         out.to_str().unwrap(),
         "--force",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no node 99"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
     // Nothing else is left in the directory: no temporary file, no empty file.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
@@ -637,13 +641,15 @@ fn a_failed_run_leaves_the_output_file_exactly_as_it_was() {
     let o = pmscope(&[
         "verify",
         "-t",
+        "dram:4k",
+        "-t",
         "dram:4k,node=99",
         "--size",
         "4MiB",
         "-o",
         new.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(!new.exists());
     let o = pmscope(&["verify", "--size", "4MiB", "-o", new.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
