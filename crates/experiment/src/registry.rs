@@ -112,7 +112,7 @@ experiments! {
     )]
     Poly(crate::poly::Params) => crate::poly::Poly,
     /// Idle load latency by dependent-load chains over a working-set sweep.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpu 0   # exits 1 without NUMA node 1\n\n", crate::axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope latency -t dram:4k -t dram:thp\n  pmscope latency -t file:/mnt/pmem --sizes 4KiB..1GiB:x2 --pattern seq\n  pmscope latency -t dram,node=1 --tlb-window 16 --cpu 0   # exits 2 without NUMA node 1\n\n", crate::axis_help!()))]
     Latency(latency::Params) => latency::Latency,
     /// Latency of single instruction sequences: op, flush, fence (LATTester).
     #[command(after_help = concat!("EXAMPLES:\n  pmscope inst -t dram:4k -t file:/mnt/pmem\n  pmscope inst --ops store+clwb,ntstore --fences sfence --sizes 64..4KiB\n\n", crate::axis_help!()))]
