@@ -91,10 +91,12 @@ fn node_binding_places_pages_on_the_node() {
     assert_eq!(a.nodes.get(&0).copied(), Some(2048));
     assert_eq!(a.nodes.len(), 1);
     assert!(m.warnings().is_empty());
+    // A node the machine lacks is the user's mistake, refused before anything is mapped.
     let e = map(&spec("dram:4k,node=63"), 8 << 20, &MapOptions::host()).unwrap_err();
+    assert!(e.is_usage(), "{e}");
     assert!(
         e.to_string()
-            .starts_with("cannot bind dram:4k,node=63 to node 63 (mbind:"),
+            .starts_with("dram:4k,node=63: this machine has no node 63; nodes with memory here: "),
         "{e}"
     );
 }
