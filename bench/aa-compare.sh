@@ -18,12 +18,17 @@
 #   bench/aa-compare.sh [PAIRS]      (default 10)
 #   bench/aa-compare.sh --power
 #
+# The script holds /tmp/pmscope-bench.lock while it measures, as the other bench scripts do, so
+# a benchmark someone else starts on this machine waits instead of becoming the load.
+#
 # AA_KEEP=DIR keeps the scratch store as DIR/results.sqlite, to look at the runs afterwards
 # (pmscope --results DIR/results.sqlite compare ... --verbose).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p pmscope
 PMSCOPE=$PWD/target/release/pmscope
+exec 9>/tmp/pmscope-bench.lock
+flock 9
 SCRATCH=${AA_KEEP:-$(mktemp -d)}
 mkdir -p "$SCRATCH"
 HOG=

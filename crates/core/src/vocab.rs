@@ -214,6 +214,7 @@ keys! {
     STEAL_PCT = "steal_pct" => "time the hypervisor stole from the workers' CPUs while the point was measured, % of its wall time (any measured point; absent where /proc/stat does not say)",
     CPU_SHARE = "cpu_share" => "CPU time the process got while the point was measured / (wall time x busy threads): below 1 when other work shared the CPUs (any measured point whose workers never wait by design)",
     LOAD_AVG = "load_avg" => "1-minute load average when the point was measured (any measured point)",
+    OTHER_CPU_PCT = "other_cpu_pct" => "CPU time other processes ran on the machine while the point was measured, % of its wall time (100: one CPU's worth of other work throughout; any measured point where /proc/stat says)",
     ESTIMATED_DISTINCT_KMERS = "estimated_distinct_kmers" => "HyperLogLog estimate used to size the table",
     ESTIMATE_CPU_MS = "estimate_cpu_ms" => "CPU time of the estimate phase",
     ESTIMATE_MS = "estimate_ms" => "wall time of the estimate phase",

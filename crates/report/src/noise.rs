@@ -17,7 +17,7 @@
 use crate::data;
 use pmscope_core::record::Record;
 
-pub use pmscope_core::vocab::v::{CPU_SHARE, LOAD_AVG, STEAL_PCT};
+pub use pmscope_core::vocab::v::{CPU_SHARE, LOAD_AVG, OTHER_CPU_PCT, STEAL_PCT};
 /// The warning the environment check gives when other work competes for the machine.
 pub const BUSY_MACHINE: &str = "busy-machine";
 
@@ -197,6 +197,9 @@ pub fn contention_evidence(records: &[&Record]) -> String {
     }
     if let Some((c, _)) = range(records.iter().filter_map(|r| contention(r, CPU_SHARE))) {
         parts.push(format!("CPU share down to {c:.2}"));
+    }
+    if let Some((_, o)) = range(records.iter().filter_map(|r| contention(r, OTHER_CPU_PCT))) {
+        parts.push(format!("other processes up to {o:.0} % of a CPU"));
     }
     let busy = records
         .iter()

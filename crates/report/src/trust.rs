@@ -5,7 +5,7 @@
 //! each confounder of the environment once.
 
 use crate::markup::esc;
-use crate::noise::{self, BUSY_MACHINE, CPU_SHARE, STEAL_PCT};
+use crate::noise::{self, BUSY_MACHINE, CPU_SHARE, OTHER_CPU_PCT, STEAL_PCT};
 use crate::warnings;
 use pmscope_core::record::Record;
 use std::fmt::Write as _;
@@ -23,6 +23,8 @@ pub struct Trust {
     pub steal_pct: Option<f64>,
     /// The least CPU share any point's threads got.
     pub cpu_share: Option<f64>,
+    /// The most other work any point was measured beside, % of a CPU.
+    pub other_cpu_pct: Option<f64>,
     /// Points that carry a precision.
     pub with_precision: usize,
     /// Points that missed their precision target, by experiment (first-seen order).
@@ -69,6 +71,12 @@ pub fn of(records: &[Record]) -> Trust {
                 .filter_map(|r| noise::contention(r, CPU_SHARE)),
         )
         .map(|r| r.0),
+        other_cpu_pct: noise::range(
+            records
+                .iter()
+                .filter_map(|r| noise::contention(r, OTHER_CPU_PCT)),
+        )
+        .map(|r| r.1),
         with_precision: records.iter().filter(|r| r.precision.is_some()).count(),
         missed,
         targets,
@@ -155,11 +163,15 @@ pub fn html(h: &mut String, label: &str, records: &[Record], suspects: usize) {
     );
     let _ = write!(
         h,
-        "<li><b>Steal</b>: {}; <b>CPU share</b> of the measuring threads: {}</li>",
+        "<li><b>Steal</b>: {}; <b>CPU share</b> of the measuring threads: {}; \
+         <b>other processes</b> on the machine: {}</li>",
         t.steal_pct
             .map_or("not recorded".into(), |s| format!("up to {s:.1} %")),
         t.cpu_share
-            .map_or("not recorded".into(), |c| format!("down to {c:.2}"))
+            .map_or("not recorded".into(), |c| format!("down to {c:.2}")),
+        t.other_cpu_pct.map_or("not recorded".into(), |o| format!(
+            "up to {o:.0} % of a CPU"
+        ))
     );
     let measured = records.iter().filter(|r| r.summary.is_some()).count();
     precision_items(h, &t, measured);
@@ -277,7 +289,10 @@ mod tests {
         recs[1].values.insert(STEAL_PCT.name().into(), 12.0);
         recs[2].values.insert(CPU_SHARE.name().into(), 0.61);
         recs[3].values.insert(CPU_SHARE.name().into(), 0.9);
+        recs[2].values.insert(OTHER_CPU_PCT.name().into(), 97.0);
+        recs[3].values.insert(OTHER_CPU_PCT.name().into(), 3.0);
         let t = of(&recs);
+        assert_eq!(t.other_cpu_pct, Some(97.0));
         assert_eq!(t.load, Some(((3.5, 5.2), 2)));
         assert_eq!(t.steal_pct, Some(12.0));
         assert_eq!(t.cpu_share, Some(0.61));

@@ -457,3 +457,46 @@ fn the_wanted_resolution_only_labels_what_was_not_found() {
     assert_eq!(s.count(Verdict::WithinNoise), 0);
     assert_eq!(l.count(Verdict::NotResolvable), 0);
 }
+
+/// A run measured beside other work is worse for a reason that is the machine's: the
+/// comparison still calls its points (they were measured so), and says which side ran
+/// crowded, on how many points, and how crowded, in the data and in the table.
+#[test]
+fn other_work_beside_one_side_is_named() {
+    let points = machine();
+    let mut rng = Rng(0x0bad_cafe_f00d_0001);
+    let a = run(&mut rng, &points, true, |_| 1.0);
+    let crowded = |mut r: Record, pct: f64| {
+        r.values.insert("other_cpu_pct".into(), pct);
+        r
+    };
+    let a: Vec<Record> = a.into_iter().map(|r| crowded(r, 2.0)).collect();
+    let b: Vec<Record> = run(&mut rng, &points, true, |p| {
+        if p.kind == Kind::Bandwidth { 0.7 } else { 1.0 }
+    })
+    .into_iter()
+    .enumerate()
+    .map(|(i, r)| {
+        crowded(
+            r,
+            if i % 3 == 1 {
+                98.0 + i as f64 / 10.0
+            } else {
+                5.0
+            },
+        )
+    })
+    .collect();
+    let c = compare_records(&a, &b, true, &Settings::default());
+    assert!(c.count(Verdict::Worse) > 20, "still called worse");
+    assert_eq!(c.other_work[0].crowded, 0);
+    assert_eq!(c.other_work[0].known, points.len());
+    assert_eq!(c.other_work[1].crowded, POINTS_PER_GROUP);
+    assert!((c.other_work[1].max_pct - 106.2).abs() < 1e-9);
+    let text = pmscope_store::compare::table(&c, true, false);
+    assert!(
+        text.contains("other work: 28 of 84 compared point(s) of B were measured while other processes used more than 30% of a CPU (up to 106%)"),
+        "{text}"
+    );
+    assert!(!text.contains("of A were measured"), "{text}");
+}

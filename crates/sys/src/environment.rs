@@ -49,6 +49,25 @@ pub fn steal_ticks(root: &SysRoot, cpus: &[usize]) -> Option<u64> {
     Some(total)
 }
 
+/// Ticks (USER_HZ) every CPU of the machine has spent running something since boot: the
+/// user, nice, system, irq and softirq fields of the aggregate `cpu` line of `/proc/stat`
+/// (idle, iowait and steal are not running; guest time is already inside user). `None`
+/// when the line is missing or short.
+pub fn busy_ticks(root: &SysRoot) -> Option<u64> {
+    let stat = root.read("proc/stat")?;
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq ...
+    let busy = [0, 1, 2, 5, 6].iter().map(|&i| fields.get(i).copied());
+    busy.sum()
+}
+
 /// Online CPUs (`/sys/devices/system/cpu/online`).
 pub fn online_cpus(root: &SysRoot) -> Vec<usize> {
     root.read("sys/devices/system/cpu/online")
@@ -235,6 +254,28 @@ mod tests {
         assert_eq!(steal_ticks(&root, &[1]), Some(2), "cpu1 is not cpu10");
         assert_eq!(steal_ticks(&root, &[3]), None, "no line: unknown, not zero");
         assert_eq!(steal_ticks(&SysRoot::at("/nonexistent"), &[0]), None);
+    }
+
+    /// Busy is user + nice + system + irq + softirq of the aggregate line; idle, iowait and
+    /// steal are not, and a per-CPU line is not the aggregate.
+    #[test]
+    fn busy_ticks_from_a_fake_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(
+            dir.path().join("proc/stat"),
+            "cpu0 1 1 1 1 1 1 1 1 0 0\ncpu  100 20 30 4000 500 6 7 800 90 0\nintr 1\n",
+        )
+        .unwrap();
+        let root = SysRoot::at(dir.path());
+        assert_eq!(busy_ticks(&root), Some(100 + 20 + 30 + 6 + 7));
+        std::fs::write(dir.path().join("proc/stat"), "cpu  100 20 30\n").unwrap();
+        assert_eq!(
+            busy_ticks(&root),
+            None,
+            "a short line is unknown, not a count"
+        );
+        assert_eq!(busy_ticks(&SysRoot::at("/nonexistent")), None);
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub use render::table;
 use noise::{Side, group_factor, group_spread};
 use pmscope_core::record::Record;
 use pmscope_core::stats::{holm, two_sided_critical, two_sided_p};
+use pmscope_core::vocab::v;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -235,6 +236,39 @@ pub struct Comparison {
     pub only_a: usize,
     /// Points only on side B.
     pub only_b: usize,
+    /// What else ran on the machine while each side's compared points were measured: a
+    /// difference between a quiet run and a crowded one may be the machine's, not the
+    /// target's, and the comparison says so instead of hiding it.
+    pub other_work: [OtherWorkSeen; 2],
+}
+
+/// How many of one side's compared points were measured beside other work (other
+/// processes using more than [`OTHER_WORK_NOTED_PCT`] of a CPU, the record's
+/// `other_cpu_pct`), and the most seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct OtherWorkSeen {
+    /// Compared points of this side that carry the figure.
+    pub known: usize,
+    /// Of those, the points measured beside other work.
+    pub crowded: usize,
+    /// The largest figure, % of a CPU (0 when none is known).
+    pub max_pct: f64,
+}
+
+/// Other work above this share of a CPU is noted (the level at which a repetition counts
+/// as disturbed, `pmscope_runner::repeat::OTHER_WORK_CEILING`).
+pub const OTHER_WORK_NOTED_PCT: f64 = 30.0;
+
+impl OtherWorkSeen {
+    fn of<'r>(records: impl Iterator<Item = &'r Record>) -> OtherWorkSeen {
+        let mut seen = OtherWorkSeen::default();
+        for pct in records.filter_map(|r| r.values.get(v::OTHER_CPU_PCT.name()).copied()) {
+            seen.known += 1;
+            seen.crowded += usize::from(pct > OTHER_WORK_NOTED_PCT);
+            seen.max_pct = seen.max_pct.max(pct);
+        }
+        seen
+    }
 }
 
 impl Comparison {
@@ -330,6 +364,10 @@ pub fn compare_records(
         only_a: ia.keys().filter(|k| !ib.contains_key(*k)).count(),
         only_b: ib.keys().filter(|k| !ia.contains_key(*k)).count(),
         groups: summarise_groups(&pending, &points, groups),
+        other_work: [
+            OtherWorkSeen::of(pending.iter().map(|p| p.a)),
+            OtherWorkSeen::of(pending.iter().map(|p| p.b)),
+        ],
         points,
     }
 }

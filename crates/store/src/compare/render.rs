@@ -3,7 +3,7 @@
 //! what `not resolvable` asks of the user. Points not resolvable are counted, not listed:
 //! on a noisy machine they can be most of a run, and would bury the few that changed.
 
-use super::{Comparison, PointComparison, Verdict};
+use super::{Comparison, OTHER_WORK_NOTED_PCT, PointComparison, Verdict};
 use std::fmt::Write;
 
 fn point_label(p: &PointComparison, with_target: bool) -> String {
@@ -87,6 +87,15 @@ pub fn table(c: &Comparison, with_target: bool, all: bool) -> String {
             g.median_change_pct,
             g.points
         );
+    }
+    for (side, seen) in ["A", "B"].iter().zip(&c.other_work) {
+        if seen.crowded > 0 {
+            let _ = writeln!(
+                out,
+                "other work: {} of {} compared point(s) of {side} were measured while other processes used more than {:.0}% of a CPU (up to {:.0}%); a difference there may be the machine's, not the target's",
+                seen.crowded, seen.known, OTHER_WORK_NOTED_PCT, seen.max_pct
+            );
+        }
     }
     if c.count(Verdict::NotResolvable) > 0 {
         let _ = writeln!(
