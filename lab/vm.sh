@@ -268,7 +268,9 @@ T_BUILT=$(date +%s.%N)
 # 3 GiB in three 1-GiB nodes: 0 and 1 with a CPU each, 2 with none (a memory-only tier), and an
 # empty node 3 that the 2nd NVDIMM belongs to (with kmem, it becomes that node's memory).
 # memmap=512M!512M turns 512 MiB of node 0 into legacy pmem. HMAT declares local DRAM 80 ns /
-# 20 GB/s, the other CPU node 130 ns / 10 GB/s, node 2 250 ns / 8 GB/s.
+# 20 GB/s, the other CPU node 130 ns / 10 GB/s, node 2 250 ns / 8 GB/s, and a 64 MiB
+# direct-mapped write-back memory-side cache in front of node 2 (as Optane Memory Mode's DRAM
+# or a CXL expander's cache would be: the kernel lists it under memory_side_cache/).
 MACHINE=(-machine pc,nvdimm=on,hmat=on -smp 2 -m 3G,slots=4,maxmem=10G)
 for n in 0 1 2; do MACHINE+=(-object "memory-backend-ram,id=ram$n,size=1G"); done
 MACHINE+=(-numa node,nodeid=0,cpus=0,memdev=ram0 -numa node,nodeid=1,cpus=1,memdev=ram1
@@ -284,6 +286,7 @@ for cpu_node in 0 1; do
 			-numa "hmat-lb,initiator=$cpu_node,target=$mem_node,hierarchy=memory,data-type=access-bandwidth,bandwidth=$bw")
 	done
 done
+MACHINE+=(-numa hmat-cache,node-id=2,size=64M,level=1,associativity=direct,policy=write-back,line=64)
 for i in 0 1; do
 	MACHINE+=(-object "memory-backend-file,id=nvmem$i,share=on,mem-path=$WORK/nvdimm$i.img,size=1G,align=2M"
 		-device "nvdimm,id=nvdimm$i,memdev=nvmem$i,node=$((i == 0 ? 0 : 3))")

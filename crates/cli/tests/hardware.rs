@@ -503,6 +503,79 @@ mod needs_memonly_node {
         );
     }
 
+    /// The guest's HMAT declares a 64 MiB memory-side cache in front of the memory-only
+    /// node (lab/vm.sh): `info` lists it as sysfs has it, and a working set within it
+    /// carries the `memory-side-cache` warning while one beyond it does not.
+    #[test]
+    #[ignore = "needs a memory-only NUMA node behind a memory-side cache (LABVM_MEMONLY_NODE): runs in the lab guest via lab/stage.sh"]
+    fn the_memory_side_cache_in_front_of_the_memory_only_node_is_listed_and_warned_about() {
+        let id: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
+        let sysfs = format!("/sys/devices/system/node/node{id}/memory_side_cache/index1/size");
+        let size: u64 = std::fs::read_to_string(&sysfs)
+            .unwrap_or_else(|e| panic!("{sysfs}: {e}: the guest's HMAT declares no cache"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(size, 64 << 20, "lab/vm.sh declares 64 MiB");
+        let n = info_node(id);
+        let cache = &n["memory_side_caches"][0];
+        assert_eq!(cache["size_bytes"], size, "{n}");
+        assert_eq!(cache["level"], 1, "{n}");
+        assert_eq!(cache["line_bytes"], 64, "{n}");
+        assert_eq!(cache["indexing"], "direct-mapped", "{n}");
+        assert_eq!(cache["write_policy"], "write-back", "{n}");
+        let human = success(&pmscope(&["info"]));
+        assert!(
+            human.contains(&format!(
+                "64MiB L1 memory-side cache (64B lines, direct-mapped, write-back) in front of node {id}"
+            )),
+            "{human}"
+        );
+        let target = format!("dram,node={id}");
+        let out = success(&pmscope(&[
+            "latency",
+            "--json",
+            "-t",
+            &target,
+            "--sizes",
+            "4MiB,128MiB",
+            "--reps",
+            "1",
+            "--samples",
+            "1000",
+            "--precision",
+            "0",
+        ]));
+        let mut seen = Vec::new();
+        for r in out
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        {
+            if r["experiment"] != "latency" {
+                continue;
+            }
+            let ws = r["params"]["working_set_bytes"].as_u64().unwrap();
+            let warned = r["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|w| w["code"] == "memory-side-cache");
+            match warned {
+                Some(w) => assert!(
+                    ws <= size
+                        && w["message"]
+                            .as_str()
+                            .unwrap()
+                            .contains(&format!("fits node {id}'s 64MiB")),
+                    "{r}"
+                ),
+                None => assert!(ws > size, "a {ws}-byte working set within the cache: {r}"),
+            }
+            seen.push(ws);
+        }
+        assert_eq!(seen, [4 << 20, 128 << 20], "{out}");
+    }
+
     /// Nodes (from sysfs, not from pmscope) that have CPUs.
     fn sysfs_cpu_nodes() -> Vec<u64> {
         let mut ids: Vec<u64> = std::fs::read_dir("/sys/devices/system/node")

@@ -105,6 +105,10 @@ pub struct Harness<'s> {
     env: Vec<Warning>,
     sink: &'s mut dyn RecordSink,
     seen: Vec<(String, Achieved)>,
+    /// The working set the measurement declared, for points that do not name their own.
+    working_set: Option<u64>,
+    /// Each node's largest memory-side cache, for the `memory-side-cache` check.
+    side_caches: Vec<(u32, pmscope_sys::numa::MemorySideCache)>,
     /// Held for the whole measurement: dropping it (at the end, on an error or Ctrl-C)
     /// turns the prefetchers back on.
     _prefetchers: Option<pmscope_sys::hw_prefetchers::PrefetchersOff>,
@@ -157,6 +161,7 @@ impl<'s> Harness<'s> {
                 times_single_accesses: m.times_single_accesses,
             },
         ));
+        let side_caches = sanity::memory_side_caches(&session.root);
         Ok(Harness {
             session,
             timer,
@@ -164,6 +169,8 @@ impl<'s> Harness<'s> {
             sink,
             _prefetchers: prefetchers,
             seen: Vec::new(),
+            working_set: m.working_set,
+            side_caches,
         })
     }
 
@@ -437,9 +444,29 @@ impl TargetRun<'_, '_> {
     /// Emits a finished record (after checking for an interrupt: a point finished after
     /// the signal is still a finished point, so it is emitted first).
     pub fn emit(&mut self, r: &Record) -> Result<()> {
+        let cached = self.within_memory_side_cache(r).map(|w| {
+            let mut r = r.clone();
+            r.warnings.push(w);
+            r
+        });
         self.harness
             .sink
-            .emit(r)
+            .emit(cached.as_ref().unwrap_or(r))
             .with_context(|| format!("recording a point of {}", self.target.spec))
+    }
+
+    /// The `memory-side-cache` finding of a point whose working set (its own
+    /// `working_set_bytes`, else the measurement's) fits a memory-side cache of a node the
+    /// target's pages are on.
+    fn within_memory_side_cache(&self, r: &Record) -> Option<pmscope_core::warning::Warning> {
+        if self.harness.side_caches.is_empty() {
+            return None;
+        }
+        let ws = r
+            .params
+            .get(p::WORKING_SET_BYTES.name())
+            .and_then(|v| v.as_u64())
+            .or(self.harness.working_set)?;
+        sanity::within_memory_side_cache(ws, &self.target.achieved.nodes, &self.harness.side_caches)
     }
 }

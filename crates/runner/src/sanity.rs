@@ -9,6 +9,7 @@ use pmscope_core::record::{TimerInfo, TimerSource};
 use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
 use pmscope_sys::environment::{self, Prefetchers};
+use pmscope_sys::numa::MemorySideCache;
 use pmscope_sys::sysroot::SysRoot;
 
 /// The facts the checks judge.
@@ -267,6 +268,43 @@ fn fits_in_llc(f: &EnvFacts, ctx: &Context) -> Vec<Warning> {
     }
 }
 
+/// The largest memory-side cache of each node that has one (`pmscope_sys::numa`), for
+/// [`within_memory_side_cache`].
+pub fn memory_side_caches(root: &pmscope_sys::sysroot::SysRoot) -> Vec<(u32, MemorySideCache)> {
+    pmscope_sys::numa::nodes(root)
+        .into_iter()
+        .filter_map(|n| {
+            let largest = n
+                .memory_side_caches
+                .into_iter()
+                .max_by_key(|c| c.size_bytes)?;
+            Some((n.id, largest))
+        })
+        .collect()
+}
+
+/// A working set of `ws` bytes on memory whose pages are on `nodes` (page counts by node)
+/// measures a memory-side cache when it fits the largest one of a node it uses.
+pub fn within_memory_side_cache(
+    ws: u64,
+    nodes: &std::collections::BTreeMap<u32, u64>,
+    caches: &[(u32, MemorySideCache)],
+) -> Option<Warning> {
+    let (node, cache) = caches
+        .iter()
+        .filter(|(n, c)| nodes.get(n).is_some_and(|&pages| pages > 0) && ws <= c.size_bytes)
+        .max_by_key(|(_, c)| c.size_bytes)?;
+    Some(Warning::new(
+        "memory-side-cache",
+        format!(
+            "the working set ({}) fits node {node}'s {}: this measures the cache, not the memory behind it",
+            Bytes(ws),
+            cache.describe(|b| Bytes(b).to_string())
+        ),
+        "use a working set of at least 4x the memory-side cache to measure the memory behind it",
+    ))
+}
+
 /// Other load on the machine competes for cores and memory bandwidth.
 fn busy_machine(f: &EnvFacts, _: &Context) -> Vec<Warning> {
     match f.load_average {
@@ -364,6 +402,32 @@ mod tests {
             ]
         );
         assert!(w.iter().all(|w| !w.remedy.is_empty()));
+    }
+
+    /// A working set within node 2's 64 MiB memory-side cache warns when the pages are on
+    /// node 2, not when they are elsewhere or the working set is larger.
+    #[test]
+    fn a_working_set_within_a_memory_side_cache_measures_the_cache() {
+        let cache = |size: u64| MemorySideCache {
+            level: 1,
+            size_bytes: size,
+            line_bytes: 64,
+            indexing: "direct-mapped".into(),
+            write_policy: "write-back".into(),
+        };
+        let caches = [(2, cache(64 << 20)), (0, cache(1 << 20))];
+        let on = |node: u32| std::collections::BTreeMap::from([(node, 512u64)]);
+        let w = within_memory_side_cache(16 << 20, &on(2), &caches).unwrap();
+        assert_eq!(w.code, "memory-side-cache");
+        assert_eq!(
+            w.message,
+            "the working set (16MiB) fits node 2's 64MiB L1 memory-side cache (64B lines, direct-mapped, write-back): this measures the cache, not the memory behind it"
+        );
+        assert!(within_memory_side_cache(64 << 20, &on(2), &caches).is_some());
+        assert!(within_memory_side_cache(256 << 20, &on(2), &caches).is_none());
+        assert!(within_memory_side_cache(16 << 20, &on(1), &caches).is_none());
+        let none_there = std::collections::BTreeMap::from([(2u32, 0u64)]);
+        assert!(within_memory_side_cache(16 << 20, &none_there, &caches).is_none());
     }
 
     #[test]

@@ -27,6 +27,74 @@ pub struct Node {
     pub hmat: Option<Hmat>,
     /// The memory tier the node belongs to (`/sys/devices/virtual/memory_tiering`).
     pub memory_tier: Option<String>,
+    /// Hardware caches in front of the node's memory (ACPI HMAT, `memory_side_cache/`):
+    /// Optane Memory Mode's DRAM, a CXL expander's cache. A working set that fits one
+    /// measures the cache, not the memory behind it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_side_caches: Vec<MemorySideCache>,
+}
+
+/// One memory-side cache of a node, as `nodeN/memory_side_cache/indexL/` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemorySideCache {
+    /// Its level (the `L` of `indexL`; 1 is nearest the CPUs).
+    pub level: u32,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Line size in bytes.
+    pub line_bytes: u64,
+    /// `direct-mapped` or `complex` (the kernel's `indexing`: 0 direct, else complex).
+    pub indexing: String,
+    /// `write-back`, `write-through` or `other` (the kernel's `write_policy`: 0, 1, else).
+    pub write_policy: String,
+}
+
+impl MemorySideCache {
+    /// "64 MiB L1 memory-side cache (64 B lines, direct-mapped, write-back)", with `human`
+    /// formatting byte counts.
+    pub fn describe(&self, human: impl Fn(u64) -> String) -> String {
+        format!(
+            "{} L{} memory-side cache ({} lines, {}, {})",
+            human(self.size_bytes),
+            self.level,
+            human(self.line_bytes),
+            self.indexing,
+            self.write_policy
+        )
+    }
+}
+
+/// The memory-side caches under a node's sysfs directory `dir`, by level.
+fn memory_side_caches(root: &SysRoot, dir: &str) -> Vec<MemorySideCache> {
+    let base = format!("{dir}/memory_side_cache");
+    let mut caches: Vec<MemorySideCache> = root
+        .list(&base)
+        .iter()
+        .filter_map(|d| {
+            let level = d.strip_prefix("index")?.parse().ok()?;
+            let read = |f: &str| root.read_u64(&format!("{base}/{d}/{f}"));
+            Some(MemorySideCache {
+                level,
+                size_bytes: read("size").filter(|&s| s > 0)?,
+                line_bytes: read("line_size").unwrap_or(0),
+                indexing: match read("indexing") {
+                    Some(0) => "direct-mapped",
+                    Some(_) => "complex",
+                    None => "indexing unknown",
+                }
+                .into(),
+                write_policy: match read("write_policy") {
+                    Some(0) => "write-back",
+                    Some(1) => "write-through",
+                    Some(_) => "other",
+                    None => "write policy unknown",
+                }
+                .into(),
+            })
+        })
+        .collect();
+    caches.sort_by_key(|c| c.level);
+    caches
 }
 
 impl Node {
@@ -104,6 +172,7 @@ pub fn nodes(root: &SysRoot) -> Vec<Node> {
                     .iter()
                     .find(|(_, nodes)| nodes.contains(&(id as usize)))
                     .map(|(t, _)| t.clone()),
+                memory_side_caches: memory_side_caches(root, &dir),
             }
         })
         .collect()
@@ -270,6 +339,58 @@ mod tests {
         );
         assert!(n[1].is_memory_only());
         assert_eq!(n[1].hmat, None, "0 ns / 0 MB/s is no HMAT figure");
+    }
+
+    /// Each `memory_side_cache/indexL` becomes one cache, by level, with the kernel's codes
+    /// for indexing and write policy in words; a size of 0 is no cache.
+    #[test]
+    fn memory_side_caches_from_a_fake_tree() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root
+            .path()
+            .join("sys/devices/system/node/node2/memory_side_cache");
+        for (index, size, indexing, policy) in [
+            ("index2", "1073741824", "1", "1"),
+            ("index1", "67108864", "0", "0"),
+            ("index3", "0", "0", "0"),
+        ] {
+            let d = base.join(index);
+            std::fs::create_dir_all(&d).unwrap();
+            for (f, v) in [
+                ("size", size),
+                ("line_size", "64"),
+                ("indexing", indexing),
+                ("write_policy", policy),
+            ] {
+                std::fs::write(d.join(f), format!("{v}\n")).unwrap();
+            }
+        }
+        let caches = memory_side_caches(&SysRoot::at(root.path()), "sys/devices/system/node/node2");
+        assert_eq!(
+            caches,
+            [
+                MemorySideCache {
+                    level: 1,
+                    size_bytes: 64 << 20,
+                    line_bytes: 64,
+                    indexing: "direct-mapped".into(),
+                    write_policy: "write-back".into(),
+                },
+                MemorySideCache {
+                    level: 2,
+                    size_bytes: 1 << 30,
+                    line_bytes: 64,
+                    indexing: "complex".into(),
+                    write_policy: "write-through".into(),
+                },
+            ]
+        );
+        assert_eq!(
+            caches[0].describe(|b| format!("{b} B")),
+            "67108864 B L1 memory-side cache (64 B lines, direct-mapped, write-back)"
+        );
+        let none = memory_side_caches(&SysRoot::at(root.path()), "sys/devices/system/node/node0");
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -92,6 +92,13 @@ fn numa(i: &Info) {
             Bytes(n.node.mem_free_bytes).human(),
             n.node.distances
         );
+        for c in &n.node.memory_side_caches {
+            println!(
+                "              {} in front of node {}: a working set within it measures the cache",
+                c.describe(|b| Bytes(b).to_string()),
+                n.node.id
+            );
+        }
     }
 }
 

@@ -449,6 +449,7 @@ mod tests {
             distances: Vec::new(),
             hmat: None,
             memory_tier: None,
+            memory_side_caches: Vec::new(),
         }
     }
 
