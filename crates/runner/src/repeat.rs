@@ -874,6 +874,40 @@ mod tests {
         ));
     }
 
+    /// The watch reads other work from `/proc/stat`: a second of other processes' ticks
+    /// during a 210 ms repetition (a fake stat, rewritten while it runs) disturbs it and is
+    /// recorded; the same repetition with no ticks added is not disturbed.
+    #[test]
+    fn the_system_watch_sees_other_work_in_proc_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        let stat = |busy: u64| {
+            std::fs::write(
+                dir.path().join("proc/stat"),
+                format!("cpu  {busy} 0 0 1000 0 0 0 0 0 0\ncpu0 0 0 0 1000 0 0 0 0 0 0\n"),
+            )
+            .unwrap()
+        };
+        let hz = pmscope_sys::rusage::clock_ticks_per_second().expect("USER_HZ");
+        for (added, crowded) in [(hz, true), (0, false)] {
+            stat(5000);
+            // Busy(0): judged for other work, but with no CPU share to get, so that how
+            // loaded the machine running this test is cannot decide it.
+            let mut w = SystemWatch::new(SysRoot::at(dir.path()), &[0], Workers::Busy(0));
+            w.begin();
+            stat(5000 + added);
+            std::thread::sleep(Duration::from_millis(210));
+            let seen = w.end();
+            assert_eq!(seen.disturbed, crowded, "{added} ticks: {seen:?}");
+            let other = w.conditions().other_cpu_pct.unwrap();
+            if crowded {
+                assert!((300.0..=500.0).contains(&other), "{other}");
+            } else {
+                assert_eq!(other, 0.0);
+            }
+        }
+    }
+
     /// The real watch on this process: a busy loop on one thread is not disturbed by the
     /// CPU-share test unless the machine really took the CPU; what it records is within
     /// what it could be.
