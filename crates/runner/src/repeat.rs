@@ -78,14 +78,16 @@ pub struct Observation {
 /// (`steal_pct`, `cpu_share`, `load_avg`); each `None` where it could not be measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Conditions {
-    /// Stolen time on the workers' CPUs, % of the wall time of the repetitions.
+    /// Stolen time on the workers' CPUs, % of the wall time from the first repetition's
+    /// start to the last one's end (`None` under 200 ms: ticks are 10 ms).
     pub steal_pct: Option<f64>,
     /// Process CPU time / (wall time x busy threads) over the repetitions.
     pub cpu_share: Option<f64>,
     /// The 1-minute load average at the end of the point.
     pub load_avg: Option<f64>,
-    /// CPU time other processes ran anywhere on the machine over the repetitions, % of
-    /// their wall time (100: one CPU's worth of other work throughout).
+    /// CPU time other processes ran anywhere on the machine, % of the wall time from the
+    /// first repetition's start to the last one's end (100: one CPU's worth of other work
+    /// throughout; `None` under 200 ms).
     pub other_cpu_pct: Option<f64>,
 }
 
@@ -398,10 +400,12 @@ pub struct SystemWatch {
     /// Where recent repetitions began, newest last: the window other work is judged over
     /// begins at one of them when a repetition is shorter than the window.
     recent: Vec<Reading>,
+    /// The first repetition's start and the last one's end: steal and other work are
+    /// recorded over this span, as one difference of tick counts (summed per repetition,
+    /// the 10 ms ticks of many short repetitions would add up to nonsense).
+    span: Option<(Reading, Reading)>,
     wall: Duration,
     cpu: Option<Duration>,
-    stolen: Option<Duration>,
-    other: Option<Duration>,
 }
 
 impl SystemWatch {
@@ -415,10 +419,9 @@ impl SystemWatch {
             ticks_per_s: pmscope_sys::rusage::clock_ticks_per_second(),
             start: None,
             recent: Vec::new(),
+            span: None,
             wall: Duration::ZERO,
             cpu: Some(Duration::ZERO),
-            stolen: Some(Duration::ZERO),
-            other: Some(Duration::ZERO),
         }
     }
 
@@ -493,11 +496,9 @@ impl Watch for SystemWatch {
             )),
             _ => None,
         };
-        let other = start.other_work_until(&now, self.ticks_per_s);
+        self.span = Some((self.span.map_or(start, |(first, _)| first), now));
         self.wall += wall;
         self.cpu = self.cpu.zip(cpu).map(|(t, c)| t + c);
-        self.stolen = self.stolen.zip(stolen).map(|(t, s)| t + s);
-        self.other = self.other.zip(other).map(|(t, o)| t + o.cpu);
         let window = self.other_work_window(&now);
         Observation {
             wall,
@@ -510,16 +511,27 @@ impl Watch for SystemWatch {
             return Conditions::default();
         }
         let wall = self.wall.as_secs_f64();
+        // Tick counts say something only over a span of several ticks.
+        let span = self
+            .span
+            .filter(|(first, last)| last.at - first.at >= OTHER_WORK_WINDOW);
+        let steal_pct = span.and_then(|(first, last)| {
+            let ticks = last.steal_ticks?.checked_sub(first.steal_ticks?)?;
+            let over = (last.at - first.at).as_secs_f64() * self.cpus.len().max(1) as f64;
+            Some(100.0 * ticks as f64 / self.ticks_per_s? as f64 / over)
+        });
+        let other_cpu_pct = span.and_then(|(first, last)| {
+            let o = first.other_work_until(&last, self.ticks_per_s)?;
+            Some(100.0 * o.cpu.as_secs_f64() / o.over.as_secs_f64())
+        });
         Conditions {
-            steal_pct: self
-                .stolen
-                .map(|s| 100.0 * s.as_secs_f64() / (wall * self.cpus.len().max(1) as f64)),
+            steal_pct,
             cpu_share: match self.workers {
                 Workers::Busy(n) if n > 0 => self.cpu.map(|c| c.as_secs_f64() / (wall * n as f64)),
                 _ => None,
             },
             load_avg: pmscope_sys::environment::load_average(&self.root),
-            other_cpu_pct: self.other.map(|o| 100.0 * o.as_secs_f64() / wall),
+            other_cpu_pct,
         }
     }
 }
