@@ -19,9 +19,11 @@ pub struct Precision {
     pub high: f64,
     /// Values the interval was built from (repetitions kept, or timed samples).
     pub n: usize,
-    /// Repetitions the machine disturbed (another process on the CPU, stolen time): measured
-    /// again and not in `n` while adapting; with a fixed number of repetitions (no target)
-    /// kept in `n` and counted here.
+    /// Repetitions the machine disturbed (another process on the CPU or busy elsewhere on
+    /// the machine, stolen time): measured again and not in `n` while adapting, unless fewer
+    /// than the minimum were undisturbed when the budget ended (then all are in `n` and the
+    /// target is missed); with a fixed number of repetitions (no target) kept in `n` and
+    /// counted here.
     pub disturbed: usize,
     /// The half-width asked for, relative to the statistic (0.03 for ±3 %); `None` when the
     /// number of repetitions was fixed.

@@ -234,8 +234,9 @@ fn precision_items(h: &mut String, t: &Trust, measured: usize) {
     }
     let _ = write!(
         h,
-        "<li><b>Disturbed repetitions</b> (another process on the CPU, stolen time), measured \
-         again and left out: {}</li>",
+        "<li><b>Disturbed repetitions</b> (another process on the CPU or busy elsewhere on the \
+         machine, stolen time), measured again and left out unless the disturbance lasted a \
+         point's whole budget (that point then missed its target): {}</li>",
         t.disturbed
     );
 }

@@ -44,7 +44,7 @@ pub fn footer(records: &[Record]) -> String {
     }
     if disturbed > 0 {
         out += &format!(
-            "{disturbed} repetitions were disturbed by other work or the hypervisor (too little CPU, stolen time): measured again where the budget allowed\n"
+            "{disturbed} repetitions were disturbed by other work or the hypervisor (too little CPU, stolen time, other processes busy on the machine): measured again where the budget allowed\n"
         );
     }
     out
