@@ -560,9 +560,47 @@ impl BlockOrder {
     }
 }
 
+/// The bandwidth ops as the Markdown table of `docs/kernels.md`: name, the feature it needs
+/// beyond its vector width, what it does.
+pub fn markdown() -> String {
+    let mut out = String::from("| bandwidth op | needs | what it does |\n|---|---|---|\n");
+    for op in STREAM_OPS {
+        out += &format!(
+            "| `{}` | {} | {} |\n",
+            op.name(),
+            op.feature().map(|x| x.name()).unwrap_or("-"),
+            op.doc()
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `docs/kernels.md` lists the bandwidth ops from [`markdown`]: this fails when they
+    /// differ (PMSCOPE_BLESS=1 rewrites the generated part).
+    #[test]
+    fn kernels_doc_lists_the_bandwidth_ops() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernels.md");
+        let doc = std::fs::read_to_string(path).expect("docs/kernels.md");
+        let (begin, end) = (
+            "<!-- generated: bandwidth ops -->\n",
+            "<!-- end generated -->",
+        );
+        let start = doc.find(begin).expect("generated-part marker") + begin.len();
+        let stop = doc[start..].find(end).expect("end marker") + start;
+        if std::env::var_os("PMSCOPE_BLESS").is_some() {
+            let new = format!("{}{}{}", &doc[..start], markdown(), &doc[stop..]);
+            std::fs::write(path, new).unwrap();
+            return;
+        }
+        assert!(
+            doc[start..stop] == markdown(),
+            "docs/kernels.md differs from the bandwidth ops: run `PMSCOPE_BLESS=1 cargo test -p pmscope-loops kernels_doc` and review the diff"
+        );
+    }
 
     #[test]
     fn op_names_for_messages() {
