@@ -722,6 +722,47 @@ mod tests {
         }
     }
 
+    /// Every copy op at every width this CPU has, chosen by `Streamer` as a run chooses it,
+    /// leaves the same memory after a pass: the second half of each region a copy of its
+    /// first, over a region large enough for ntcopy-pages' four-page chunks and a tail.
+    #[test]
+    fn the_copy_kernels_agree_through_the_streamer() {
+        let f = CpuFeatures::detect();
+        let len = 2 * (16384 + 8192 + 192); // a four-page chunk, then pages and lines
+        let fill = |b: &mut [u8]| {
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8;
+            }
+        };
+        let mut results = Vec::new();
+        for w in widths(&f) {
+            for op in STREAM_OPS.into_iter().filter(|o| o.copies()) {
+                if op.feature().is_some_and(|x| !f.has(x)) {
+                    continue;
+                }
+                let s = Streamer::new(op, w, 64, &f).unwrap();
+                let mut b = Box::new(Buf([0; 1 << 16]));
+                fill(&mut b.0[..len]);
+                let t = s.pass(
+                    StreamView::of(&mut Region::from_slice(&mut b.0[..len]), 1, false)[0],
+                    1,
+                );
+                assert_eq!(t.read, len as u64 / 2, "{} {w}", op.name());
+                let (src, dst) = b.0[..len].split_at(len / 2);
+                assert!(
+                    src == dst,
+                    "{} {w}: the copy differs from its source",
+                    op.name()
+                );
+                results.push(((op, w), b.0.to_vec()));
+            }
+        }
+        assert!(results.len() >= 6);
+        for (k, r) in &results[1..] {
+            assert!(r == &results[0].1, "{k:?} differs from {:?}", results[0].0);
+        }
+    }
+
     #[test]
     fn a_pass_covers_the_span() {
         let f = CpuFeatures::detect();
