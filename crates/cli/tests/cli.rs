@@ -602,13 +602,40 @@ fn list_comes_from_the_registries() {
             assert!(line.contains(alias), "{}: {alias}", row.id);
         }
     }
+    // Then one line per bandwidth op (after the catalog, whose rows may share a name).
+    for op in pmscope_loops::stream::STREAM_OPS {
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.split_whitespace().next() == Some(op.name()))
+            .unwrap_or_else(|| panic!("no line for bandwidth op {}", op.name()));
+        assert!(line.contains(op.doc()), "{line}");
+    }
+    for name in ["stosb-write", "movsb-copy", "ntcopy-pages"] {
+        assert!(text.lines().any(|l| l.starts_with(name)), "{name}");
+    }
     let o = pmscope(&["--json", "list", "ops"]);
-    let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["op"].to_string())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<String> = records
+        .iter()
+        .filter(|r| r.get("op").is_some())
+        .map(|r| r["op"].to_string())
         .collect();
     assert_eq!(ids.len(), pmscope_loops::catalog::CATALOG.len());
     assert!(ids.contains(&"\"store+clwb+mfence\"".to_string()));
+    let stream: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r.get("bandwidth_op").is_some())
+        .collect();
+    assert_eq!(stream.len(), pmscope_loops::stream::STREAM_OPS.len());
+    let stosb = stream
+        .iter()
+        .find(|r| r["bandwidth_op"] == "stosb-write")
+        .unwrap();
+    assert_eq!(stosb["features"], serde_json::json!(["erms"]));
 }
 
 #[test]

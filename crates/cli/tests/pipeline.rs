@@ -149,7 +149,7 @@ fn loaded_traffic_of_every_op_and_pattern() {
     for (args, msg) in [
         (
             &["--traffic-op", "load+mfence"][..],
-            "pmscope: --traffic-op load+mfence: use read, write, ntstore",
+            "pmscope: --traffic-op load+mfence: use read, write, stosb-write, ntstore",
         ),
         (
             &["--traffic-op", "read", "--rw", "1:1"][..],

@@ -1,5 +1,7 @@
-//! Bandwidth streams: read, write (ordinary stores), ntstore, store+clwb (a `clwb` per line
-//! and an `sfence` per access), copy and ntcopy (copy with non-temporal stores), sequential over a region or over random aligned
+//! Bandwidth streams: read, write (ordinary stores), stosb-write (`rep stosb`), ntstore,
+//! store+clwb (a `clwb` per line and an `sfence` per access), copy, movsb-copy (`rep movsb`),
+//! ntcopy (copy with non-temporal stores) and ntcopy-pages (ntcopy over four pages at a
+//! time, glibc memcpy's large-copy loop), sequential over a region or over random aligned
 //! blocks of the access size. Each call returns the bytes it read and wrote, counted as
 //! likwid-bench counts them (a store counts its bytes once; copy counts its reads and its
 //! writes).
@@ -8,7 +10,7 @@
 use crate::arch::stream as k;
 use crate::{Region, Unavailable};
 use pmscope_persist::insn::{Fence, Sfence};
-use pmscope_sys::cpu::CpuFeatures;
+use pmscope_sys::cpu::{CpuFeatures, Feature};
 use serde::{Deserialize, Serialize};
 
 /// A bandwidth operation.
@@ -18,24 +20,34 @@ pub enum StreamOp {
     Read,
     /// Ordinary vector stores.
     Write,
+    /// One `rep stosb` per access (glibc's memset at large sizes; needs ERMS).
+    StosbWrite,
     /// Non-temporal vector stores (`vmovntdq`), `sfence` at the end of each call.
     NtStore,
     /// Ordinary stores, `clwb` per line, `sfence` per access.
     StoreClwb,
     /// Load from the first half of the region, store to the second.
     Copy,
+    /// As copy, one `rep movsb` per access (needs ERMS).
+    MovsbCopy,
     /// As copy, with non-temporal stores (`vmovntdq`), `sfence` at the end of each call.
     NtCopy,
+    /// As ntcopy, over four pages at a time with software prefetch (glibc's memcpy beyond
+    /// its non-temporal threshold).
+    NtCopyPages,
 }
 
 /// Every op, in the order tables list them.
-pub const STREAM_OPS: [StreamOp; 6] = [
+pub const STREAM_OPS: [StreamOp; 9] = [
     StreamOp::Read,
     StreamOp::Write,
+    StreamOp::StosbWrite,
     StreamOp::NtStore,
     StreamOp::StoreClwb,
     StreamOp::Copy,
+    StreamOp::MovsbCopy,
     StreamOp::NtCopy,
+    StreamOp::NtCopyPages,
 ];
 
 impl StreamOp {
@@ -44,22 +56,66 @@ impl StreamOp {
         match self {
             StreamOp::Read => "read",
             StreamOp::Write => "write",
+            StreamOp::StosbWrite => "stosb-write",
             StreamOp::NtStore => "ntstore",
             StreamOp::StoreClwb => "store+clwb",
             StreamOp::Copy => "copy",
+            StreamOp::MovsbCopy => "movsb-copy",
             StreamOp::NtCopy => "ntcopy",
+            StreamOp::NtCopyPages => "ntcopy-pages",
         }
+    }
+
+    /// What it does, for `pmscope list ops`.
+    pub fn doc(self) -> &'static str {
+        match self {
+            StreamOp::Read => "vector loads",
+            StreamOp::Write => "ordinary vector stores (each line read for ownership first)",
+            StreamOp::StosbWrite => {
+                "one rep stosb per access (glibc's memset at large sizes), the low byte of the value"
+            }
+            StreamOp::NtStore => "non-temporal vector stores, an sfence per call",
+            StreamOp::StoreClwb => "vector stores, a clwb per line, an sfence per access",
+            StreamOp::Copy => "the region's first half into its second, ordinary stores",
+            StreamOp::MovsbCopy => "copy, one rep movsb per access",
+            StreamOp::NtCopy => "copy with non-temporal stores, one stream (likwid's copy_mem)",
+            StreamOp::NtCopyPages => {
+                "ntcopy over 4 pages at a time with prefetcht0 (glibc's large memcpy)"
+            }
+        }
+    }
+
+    /// The CPU feature it needs beyond its vector width: `clwb` for store+clwb, ERMS for
+    /// the string instructions (which every CPU runs, but slowly without it, so they are
+    /// refused there as a flush the CPU lacks is).
+    pub fn feature(self) -> Option<Feature> {
+        match self {
+            StreamOp::StoreClwb => Some(Feature::Clwb),
+            StreamOp::StosbWrite | StreamOp::MovsbCopy => Some(Feature::Erms),
+            _ => None,
+        }
+    }
+
+    /// Whether one string instruction does each access (the vector width does not apply).
+    pub fn string(self) -> bool {
+        matches!(self, StreamOp::StosbWrite | StreamOp::MovsbCopy)
     }
 
     /// Whether the op reads a source (the region's first half) and writes a destination
     /// (its second half).
     pub fn copies(self) -> bool {
-        matches!(self, StreamOp::Copy | StreamOp::NtCopy)
+        matches!(
+            self,
+            StreamOp::Copy | StreamOp::MovsbCopy | StreamOp::NtCopy | StreamOp::NtCopyPages
+        )
     }
 
     /// Whether its stores are non-temporal (weakly ordered: drained with an `sfence`).
     pub fn nontemporal(self) -> bool {
-        matches!(self, StreamOp::NtStore | StreamOp::NtCopy)
+        matches!(
+            self,
+            StreamOp::NtStore | StreamOp::NtCopy | StreamOp::NtCopyPages
+        )
     }
 
     /// Parses a name.
@@ -218,8 +274,8 @@ impl Streamer {
             64 | 32 | 16 => {}
             _ => return fail("the vector width must be 16, 32 or 64 bytes"),
         }
-        if op == StreamOp::StoreClwb && !f.clwb {
-            return fail("this CPU lacks clwb");
+        if let Some(x) = op.feature().filter(|&x| !f.has(x)) {
+            return fail(&format!("this CPU lacks {x}"));
         }
         if access == 0 || !access.is_multiple_of(64) {
             return fail("the access size must be a positive multiple of 64 bytes");
@@ -285,6 +341,11 @@ impl Streamer {
                 (StreamOp::NtCopy, 64) => k::ntcopy64(p, dst, bytes),
                 (StreamOp::NtCopy, 32) => k::ntcopy32(p, dst, bytes),
                 (StreamOp::NtCopy, _) => k::ntcopy16(p, dst, bytes),
+                (StreamOp::NtCopyPages, 64) => k::ntcopy64_pages(p, dst, bytes),
+                (StreamOp::NtCopyPages, 32) => k::ntcopy32_pages(p, dst, bytes),
+                (StreamOp::NtCopyPages, _) => k::ntcopy16_pages(p, dst, bytes),
+                (StreamOp::StosbWrite, _) => k::stosb(p, bytes, v as u8),
+                (StreamOp::MovsbCopy, _) => k::movsb(p, dst, bytes),
             }
         }
     }
@@ -296,7 +357,7 @@ impl Streamer {
                 read: b,
                 written: 0,
             },
-            StreamOp::Copy | StreamOp::NtCopy => Traffic {
+            op if op.copies() => Traffic {
                 read: b,
                 written: b,
             },
@@ -499,22 +560,64 @@ impl BlockOrder {
     }
 }
 
+/// The bandwidth ops as the Markdown table of `docs/kernels.md`: name, the feature it needs
+/// beyond its vector width, what it does.
+pub fn markdown() -> String {
+    let mut out = String::from("| bandwidth op | needs | what it does |\n|---|---|---|\n");
+    for op in STREAM_OPS {
+        out += &format!(
+            "| `{}` | {} | {} |\n",
+            op.name(),
+            op.feature().map(|x| x.name()).unwrap_or("-"),
+            op.doc()
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `docs/kernels.md` lists the bandwidth ops from [`markdown`]: this fails when they
+    /// differ (PMSCOPE_BLESS=1 rewrites the generated part).
+    #[test]
+    fn kernels_doc_lists_the_bandwidth_ops() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernels.md");
+        let doc = std::fs::read_to_string(path).expect("docs/kernels.md");
+        let (begin, end) = (
+            "<!-- generated: bandwidth ops -->\n",
+            "<!-- end generated -->",
+        );
+        let start = doc.find(begin).expect("generated-part marker") + begin.len();
+        let stop = doc[start..].find(end).expect("end marker") + start;
+        if std::env::var_os("PMSCOPE_BLESS").is_some() {
+            let new = format!("{}{}{}", &doc[..start], markdown(), &doc[stop..]);
+            std::fs::write(path, new).unwrap();
+            return;
+        }
+        assert!(
+            doc[start..stop] == markdown(),
+            "docs/kernels.md differs from the bandwidth ops: run `PMSCOPE_BLESS=1 cargo test -p pmscope-loops kernels_doc` and review the diff"
+        );
+    }
 
     #[test]
     fn op_names_for_messages() {
         assert_eq!(
             StreamOp::names(),
-            "read, write, ntstore, store+clwb, copy or ntcopy"
+            "read, write, stosb-write, ntstore, store+clwb, copy, movsb-copy, ntcopy or ntcopy-pages"
         );
         for op in STREAM_OPS {
             assert_eq!(op.name().parse::<StreamOp>(), Ok(op));
         }
         assert_eq!(
             "load".parse::<StreamOp>(),
-            Err("not a stream op: use read, write, ntstore, store+clwb, copy or ntcopy".into())
+            Err(
+                "not a stream op: use read, write, stosb-write, ntstore, store+clwb, copy, \
+                 movsb-copy, ntcopy or ntcopy-pages"
+                    .into()
+            )
         );
     }
 
@@ -540,7 +643,7 @@ mod tests {
         let f = CpuFeatures::detect();
         for w in widths(&f) {
             for op in STREAM_OPS {
-                if op == StreamOp::StoreClwb && !f.clwb {
+                if op.feature().is_some_and(|x| !f.has(x)) {
                     continue;
                 }
                 for access in [64usize, 192, 256, 4096] {
@@ -569,7 +672,7 @@ mod tests {
                                 }
                             );
                         }
-                        StreamOp::Copy | StreamOp::NtCopy => {
+                        op if op.copies() => {
                             for o in 0..half {
                                 let dst = half + o;
                                 if touched(o) {
@@ -588,9 +691,14 @@ mod tests {
                         }
                         _ => {
                             let ws = words(&b.0);
+                            let want = if op.string() {
+                                0xCDCD_CDCD_CDCD_CDCD // rep stosb stores the low byte
+                            } else {
+                                0xABCD
+                            };
                             for (i, &x) in ws.iter().enumerate() {
                                 if touched(i * 8) {
-                                    assert_eq!(x, 0xABCD, "{} {w} {access} word {i}", op.name());
+                                    assert_eq!(x, want, "{} {w} {access} word {i}", op.name());
                                 } else {
                                     assert_eq!(
                                         x,
@@ -611,6 +719,47 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Every copy op at every width this CPU has, chosen by `Streamer` as a run chooses it,
+    /// leaves the same memory after a pass: the second half of each region a copy of its
+    /// first, over a region large enough for ntcopy-pages' four-page chunks and a tail.
+    #[test]
+    fn the_copy_kernels_agree_through_the_streamer() {
+        let f = CpuFeatures::detect();
+        let len = 2 * (16384 + 8192 + 192); // a four-page chunk, then pages and lines
+        let fill = |b: &mut [u8]| {
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8;
+            }
+        };
+        let mut results = Vec::new();
+        for w in widths(&f) {
+            for op in STREAM_OPS.into_iter().filter(|o| o.copies()) {
+                if op.feature().is_some_and(|x| !f.has(x)) {
+                    continue;
+                }
+                let s = Streamer::new(op, w, 64, &f).unwrap();
+                let mut b = Box::new(Buf([0; 1 << 16]));
+                fill(&mut b.0[..len]);
+                let t = s.pass(
+                    StreamView::of(&mut Region::from_slice(&mut b.0[..len]), 1, false)[0],
+                    1,
+                );
+                assert_eq!(t.read, len as u64 / 2, "{} {w}", op.name());
+                let (src, dst) = b.0[..len].split_at(len / 2);
+                assert!(
+                    src == dst,
+                    "{} {w}: the copy differs from its source",
+                    op.name()
+                );
+                results.push(((op, w), b.0.to_vec()));
+            }
+        }
+        assert!(results.len() >= 6);
+        for (k, r) in &results[1..] {
+            assert!(r == &results[0].1, "{k:?} differs from {:?}", results[0].0);
         }
     }
 
@@ -652,7 +801,7 @@ mod tests {
         let f = CpuFeatures::detect();
         let w = Streamer::widest(&f);
         for op in STREAM_OPS {
-            if op == StreamOp::StoreClwb && !f.clwb {
+            if op.feature().is_some_and(|x| !f.has(x)) {
                 continue;
             }
             for access in [64usize, 192, 4096] {
@@ -760,7 +909,7 @@ mod tests {
         assert_eq!(Streamer::widest(&CpuFeatures { avx2: true, ..old }), 32);
         for op in STREAM_OPS {
             let r = Streamer::new(op, 16, 64, &old);
-            assert_eq!(r.is_ok(), op != StreamOp::StoreClwb, "{op:?}");
+            assert_eq!(r.is_ok(), op.feature().is_none(), "{op:?}");
         }
         assert_eq!(
             Streamer::new(StreamOp::Read, 32, 64, &sandy_bridge)
@@ -785,6 +934,14 @@ mod tests {
                 .to_string(),
             "store+clwb with 32-byte vectors: this CPU lacks clwb"
         );
+        for op in [StreamOp::StosbWrite, StreamOp::MovsbCopy] {
+            assert_eq!(
+                Streamer::new(op, 32, 64, &g).unwrap_err().to_string(),
+                format!("{} with 32-byte vectors: this CPU lacks erms", op.name())
+            );
+            let erms = CpuFeatures { erms: true, ..g };
+            assert!(Streamer::new(op, 32, 64, &erms).is_ok());
+        }
         assert!(Streamer::new(StreamOp::Read, 32, 100, &g).is_err());
     }
 }

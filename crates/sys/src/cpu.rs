@@ -34,6 +34,14 @@ pub struct CpuFeatures {
     pub invariant_tsc: bool,
     /// Running under a hypervisor (CPUID.01H:ECX[31]).
     pub hypervisor: bool,
+    /// Enhanced `rep movsb` / `rep stosb` (ERMS, CPUID.(EAX=07H,ECX=0):EBX[9]): the string
+    /// instructions move whole lines, what glibc's memcpy and memset use at large sizes.
+    /// Absent in records made before it was detected.
+    #[serde(default)]
+    pub erms: bool,
+    /// Fast short `rep movsb` (FSRM, CPUID.(EAX=07H,ECX=0):EDX[4]).
+    #[serde(default)]
+    pub fsrm: bool,
 }
 
 /// One CPUID feature an instruction needs, as kernels, persist strategies and the op
@@ -59,11 +67,13 @@ pub enum Feature {
     Avx512f,
     /// `rdtscp`.
     Rdtscp,
+    /// Enhanced `rep movsb` / `rep stosb`.
+    Erms,
 }
 
 impl Feature {
     /// Every feature, in `pmscope info`'s order.
-    pub const ALL: [Feature; 9] = [
+    pub const ALL: [Feature; 10] = [
         Feature::Clflush,
         Feature::Clflushopt,
         Feature::Clwb,
@@ -73,6 +83,7 @@ impl Feature {
         Feature::Avx2,
         Feature::Avx512f,
         Feature::Rdtscp,
+        Feature::Erms,
     ];
 
     /// The CPUID bit that reports it (AVX and AVX-512F also need the OS to save their
@@ -88,6 +99,7 @@ impl Feature {
             Feature::Avx2 => "CPUID.(EAX=07H,ECX=0):EBX[5]",
             Feature::Avx512f => "CPUID.(EAX=07H,ECX=0):EBX[16]",
             Feature::Rdtscp => "CPUID.80000001H:EDX[27]",
+            Feature::Erms => "CPUID.(EAX=07H,ECX=0):EBX[9]",
         }
     }
 
@@ -103,6 +115,7 @@ impl Feature {
             Feature::Avx2 => "avx2",
             Feature::Avx512f => "avx512f",
             Feature::Rdtscp => "rdtscp",
+            Feature::Erms => "erms",
         }
     }
 }
@@ -132,7 +145,7 @@ impl CpuFeatures {
     pub fn detect() -> CpuFeatures {
         let bit = |v: u32, b: u32| v & (1 << b) != 0;
         let (_, _, ecx1, edx1) = cpuid(1, 0);
-        let (_, ebx7, ecx7, _) = if max_leaf(0) >= 7 {
+        let (_, ebx7, ecx7, edx7) = if max_leaf(0) >= 7 {
             cpuid(7, 0)
         } else {
             (0, 0, 0, 0)
@@ -163,6 +176,8 @@ impl CpuFeatures {
             rdtscp: bit(edx81, 27),
             invariant_tsc: bit(edx87, 8),
             hypervisor: bit(ecx1, 31),
+            erms: bit(ebx7, 9),
+            fsrm: bit(edx7, 4),
         }
     }
 
@@ -199,6 +214,8 @@ impl CpuFeatures {
             (self.rdtscp, "rdtscp"),
             (self.invariant_tsc, "invariant-tsc"),
             (self.hypervisor, "hypervisor"),
+            (self.erms, "erms"),
+            (self.fsrm, "fsrm"),
         ];
         all.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
     }
@@ -229,6 +246,7 @@ impl CpuFeatures {
             Feature::Avx2 => self.avx2,
             Feature::Avx512f => self.avx512f,
             Feature::Rdtscp => self.rdtscp,
+            Feature::Erms => self.erms,
         }
     }
 
@@ -387,6 +405,8 @@ mod tests {
         assert_eq!(f.avx2, flags.contains(&"avx2"));
         assert_eq!(f.avx512f, flags.contains(&"avx512f"));
         assert_eq!(f.rdtscp, flags.contains(&"rdtscp"));
+        assert_eq!(f.erms, flags.contains(&"erms"));
+        assert_eq!(f.fsrm, flags.contains(&"fsrm"));
         assert_eq!(
             f.invariant_tsc,
             flags.contains(&"constant_tsc") && flags.contains(&"nonstop_tsc")
@@ -403,6 +423,7 @@ mod tests {
             "avx2",
             "avx512f",
             "rdtscp",
+            "erms",
             "movdir64b",
         ] {
             assert!(absent.contains(&name), "{name} in {absent:?}");

@@ -9,6 +9,7 @@ use pmscope_experiment::Env as Context;
 use pmscope_experiment::render::table::Table;
 use pmscope_loops::access::Width;
 use pmscope_loops::catalog::{CATALOG, OpSpec};
+use pmscope_loops::stream::STREAM_OPS;
 use pmscope_persist::{DEFAULT_ORDER, PersistStrategy, STRATEGIES};
 use pmscope_sys::cpu::{CpuFeatures, Feature};
 
@@ -128,8 +129,38 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
                 _ => "16-byte (SSE2; no AVX2 here)",
             };
             sink.text(&format!(
-                "{}\n(supported here: with {widths} instructions, the widest this CPU has)",
+                "{}\n(supported here: with {widths} instructions, the widest this CPU has)\n",
                 t.render(),
+            ));
+            // The bandwidth ops: `pmscope bandwidth --ops`, `loaded --traffic-op`.
+            let mut t = Table::new(&["bandwidth op", "needs", "supported here", "what it does"]);
+            for op in STREAM_OPS {
+                let missing = op.feature().filter(|&x| !f.has(x));
+                if sink.json() {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "bandwidth_op": op.name(),
+                            "features": op.feature().map(|x| x.name()).into_iter().collect::<Vec<_>>(),
+                            "supported": missing.is_none(),
+                            "missing_feature": missing.map(|x| x.name()),
+                            "doc": op.doc(),
+                        })
+                    );
+                }
+                t.row(vec![
+                    op.name().into(),
+                    op.feature().map(|x| x.name()).unwrap_or("").into(),
+                    match missing {
+                        Some(x) => format!("no: {}", lacks(x)),
+                        None => "yes".into(),
+                    },
+                    op.doc().into(),
+                ]);
+            }
+            sink.text(&format!(
+                "{}\n(bandwidth ops: pmscope bandwidth --ops, loaded --traffic-op)",
+                t.render()
             ));
         }
     }

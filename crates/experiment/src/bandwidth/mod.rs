@@ -1,6 +1,6 @@
-//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, ntstore, store+clwb, copy and ntcopy
-//! streams, sequential or over random blocks of the access size, by thread count and access
-//! size, each thread on its own part of the target (or all on one shared region), and mixed
+//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, stosb-write, ntstore, store+clwb, copy,
+//! movsb-copy, ntcopy and ntcopy-pages streams, sequential or over random blocks of the access
+//! size, by thread count and access size, each thread on its own part of the target (or all on one shared region), and mixed
 //! reads and writes (seed 004 Figures 9-13): a split of k readers and n-k writers, or every
 //! thread interleaving reads and writes at a ratio such as 2:1.
 
@@ -32,8 +32,11 @@ use pmscope_sys::cpu::CpuFeatures;
 fn ops_help() -> String {
     format!(
         "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
-         ntcopy: the region's first half into its second, ntcopy with non-temporal stores). \
-         Default: all (with --mix: write, the op of the writers)",
+         ntcopy: the region's first half into its second, ntcopy with non-temporal stores; \
+         ntcopy-pages: ntcopy over 4 pages at a time, as glibc's large memcpy; stosb-write \
+         and movsb-copy: one rep stosb or rep movsb per access, with ERMS only; \
+         `pmscope list ops` describes each). Default: all (with --mix: write, the op of the \
+         writers)",
         StreamOp::names()
     )
 }
