@@ -16,7 +16,7 @@
 //! flight per thread instead of one (memory-level parallelism).
 
 use super::encode::{Kmer, for_each_kmer};
-use super::filter::HashFilter;
+use super::filter::StrandFilter;
 use super::read::Genome;
 use super::rendezvous::Rendezvous;
 use super::table::partition::part_of;
@@ -571,12 +571,12 @@ impl<const W: usize> Driver<W> {
     }
 
     /// Marks every k-mer of `genome` that the table holds, asking `filter` (which holds
-    /// the hashes of every k-mer in the table) first, so that most absent k-mers never
-    /// touch the table. Returns how many lookups found their k-mer.
+    /// every k-mer in the table) first, so that most absent k-mers are never packed,
+    /// hashed or looked up. Returns how many lookups found their k-mer.
     pub fn mark_genome_filtered<T: KmerTable<W>>(
         &self,
         table: &T,
-        filter: &HashFilter,
+        filter: &StrandFilter,
         genome: &Genome,
         k: usize,
     ) -> Result<u64, PinError> {
@@ -586,16 +586,18 @@ impl<const W: usize> Driver<W> {
             let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
             let mut poll = StopPoll::new();
             for &(a, b) in &parts[w] {
-                for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
+                let seq = &genome.seq[a..b];
+                filter.for_each_candidate(seq, |start| {
                     if poll.stopped() {
                         return;
                     }
-                    let hash = kmer.hash();
-                    if !filter.may_contain(hash) {
+                    let Some(read) = Kmer::<W>::from_bases(&seq[start..start + k]) else {
                         return;
-                    }
+                    };
+                    let kmer = read.canonical(k);
+                    let hash = kmer.hash();
                     table.prefetch(hash);
-                    if let Some((x, h)) = ring.push((*kmer, hash)) {
+                    if let Some((x, h)) = ring.push((kmer, hash)) {
                         hits += u64::from(table.mark(&x, h).is_some());
                     }
                 });
