@@ -467,7 +467,9 @@ fn run_words<const W: usize, T: Create<W>>(
                 }
                 Driver::<W>::partitioned(Workers::on(cpus)?, homes)
             }
-            None => Driver::<W>::new(Workers::new(job.threads)?),
+            // A volatile table's workers claim their runs (they make nothing durable).
+            None => Driver::<W>::new(Workers::new(job.threads)?)
+                .claiming(T::KIND == TableKind::Volatile),
         },
     };
     let mut phases = Phases::default();
