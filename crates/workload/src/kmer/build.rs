@@ -16,7 +16,7 @@
 //! flight per thread instead of one (memory-level parallelism).
 
 use super::encode::{Kmer, for_each_kmer};
-use super::filter::HashFilter;
+use super::filter::StrandFilter;
 use super::read::Genome;
 use super::rendezvous::Rendezvous;
 use super::table::partition::part_of;
@@ -24,6 +24,7 @@ use super::table::{Entry, GenomeId, Inserted, KmerTable, Unpersisted};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_runner::pin::{PinError, run_pinned};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Lookups kept in flight per thread.
 const DEPTH: usize = 16;
@@ -217,6 +218,37 @@ pub fn split(genome: &Genome, k: usize, parts: usize) -> Vec<Vec<(usize, usize)>
         .collect()
 }
 
+/// Runs per worker a genome is cut into when workers claim their work ([`Driver::claiming`]).
+const PIECES: usize = 16;
+
+/// A genome's windows as the workers take them: run w for worker w, or claimed run by
+/// run from a shared counter.
+struct Shares {
+    runs: Vec<Vec<(usize, usize)>>,
+    next: Option<AtomicUsize>,
+}
+
+impl Shares {
+    /// Calls `f(a, b)` for every byte range of the genome worker `w` takes.
+    #[inline(always)]
+    fn for_each(&self, w: usize, mut f: impl FnMut(usize, usize)) {
+        match &self.next {
+            None => {
+                for &(a, b) in &self.runs[w] {
+                    f(a, b);
+                }
+            }
+            Some(next) => {
+                while let Some(run) = self.runs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    for &(a, b) in run {
+                        f(a, b);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// k-mers a worker gathers before it inserts them region by region.
 const BLOCK: usize = 1 << 20;
 /// Bytes of table per region: what the TLB (and a slice of the last-level cache) covers.
@@ -330,6 +362,8 @@ pub struct Driver<const W: usize> {
     batch: usize,
     /// Tables up to this size are probed directly ([`DIRECT_BYTES`]).
     direct_bytes: u64,
+    /// Whether workers claim runs of a genome instead of taking one fixed part each.
+    claiming: bool,
 }
 
 impl<const W: usize> Driver<W> {
@@ -352,6 +386,34 @@ impl<const W: usize> Driver<W> {
             exchange_block: EXCHANGE_BLOCK,
             batch: Unpersisted::BATCH,
             direct_bytes: DIRECT_BYTES,
+            claiming: false,
+        }
+    }
+
+    /// This driver, its workers claiming runs of each genome ([`PIECES`] per worker) from a
+    /// shared counter instead of taking one fixed part each, so that a worker whose CPU is
+    /// shared with other work (2 vCPUs and a compiler, say) takes fewer runs and the other
+    /// does not wait for it at the end of every genome. Which worker inserts a k-mer then
+    /// depends on timing: for tables that make nothing durable (the crash checker replays
+    /// the persistent tables' workers by their fixed parts).
+    pub fn claiming(mut self, on: bool) -> Driver<W> {
+        self.claiming = on;
+        self
+    }
+
+    /// How `genome`'s windows are handed to the workers.
+    fn shares(&self, genome: &Genome, k: usize) -> Shares {
+        let n = self.workers.len();
+        if self.claiming && n > 1 {
+            Shares {
+                runs: split(genome, k, n * PIECES),
+                next: Some(AtomicUsize::new(0)),
+            }
+        } else {
+            Shares {
+                runs: split(genome, k, n),
+                next: None,
+            }
         }
     }
 
@@ -492,7 +554,7 @@ impl<const W: usize> Driver<W> {
         if table.parts() > 1 {
             return self.apply_exchanged(table, genome, k, action);
         }
-        let parts = split(genome, k, self.workers.len());
+        let parts = self.shares(genome, k);
         if table.footprint_bytes() <= self.direct_bytes {
             return self.apply_direct(table, genome, &parts, k, action);
         }
@@ -501,7 +563,7 @@ impl<const W: usize> Driver<W> {
             buckets.fit(table);
             let (mut count, mut applied) = (0u64, 0u64);
             let mut poll = StopPoll::new();
-            for &(a, b) in &parts[w] {
+            parts.for_each(w, |a, b| {
                 for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
                     if poll.stopped() {
                         return;
@@ -511,7 +573,7 @@ impl<const W: usize> Driver<W> {
                         count += buckets.flush(table, action, self.batch, &mut poll);
                     }
                 });
-            }
+            });
             count += buckets.flush(table, action, self.batch, &mut poll);
             if let Action::Insert(_) = action {
                 // (a partitioned table of one part comes here, its one part is 0)
@@ -527,7 +589,7 @@ impl<const W: usize> Driver<W> {
         &self,
         table: &T,
         genome: &Genome,
-        parts: &[Vec<(usize, usize)>],
+        parts: &Shares,
         k: usize,
         action: Action,
     ) -> Result<(u64, Vec<ThreadPlacement>), PinError> {
@@ -535,7 +597,7 @@ impl<const W: usize> Driver<W> {
             let (mut count, mut applied) = (0u64, 0u64);
             let mut unpersisted = Unpersisted::with_batch(self.batch);
             let mut poll = StopPoll::new();
-            for &(a, b) in &parts[w] {
+            parts.for_each(w, |a, b| {
                 walk_prefetched(table, &genome.seq[a..b], a, k, |kmer, hash, _, _| {
                     if poll.stopped() {
                         return;
@@ -548,7 +610,7 @@ impl<const W: usize> Driver<W> {
                         Action::Mark => u64::from(table.mark(kmer, hash).is_some()),
                     };
                 });
-            }
+            });
             table.persist_deferred(&mut unpersisted);
             if let Action::Insert(_) = action {
                 table.add_part_counts(self.homes[w], applied, count);
@@ -571,35 +633,37 @@ impl<const W: usize> Driver<W> {
     }
 
     /// Marks every k-mer of `genome` that the table holds, asking `filter` (which holds
-    /// the hashes of every k-mer in the table) first, so that most absent k-mers never
-    /// touch the table. Returns how many lookups found their k-mer.
+    /// every k-mer in the table) first, so that most absent k-mers are never packed,
+    /// hashed or looked up. Returns how many lookups found their k-mer.
     pub fn mark_genome_filtered<T: KmerTable<W>>(
         &self,
         table: &T,
-        filter: &HashFilter,
+        filter: &StrandFilter,
         genome: &Genome,
         k: usize,
     ) -> Result<u64, PinError> {
-        let parts = split(genome, k, self.workers.len());
+        let parts = self.shares(genome, k);
         let (hits, _) = self.workers.run(|w| {
             let mut hits = 0u64;
             let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
             let mut poll = StopPoll::new();
-            for &(a, b) in &parts[w] {
-                for_each_kmer::<W>(&genome.seq[a..b], k, |_, kmer, _| {
+            parts.for_each(w, |a, b| {
+                let seq = &genome.seq[a..b];
+                filter.for_each_candidate(seq, |start| {
                     if poll.stopped() {
                         return;
                     }
-                    let hash = kmer.hash();
-                    if !filter.may_contain(hash) {
+                    let Some(read) = Kmer::<W>::from_bases(&seq[start..start + k]) else {
                         return;
-                    }
+                    };
+                    let kmer = read.canonical(k);
+                    let hash = kmer.hash();
                     table.prefetch(hash);
-                    if let Some((x, h)) = ring.push((*kmer, hash)) {
+                    if let Some((x, h)) = ring.push((kmer, hash)) {
                         hits += u64::from(table.mark(&x, h).is_some());
                     }
                 });
-            }
+            });
             ring.drain(|(x, h)| hits += u64::from(table.mark(&x, h).is_some()));
             hits
         })?;
@@ -737,12 +801,15 @@ mod tests {
         let g = Genome::from_records("g", &[("a", &seq), ("b", &seq[..5000])], 11);
         // A small table is probed directly, a large one (> DIRECT_BYTES) through the
         // region buckets: both paths.
+        // Workers with fixed parts and workers claiming runs: the same counts.
         for expected in [40_000, 5_000_000] {
-            check_concurrent_counts(&g, expected);
+            for claiming in [false, true] {
+                check_concurrent_counts(&g, expected, claiming);
+            }
         }
     }
 
-    fn check_concurrent_counts(g: &Genome, expected: u64) {
+    fn check_concurrent_counts(g: &Genome, expected: u64, claiming: bool) {
         let table = VolatileTable::<1>::new(
             11,
             &"dram:4k".parse().unwrap(),
@@ -752,7 +819,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(table.footprint_bytes() > DIRECT_BYTES, expected > 1_000_000);
-        let driver = Driver::<1>::new(Workers::new(4).unwrap());
+        let driver = Driver::<1>::new(Workers::new(4).unwrap()).claiming(claiming);
         let (new1, _) = driver.insert_genome(&table, g, 1, 11).unwrap();
         let (new2, _) = driver.insert_genome(&table, g, 2, 11).unwrap();
         assert_eq!(new2, 0);

@@ -2,6 +2,13 @@
 //! set, about 16 bits per k-mer in all, so a filter for a million k-mers is 2 MiB and stays
 //! in the cache. It answers "certainly absent" for most k-mers of an out-group before any
 //! table is touched (false positives, about 1 in 100, go on to the table).
+//!
+//! [`StrandFilter`] keys it by a rolling hash of the k-mer *as read* (both strands of every
+//! k-mer are added), so a sequence is filtered with one multiply per base, whatever k,
+//! without packing, reverse-complementing and hashing every canonical k-mer; only the few
+//! windows that pass are packed (`Kmer::from_bases`) and looked up.
+
+use super::encode::{BASE_CODE, Kmer};
 
 /// Bits per k-mer.
 const BITS_PER_KMER: u64 = 16;
@@ -53,10 +60,114 @@ impl HashFilter {
     }
 }
 
+/// The base of the polynomial rolling hash (odd, so multiplying by it is invertible).
+pub(crate) const POLY: u64 = 0xA076_1D64_78BD_642F;
+
+/// Spreads a polynomial value (whose low bits depend on few bases) over all 64 bits.
+#[inline(always)]
+pub(crate) fn poly_mix(h: u64) -> u64 {
+    let h = (h ^ (h >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h ^ (h >> 32)
+}
+
+/// A Bloom filter of k-mers keyed by a rolling polynomial hash of the bases as read,
+/// `Σ (code_j + 1) · POLY^(k-1-j) mod 2^64`, mixed. Both strands of every k-mer are added,
+/// so a window of a sequence may hold a k-mer of the filter only if its own strand's hash
+/// is in it: no false negatives, whichever strand the k-mer was stored as.
+#[derive(Debug, Clone)]
+pub struct StrandFilter {
+    k: usize,
+    /// `(code + 1) · POLY^k` per code: what a base leaving the window takes out.
+    leaving: [u64; 4],
+    /// The polynomial of the 4 bases of each packed byte, and `POLY^4`: a packed k-mer's
+    /// value is computed a byte at a time.
+    bytes: Box<[u64; 256]>,
+    poly4: u64,
+    filter: HashFilter,
+}
+
+impl StrandFilter {
+    /// A filter for about `n` k-mers of length `k` (room for both strands of each).
+    pub fn with_capacity(k: usize, n: u64) -> StrandFilter {
+        let pk = POLY.wrapping_pow(k as u32);
+        let mut bytes = Box::new([0u64; 256]);
+        for (b, v) in bytes.iter_mut().enumerate() {
+            *v = (0..4).fold(0u64, |h, m| {
+                h.wrapping_mul(POLY)
+                    .wrapping_add(((b as u64) >> (6 - 2 * m)) & 3)
+                    .wrapping_add(1)
+            });
+        }
+        StrandFilter {
+            k,
+            leaving: [1, 2, 3, 4].map(|c: u64| c.wrapping_mul(pk)),
+            bytes,
+            poly4: POLY.wrapping_pow(4),
+            filter: HashFilter::with_capacity(2 * n),
+        }
+    }
+
+    /// The filter's hash of a polynomial value.
+    #[inline(always)]
+    fn mix(h: u64) -> u64 {
+        poly_mix(h)
+    }
+
+    /// The polynomial value of `kmer` (length k) read as stored: the first k mod 4 bases
+    /// one at a time, then the rest a packed byte (4 bases, byte-aligned because the last
+    /// base is bit 0) at a time.
+    fn poly_of<const W: usize>(&self, kmer: &Kmer<W>) -> u64 {
+        let k = self.k;
+        let lead = k % 4;
+        let mut h = (0..lead).fold(0u64, |h, i| {
+            h.wrapping_mul(POLY)
+                .wrapping_add(u64::from(kmer.base(i, k)) + 1)
+        });
+        for j in (0..(k - lead) / 4).rev() {
+            let bit = 8 * j;
+            let byte = (kmer.0[bit / 64] >> (bit % 64)) & 0xff;
+            h = h
+                .wrapping_mul(self.poly4)
+                .wrapping_add(self.bytes[byte as usize]);
+        }
+        h
+    }
+
+    /// Adds `kmer` (either strand; both are added).
+    pub fn insert<const W: usize>(&mut self, kmer: &Kmer<W>) {
+        let rc = kmer.reverse_complement(self.k);
+        self.filter.insert(Self::mix(self.poly_of(kmer)));
+        self.filter.insert(Self::mix(self.poly_of(&rc)));
+    }
+
+    /// Calls `f(start)` for every window of k bases of `seq` made of A, C, G, T only that
+    /// may hold a k-mer of the filter (on either strand); `start` is its first base.
+    #[inline(always)]
+    pub fn for_each_candidate(&self, seq: &[u8], mut f: impl FnMut(usize)) {
+        let k = self.k;
+        let (mut h, mut run) = (0u64, 0usize);
+        for (i, &b) in seq.iter().enumerate() {
+            let code = BASE_CODE[b as usize];
+            if code > 3 {
+                (h, run) = (0, 0);
+                continue;
+            }
+            h = h.wrapping_mul(POLY).wrapping_add(u64::from(code) + 1);
+            run += 1;
+            if run > k {
+                h = h.wrapping_sub(self.leaving[BASE_CODE[seq[i - k] as usize] as usize]);
+            }
+            if run >= k && self.filter.may_contain(Self::mix(h)) {
+                f(i + 1 - k);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kmer::encode::Kmer;
+    use proptest::prelude::*;
 
     #[test]
     fn never_forgets_and_rarely_errs() {
@@ -70,5 +181,89 @@ mod tests {
             .filter(|&i| f.may_contain(Kmer::<1>([i]).hash()))
             .count();
         assert!(false_positives < (n / 50) as usize, "{false_positives}");
+    }
+
+    /// Every window whose canonical k-mer was added is a candidate (no false negatives),
+    /// for one-word to four-word k, with N's and lower case in the sequence; and the
+    /// filter lets few other windows through.
+    fn check_strands<const W: usize>(seq: &[u8], k: usize, every: usize) {
+        use crate::kmer::encode::for_each_kmer;
+        let mut all = Vec::new();
+        for_each_kmer::<W>(seq, k, |start, x, _| all.push((start, *x)));
+        let mut f = StrandFilter::with_capacity(k, all.len() as u64);
+        let added: std::collections::HashSet<Kmer<W>> =
+            all.iter().step_by(every).map(|(_, x)| *x).collect();
+        for x in &added {
+            f.insert(x);
+        }
+        let mut got = std::collections::HashSet::new();
+        f.for_each_candidate(seq, |start| {
+            got.insert(start);
+        });
+        for (start, x) in &all {
+            if added.contains(x) {
+                assert!(got.contains(start), "k = {k}: window {start} missed");
+            }
+        }
+        for start in &got {
+            let w = Kmer::<W>::from_bases(&seq[*start..*start + k]);
+            assert!(w.is_some(), "k = {k}: window {start} has a non-ACGT base");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn strand_filter_never_misses_a_kmer_on_either_strand(
+            seq in prop::collection::vec(prop::sample::select(b"ACGTACGTacgtN".to_vec()), 0..600),
+            k in 1usize..=128,
+            every in 1usize..4,
+        ) {
+            match crate::kmer::encode::words_for(k) {
+                1 => check_strands::<1>(&seq, k, every),
+                2 => check_strands::<2>(&seq, k, every),
+                3 => check_strands::<3>(&seq, k, every),
+                _ => check_strands::<4>(&seq, k, every),
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn packed_polynomial_equals_the_base_by_base_one(
+            seq in prop::collection::vec(prop::sample::select(b"ACGT".to_vec()), 1..=128)
+        ) {
+            let k = seq.len();
+            let x = Kmer::<4>::from_bases(&seq).unwrap();
+            let want = seq.iter().fold(0u64, |h, &b| {
+                h.wrapping_mul(POLY).wrapping_add(u64::from(BASE_CODE[b as usize]) + 1)
+            });
+            prop_assert_eq!(StrandFilter::with_capacity(k, 1).poly_of(&x), want);
+        }
+    }
+
+    fn false_positives<const W: usize>(seq: &[u8], k: usize) -> usize {
+        let mut f = StrandFilter::with_capacity(k, 50_000);
+        let mut n = 0;
+        crate::kmer::encode::for_each_kmer::<W>(&seq[..50_000 + k - 1], k, |_, x, _| {
+            f.insert(x);
+            n += 1;
+        });
+        assert_eq!(n, 50_000);
+        // The rest of the sequence shares (almost) no k-mer with the first part.
+        let mut passed = 0usize;
+        f.for_each_candidate(&seq[60_000..], |_| passed += 1);
+        passed
+    }
+
+    #[test]
+    fn strand_filter_rarely_errs() {
+        let seq = crate::kmer::synth::random_bases(200_000, 7);
+        for (k, passed) in [
+            (21, false_positives::<1>(&seq, 21)),
+            (31, false_positives::<1>(&seq, 31)),
+            (100, false_positives::<4>(&seq, 100)),
+        ] {
+            assert!(passed < 140_000 / 50, "k = {k}: {passed} false positives");
+        }
     }
 }

@@ -14,7 +14,7 @@
 //! The right-hand set of a subtraction (the out-group union) is never stored: each of its
 //! k-mers is looked up and marks its match, which is the same relative complement at the
 //! cost of lookups instead of inserts into a second table. For primers the lookups go to
-//! a copy of the in-group intersection behind a Bloom filter ([`HashFilter`]): the
+//! a copy of the in-group intersection behind a Bloom filter ([`StrandFilter`]): the
 //! intersection is usually a small part of the in-group union, so most out-group k-mers
 //! are answered from the cache.
 
@@ -22,7 +22,7 @@ use super::build::{Driver, Workers, scan_slots, walk_prefetched};
 use super::encode::Kmer;
 use super::encode::words_for;
 use super::estimate::DistinctSketch;
-use super::filter::HashFilter;
+use super::filter::StrandFilter;
 use super::output::{self, Candidate, Format, Region};
 use super::read::{Genome, ReadError, Split, read_genomes};
 pub use super::table::TableFacts;
@@ -467,7 +467,9 @@ fn run_words<const W: usize, T: Create<W>>(
                 }
                 Driver::<W>::partitioned(Workers::on(cpus)?, homes)
             }
-            None => Driver::<W>::new(Workers::new(job.threads)?),
+            // A volatile table's workers claim their runs (they make nothing durable).
+            None => Driver::<W>::new(Workers::new(job.threads)?)
+                .claiming(T::KIND == TableKind::Volatile),
         },
     };
     let mut phases = Phases::default();
@@ -703,9 +705,9 @@ impl<const W: usize> Run<'_, W> {
         let core = T::create(&self.request(2 * intersection + 1024))?;
         self.driver.insert_lists(&core, &parts)?;
         core.health()?;
-        let mut filter = HashFilter::with_capacity(intersection);
+        let mut filter = StrandFilter::with_capacity(k, intersection);
         for x in parts.iter().flatten() {
-            filter.insert(x.hash());
+            filter.insert(x);
         }
         drop(parts);
         for g in right {
