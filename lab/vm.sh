@@ -79,10 +79,11 @@ case $LAYOUT in
 pmem) TCG_CPU=max KVM_CPU=host KMEM=0 ;;
 kmem) TCG_CPU=max KVM_CPU=host KMEM=1 ;;
 # A CPU without the newer instructions pmscope has kernels for: no AVX2 (and so no AVX-512),
-# no clwb, no clflushopt; AVX (256-bit floating point) stays, as on Sandy and Ivy Bridge.
+# no clwb, no clflushopt, no fast strings (ERMS, FSRM); AVX (256-bit floating point) stays,
+# as on Sandy Bridge.
 oldcpu)
-	TCG_CPU=max,-avx2,-clwb,-clflushopt,-avx512f,-avx512bw,-avx512dq,-avx512vl
-	KVM_CPU=host,-avx2,-clwb,-clflushopt,-avx512f,-avx512bw,-avx512dq,-avx512vl
+	TCG_CPU=max,-avx2,-clwb,-clflushopt,-avx512f,-avx512bw,-avx512dq,-avx512vl,-erms,-fsrm
+	KVM_CPU=host,-avx2,-clwb,-clflushopt,-avx512f,-avx512bw,-avx512dq,-avx512vl,-erms,-fsrm
 	KMEM=0
 	;;
 *) fail "unknown layout $LAYOUT: use pmem, kmem or oldcpu" ;;
