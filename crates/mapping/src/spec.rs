@@ -40,16 +40,14 @@ impl TargetSpec {
     }
 
     /// The memory the target maps, apart from its page policy: `dram,node=1` for
-    /// `dram:thp,node=1`, so targets that differ only in page size can be set side by side;
-    /// the whole spec for kinds whose argument is not a page policy (a file's page size is
-    /// its file system's).
+    /// `dram:thp,node=1` and `file:/mnt/pmem` for `file:/mnt/pmem,page=4k`, so targets that
+    /// differ only in page size can be set side by side; the whole spec for a device (its
+    /// page size is its alignment).
     pub fn memory(&self) -> String {
-        if self.kind.page_policy().is_none() {
-            return self.to_string();
-        }
+        let memory = self.kind.memory();
         match self.node {
-            Some(n) => format!("{},node={n}", self.kind_name()),
-            None => self.kind_name().to_string(),
+            Some(n) => format!("{memory},node={n}"),
+            None => memory,
         }
     }
 
@@ -141,18 +139,19 @@ impl FromStr for TargetSpec {
                     names.join(", ")
                 ))
             })?;
-        let kind = (entry.parse)(arg)?;
         let mut node = None;
+        let mut own: Vec<(&str, &str)> = Vec::new();
         for opt in parts {
             let (key, value) = opt.split_once('=').ok_or_else(|| {
                 err(format!(
                     "option '{opt}' in target '{s}' is not key=value (paths may not contain commas)"
                 ))
             })?;
+            let given_twice = || err(format!("option '{key}' is given twice in target '{s}'"));
             match key {
                 "node" => {
                     if node.is_some() {
-                        return Err(err(format!("option 'node' is given twice in target '{s}'")));
+                        return Err(given_twice());
                     }
                     node = Some(value.parse::<u32>().map_err(|_| {
                         err(format!(
@@ -161,14 +160,42 @@ impl FromStr for TargetSpec {
                     })?);
                 }
                 "" => return Err(err(format!("empty option name in target '{s}'"))),
+                key if entry
+                    .options
+                    .iter()
+                    .any(|o| o.split('=').next() == Some(key)) =>
+                {
+                    if own.iter().any(|(k, _)| *k == key) {
+                        return Err(given_twice());
+                    }
+                    own.push((key, value));
+                }
                 other => {
-                    return Err(err(format!(
-                        "unknown option '{other}' for {}: the only option is node=N",
-                        entry.name
-                    )));
+                    let options: Vec<&str> =
+                        entry.options.iter().copied().chain(["node=N"]).collect();
+                    let hint = if other == "page" && entry.name != "file" {
+                        format!(
+                            " ({} takes its page size after the colon, as in its syntax {})",
+                            entry.name, entry.syntax
+                        )
+                    } else {
+                        String::new()
+                    };
+                    return Err(err(match options.as_slice() {
+                        [only] => format!(
+                            "unknown option '{other}' for {}: the only option is {only}{hint}",
+                            entry.name
+                        ),
+                        _ => format!(
+                            "unknown option '{other}' for {}: the options are {}{hint}",
+                            entry.name,
+                            options.join(" and ")
+                        ),
+                    }));
                 }
             }
         }
+        let kind = (entry.parse)(arg, &own)?;
         Ok(TargetSpec { kind, node })
     }
 }
@@ -216,6 +243,8 @@ mod tests {
             ("shm:thp", "shm"),
             ("file:/mnt/pmem", "file:/mnt/pmem"),
             ("file:/mnt/pmem,node=0", "file:/mnt/pmem,node=0"),
+            ("file:/mnt/pmem,page=4k", "file:/mnt/pmem"),
+            ("file:/mnt/pmem,page=2m,node=0", "file:/mnt/pmem,node=0"),
             ("devdax:/dev/dax0.0", "devdax:/dev/dax0.0"),
         ] {
             assert_eq!(parse(spec).unwrap().memory(), memory, "{spec}");
@@ -238,6 +267,11 @@ mod tests {
                 "file:/mnt/pmem/bench.dat,node=0",
             ),
             ("file:relative/dir", "file:relative/dir"),
+            ("file:/mnt/pmem,page=4k", "file:/mnt/pmem,page=4k"),
+            (
+                "file:/mnt/pmem,node=1,page=1g",
+                "file:/mnt/pmem,page=1g,node=1",
+            ),
             ("shm", "shm:4k"),
             ("shm:thp", "shm:thp"),
             ("shm,node=0", "shm:4k,node=0"),
@@ -290,6 +324,22 @@ mod tests {
             ),
             ("dram,=1", "empty option name in target 'dram,=1'"),
             (
+                "dram,page=2m",
+                "unknown option 'page' for dram: the only option is node=N (dram takes its page size after the colon, as in its syntax dram[:4k|thp|2m|1g][,node=N])",
+            ),
+            (
+                "file:/a,size=1",
+                "unknown option 'size' for file: the options are page=4k|2m|1g and node=N",
+            ),
+            (
+                "file:/a,page=8k",
+                "page '8k' is not a page size for file: use page=4k, page=2m or page=1g",
+            ),
+            (
+                "file:/a,page=4k,page=2m",
+                "option 'page' is given twice in target 'file:/a,page=4k,page=2m'",
+            ),
+            (
                 "file",
                 "file needs a path: file:/mnt/pmem (a directory) or file:/mnt/pmem/bench.dat (a new file)",
             ),
@@ -328,7 +378,10 @@ mod tests {
         ) {
             let text = match kind {
                 0 => format!("dram:{}", ["4k", "thp", "2m", "1g"][policy]),
-                1 => format!("file:/{name}"),
+                1 => match policy {
+                    0 => format!("file:/{name}"),
+                    p => format!("file:/{name},page={}", ["4k", "2m", "1g"][p - 1]),
+                },
                 2 => format!("shm:{}", ["4k", "thp"][policy % 2]),
                 _ => format!("devdax:/dev/dax{}.{}", dev.0, dev.1),
             };

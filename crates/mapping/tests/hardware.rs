@@ -286,6 +286,62 @@ mod needs_fsdax {
         );
         assert_eq!(codes(&m), ["pmem-emulated"], "{:?}", m.warnings());
     }
+
+    #[test]
+    #[ignore = "needs a real fsdax mount with 2 MiB-aligned extents (LABVM_FSDAX_MNT) and tracefs: runs in the lab guest via lab/stage.sh"]
+    fn page_option_gives_4k_or_2m_dax_faults_and_refuses_1g_on_fsdax() {
+        let mnt = lab("LABVM_FSDAX_MNT");
+        let len = 16 << 20;
+        // page=4k: MADV_NOHUGEPAGE keeps every DAX fault at 4 KiB on extents that would
+        // allow 2 MiB (the default mapping of the same file system gets PMDs, above).
+        let (m, kernel) = map_traced(
+            &spec(&format!("file:{mnt},page=4k")),
+            len,
+            &MapOptions::host(),
+        );
+        assert_eq!(
+            kernel,
+            DaxFaults {
+                pmd_mapped: 0,
+                pmd_fallback: 0,
+                pte: len / KIB4
+            },
+            "page=4k on fsdax"
+        );
+        let a = m.achieved();
+        assert_eq!(a.persistence, Persistence::Dax);
+        assert_eq!(a.page_size, Some(KIB4));
+        assert_eq!(a.page_size_source, "faults");
+        assert_eq!(codes(&m), ["pmem-emulated"], "{:?}", m.warnings());
+        drop(m);
+        // page=2m: the file system's own 2 MiB faults, as without the option.
+        let (m, kernel) = map_traced(
+            &spec(&format!("file:{mnt},page=2m")),
+            len,
+            &MapOptions::host(),
+        );
+        assert_eq!(kernel.page_size(len), Some(MIB2), "{kernel:?}");
+        assert_eq!(m.achieved().page_size, Some(MIB2));
+        assert_eq!(codes(&m), ["pmem-emulated"], "{:?}", m.warnings());
+        drop(m);
+        // page=1g: the kernel has no 1 GiB faults for DAX files; refused before anything
+        // is created, as a usage error.
+        let before = std::fs::read_dir(&mnt).unwrap().count();
+        let Err(e) = map(
+            &spec(&format!("file:{mnt},page=1g")),
+            len,
+            &MapOptions::host(),
+        ) else {
+            panic!("page=1g on fsdax is refused");
+        };
+        assert!(e.is_usage(), "{e}");
+        assert!(e.to_string().contains("at most 2 MiB pages"), "{e}");
+        assert_eq!(
+            std::fs::read_dir(&mnt).unwrap().count(),
+            before,
+            "nothing left in {mnt}"
+        );
+    }
 }
 
 mod needs_legacy_pmem {

@@ -9,8 +9,8 @@ use pmscope_mapping::TargetSpec;
 use pmscope_workload::polybench::Variant;
 
 /// What a target is apart from its page policy, as its kind says ([`TargetSpec::memory`]):
-/// `dram` (with its node) for dram, the whole spec for a file (whose page size is its file
-/// system's). A spec that does not parse stands for itself.
+/// `dram` (with its node) for dram, the file's path for a file (`page=` left out). A spec
+/// that does not parse stands for itself.
 fn memory_kind(spec: &str) -> String {
     spec.parse::<TargetSpec>()
         .map_or_else(|_| spec.to_string(), |s| s.memory())
@@ -152,5 +152,8 @@ mod tests {
         assert_eq!(memory_kind("dram:4k"), "dram");
         assert_eq!(memory_kind("dram:2m,node=1"), "dram,node=1");
         assert_eq!(memory_kind("file:/mnt/pmem"), "file:/mnt/pmem");
+        // Seed 000's 4K-PMEM and 2M-PMEM columns: one file system at two page sizes.
+        assert_eq!(memory_kind("file:/mnt/pmem,page=4k"), "file:/mnt/pmem");
+        assert_eq!(memory_kind("file:/mnt/pmem,page=2m"), "file:/mnt/pmem");
     }
 }

@@ -26,6 +26,7 @@ pub(super) const ENTRY: KindEntry = KindEntry {
     doc: "A device-DAX character device, mapped at its alignment (from sysfs) with the length \
           rounded up to it. Writing destroys the device's contents, so it is refused unless \
           --destroy-data is given.",
+    options: &[],
     parse,
 };
 
@@ -93,7 +94,7 @@ impl Kind for Devdax {
     }
 }
 
-fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
+fn parse(arg: Option<&str>, _options: &[(&str, &str)]) -> Result<Arc<dyn Kind>, SpecError> {
     let Some(p) = arg else {
         return Err(SpecError(
             "devdax needs a device path: devdax:/dev/dax0.0".into(),

@@ -26,10 +26,11 @@ pub(super) const ENTRY: KindEntry = KindEntry {
           (MADV_HUGEPAGE), 2m and 1g use hugetlb pages, which must be reserved beforehand \
           (/sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages); pmscope never falls \
           back to another page size silently.",
+    options: &[],
     parse,
 };
 
-fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
+fn parse(arg: Option<&str>, _options: &[(&str, &str)]) -> Result<Arc<dyn Kind>, SpecError> {
     Ok(Arc::new(Dram {
         pages: parse_policy(arg, "dram", true)?,
     }))

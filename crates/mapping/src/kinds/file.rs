@@ -25,19 +25,64 @@ use std::sync::Arc;
 
 pub(super) const ENTRY: KindEntry = KindEntry {
     name: "file",
-    syntax: "file:PATH[,node=N]",
+    syntax: "file:PATH[,page=4k|2m|1g][,node=N]",
     doc: "A file pmscope creates exclusively (never an existing one) in directory PATH, or at \
           PATH if it does not exist, and maps shared. On a DAX file system it is mapped with \
           MAP_SYNC (persistence: dax); elsewhere through the page cache (msync needed), \
           which --require-dax refuses. Removed afterwards unless --keep. On a hugetlbfs mount \
-          it gives hugetlb-backed shared memory.",
+          it gives hugetlb-backed shared memory. page= asks for a page size instead of the \
+          file system's own: 4k refuses huge pages (MADV_NOHUGEPAGE, also on DAX), 2m needs \
+          DAX (or tmpfs THP, or a 2 MiB hugetlbfs), 1g a hugetlbfs mount with 1 GiB pages \
+          (the kernel maps DAX files with at most 2 MiB pages; a devdax device aligned at \
+          1 GiB gives 1 GiB pages).",
+    options: &["page=4k|2m|1g"],
     parse,
 };
 
-/// `file:PATH`.
+/// `file:PATH[,page=SIZE]`.
 #[derive(Debug)]
 struct FileKind {
     path: PathBuf,
+    /// The page size `page=` asks for; `None`: the file system's own (DAX 2 MiB where the
+    /// extents allow, the page cache 4 KiB, hugetlbfs its page size).
+    page: Option<FilePage>,
+}
+
+/// A page size `page=` can ask of a file's mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FilePage {
+    Base4k,
+    Huge2m,
+    Huge1g,
+}
+
+impl FilePage {
+    fn parse(value: &str) -> Result<FilePage, SpecError> {
+        match value {
+            "4k" => Ok(FilePage::Base4k),
+            "2m" => Ok(FilePage::Huge2m),
+            "1g" => Ok(FilePage::Huge1g),
+            other => Err(SpecError(format!(
+                "page '{other}' is not a page size for file: use page=4k, page=2m or page=1g"
+            ))),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FilePage::Base4k => "4k",
+            FilePage::Huge2m => "2m",
+            FilePage::Huge1g => "1g",
+        }
+    }
+
+    fn bytes(self) -> u64 {
+        match self {
+            FilePage::Base4k => 4 << 10,
+            FilePage::Huge2m => 2 << 20,
+            FilePage::Huge1g => 1 << 30,
+        }
+    }
 }
 
 impl Kind for FileKind {
@@ -46,11 +91,30 @@ impl Kind for FileKind {
     }
 
     fn argument(&self) -> String {
-        self.path.display().to_string()
+        match self.page {
+            Some(page) => format!("{},page={}", self.path.display(), page.name()),
+            None => self.path.display().to_string(),
+        }
+    }
+
+    fn page_policy(&self) -> Option<&'static str> {
+        self.page.map(FilePage::name)
+    }
+
+    fn memory(&self) -> String {
+        format!("file:{}", self.path.display())
     }
 
     fn preflight(&self, _opts: &MapOptions) -> Result<(), TargetError> {
-        where_to_create(&self.path).map(|_| ())
+        let place = where_to_create(&self.path)?;
+        if let Some(page) = self.page {
+            let dir = match place {
+                Place::InDirectory => self.path.as_path(),
+                Place::NewFile => parent_of(&self.path),
+            };
+            check_page_request(page, &Home::of(dir.to_path_buf())?)?;
+        }
+        Ok(())
     }
 
     fn room(&self, target: &PrepareCtx, opts: &MapOptions) -> TargetRoom {
@@ -89,6 +153,13 @@ impl Kind for FileKind {
     }
 
     fn heap(&self) -> Result<(HeapBacking, u64), TargetError> {
+        if let Some(page) = self.page {
+            return Err(TargetError::usage(format!(
+                "pmscope run maps a program's files at their file system's page size and takes no page= yet; \
+                 drop page={} from the target",
+                page.name()
+            )));
+        }
         if where_to_create(&self.path)? != Place::InDirectory {
             return Err(TargetError::usage(format!(
                 "pmscope run puts each allocation in a file of its own, so file: must name a directory, not the new file {}",
@@ -112,7 +183,7 @@ impl Kind for FileKind {
         bytes: u64,
         opts: &MapOptions,
     ) -> Result<Backing, TargetError> {
-        prepare(target, &self.path, bytes, opts)
+        prepare(target, &self.path, self.page, bytes, opts)
     }
 
     fn page_size_remedy(
@@ -121,6 +192,16 @@ impl Kind for FileKind {
         _want: u64,
         extents: Option<ExtentLayout>,
     ) -> Option<String> {
+        if achieved.persistence == Persistence::Emulated && self.page == Some(FilePage::Huge2m) {
+            let shmem = pmscope_sys::thp::settings(&pmscope_sys::sysroot::SysRoot::host())
+                .shmem_enabled
+                .unwrap_or_else(|| "unknown".into());
+            return Some(format!(
+                "tmpfs honours MADV_HUGEPAGE only when /sys/kernel/mm/transparent_hugepage/shmem_enabled \
+                 is advise, within_size or always (it is {shmem}), or the mount has huge=; or use a \
+                 hugetlbfs mount"
+            ));
+        }
         if achieved.persistence != Persistence::Dax {
             return None;
         }
@@ -138,9 +219,19 @@ impl Kind for FileKind {
     }
 }
 
-fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
+fn parse(arg: Option<&str>, options: &[(&str, &str)]) -> Result<Arc<dyn Kind>, SpecError> {
+    let mut page = None;
+    for (key, value) in options {
+        match *key {
+            "page" => page = Some(FilePage::parse(value)?),
+            other => unreachable!("the spec parser passes only file's own options, not {other}"),
+        }
+    }
     match arg {
-        Some(p) => Ok(Arc::new(FileKind { path: PathBuf::from(p) })),
+        Some(p) => Ok(Arc::new(FileKind {
+            path: PathBuf::from(p),
+            page,
+        })),
         None => Err(SpecError(
             "file needs a path: file:/mnt/pmem (a directory) or file:/mnt/pmem/bench.dat (a new file)"
                 .into(),
@@ -193,11 +284,15 @@ fn where_to_create(path: &Path) -> Result<Place, TargetError> {
 fn prepare(
     target: &PrepareCtx,
     path: &Path,
+    page: Option<FilePage>,
     bytes: u64,
     opts: &MapOptions,
 ) -> Result<Backing, TargetError> {
     let (mut backing, dir) = create_file(path, opts.keep)?;
     let home = Home::of(dir)?;
+    if let Some(page) = page {
+        check_page_request(page, &home)?;
+    }
     let align = home.granule();
     let len = bytes.next_multiple_of(align);
     home.check_room(target, len, opts)?;
@@ -208,7 +303,7 @@ fn prepare(
         ))
     })?;
     let (raw, map_sync) = home.map(backing.file(), len, align, opts.require_dax)?;
-    let expect = home.expectation(map_sync);
+    let expect = home.expectation(map_sync, page);
     backing.set_mapped(
         raw,
         expect,
@@ -226,7 +321,63 @@ fn prepare(
     if map_sync {
         backing.set_pmem_region(home.pmem_region(opts));
     }
+    if let Some(page) = page {
+        // Before the first touch, which is when the kernel picks each fault's size. On the
+        // error path `backing` drops: unmapped, and the unnamed file gone with it.
+        advise_page(&backing, page, &home, map_sync, target)?;
+    }
     Ok(backing)
+}
+
+/// Refuses a `page=` the file system cannot give, before anything is created where it can
+/// tell (hugetlbfs: its mount's page size is the only one) and for 1 GiB everywhere else.
+fn check_page_request(page: FilePage, home: &Home) -> Result<(), TargetError> {
+    let dir = home.dir.display();
+    match (home.huge_page, page) {
+        (Some(size), page) if size != page.bytes() => Err(TargetError::usage(format!(
+            "page={} on {dir}: a hugetlbfs mount maps only its own page size, {}; \
+             drop page= or use a hugetlbfs mounted with pagesize={}",
+            page.name(),
+            Bytes(size).human(),
+            page.name().to_uppercase()
+        ))),
+        (Some(_), _) => Ok(()),
+        (None, FilePage::Huge1g) => Err(TargetError::usage(format!(
+            "page=1g on {dir}: the kernel maps files on {} with at most 2 MiB pages (fs/dax.c \
+             falls back from 1 GiB faults; only device DAX and hugetlbfs have them); use a devdax \
+             device aligned at 1 GiB (ndctl create-namespace -m devdax -a 1G) or a hugetlbfs mounted \
+             with pagesize=1G",
+            home.facts.fstype
+        ))),
+        (None, _) => Ok(()),
+    }
+}
+
+/// Applies `page=` to a fresh mapping: 4k refuses huge pages (MADV_NOHUGEPAGE, which also
+/// keeps DAX faults to 4 KiB), 2m asks tmpfs for THP (MADV_HUGEPAGE) and needs DAX
+/// anywhere else, since the page cache of a disk file system maps base pages.
+fn advise_page(
+    backing: &Backing,
+    page: FilePage,
+    home: &Home,
+    map_sync: bool,
+    target: &PrepareCtx,
+) -> Result<(), TargetError> {
+    if home.huge_page.is_some() {
+        return Ok(()); // hugetlbfs: its page size, checked to be the one asked for
+    }
+    match page {
+        FilePage::Base4k => backing.advise_huge(false),
+        FilePage::Huge2m if map_sync => Ok(()), // DAX: 2 MiB faults where extents allow
+        FilePage::Huge2m if home.facts.magic == dax::TMPFS_MAGIC => backing.advise_huge(true),
+        FilePage::Huge2m => Err(TargetError::usage(format!(
+            "{target}: {} on {} is not DAX, and its page cache maps files with 4 KiB pages; \
+             use a file system mounted with -o dax on persistent memory, tmpfs, or a hugetlbfs",
+            home.dir.display(),
+            home.facts.fstype
+        ))),
+        FilePage::Huge1g => unreachable!("check_page_request refuses page=1g off hugetlbfs"),
+    }
 }
 
 /// Creates the scratch file `file:PATH` names: a new file in the directory PATH, or PATH
@@ -332,8 +483,9 @@ impl Home {
         }
     }
 
-    /// What the mapping should achieve, given whether MAP_SYNC held.
-    fn expectation(&self, map_sync: bool) -> Expectation {
+    /// What the mapping should achieve, given whether MAP_SYNC held and the page size
+    /// `page=` asked for (checked by `check_page_request` and applied by `advise_page`).
+    fn expectation(&self, map_sync: bool, page: Option<FilePage>) -> Expectation {
         let persistence = if map_sync {
             Persistence::Dax
         } else if self.in_ram {
@@ -343,6 +495,14 @@ impl Home {
         };
         let (page_bytes, why) = match (self.huge_page, map_sync) {
             (Some(size), _) => (Some(size), "hugetlbfs maps its page size"),
+            (None, true) if page == Some(FilePage::Base4k) => (
+                Some(4 << 10),
+                "page=4k: MADV_NOHUGEPAGE keeps DAX faults to 4 KiB pages",
+            ),
+            (None, false) if page == Some(FilePage::Huge2m) => (
+                Some(2 << 20),
+                "page=2m: MADV_HUGEPAGE asks tmpfs for transparent huge pages",
+            ),
             (None, true) => (
                 Some(2 << 20),
                 "DAX maps 2 MiB pages where the file's extents are 2 MiB-aligned",

@@ -51,10 +51,21 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
     fn argument(&self) -> String;
 
     /// The page policy the argument chooses (`4k`, `thp`, ...), for kinds whose argument is
-    /// one; `None` where the page size is not the spec's to choose (a file's is its file
-    /// system's, a device's its alignment).
+    /// one; `None` where the page size is not the spec's to choose (a device's is its
+    /// alignment, a file's its file system's unless `page=` asks).
     fn page_policy(&self) -> Option<&'static str> {
         None
+    }
+
+    /// The memory the target maps, apart from its page policy and node: the kind's name
+    /// where the argument is only a page policy (`dram` for `dram:thp`), else the kind with
+    /// its argument.
+    fn memory(&self) -> String {
+        if self.page_policy().is_some() {
+            self.entry().name.to_string()
+        } else {
+            format!("{}:{}", self.entry().name, self.argument())
+        }
     }
 
     /// Refuses, before anything is mapped for any target, what this kind can tell is
@@ -106,8 +117,9 @@ pub(crate) trait Kind: fmt::Debug + Send + Sync + RefUnwindSafe {
     }
 }
 
-/// A kind's parser of the part after `kind:`.
-pub(crate) type ParseFn = fn(Option<&str>) -> Result<Arc<dyn Kind>, SpecError>;
+/// A kind's parser of the part after `kind:`, with the options of its own
+/// ([`KindEntry::options`]) the spec gave, as `(key, value)` pairs in the spec's order.
+pub(crate) type ParseFn = fn(Option<&str>, &[(&str, &str)]) -> Result<Arc<dyn Kind>, SpecError>;
 
 /// One row of the kind registry: what `--help`, `pmscope list targets` and the parser use.
 pub struct KindEntry {
@@ -117,6 +129,9 @@ pub struct KindEntry {
     pub syntax: &'static str,
     /// One paragraph on what it maps and what it needs.
     pub doc: &'static str,
+    /// The `key=value` options the kind takes besides `node=N`, as the grammar spells them
+    /// (`page=4k|2m|1g`); the parser hands these to `parse` and refuses any other.
+    pub options: &'static [&'static str],
     /// Parses the part after `kind:` (None when absent).
     pub(crate) parse: ParseFn,
 }
@@ -128,7 +143,7 @@ pub const KINDS: &[&KindEntry] = &[&dram::ENTRY, &file::ENTRY, &shm::ENTRY, &dev
 pub fn syntax_summary() -> String {
     KINDS
         .iter()
-        .map(|k| k.syntax.trim_end_matches("[,node=N]"))
+        .map(|k| k.syntax.split("[,").next().unwrap_or(k.syntax))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -148,6 +163,9 @@ mod tests {
         for k in super::KINDS {
             assert!(k.syntax.starts_with(k.name), "{}", k.syntax);
             assert!(k.syntax.ends_with("[,node=N]"), "{}", k.syntax);
+            for option in k.options {
+                assert!(k.syntax.contains(&format!("[,{option}]")), "{}", k.syntax);
+            }
         }
     }
 }

@@ -22,6 +22,7 @@ pub(super) const ENTRY: KindEntry = KindEntry {
           the seeds' PM-LDRAM configuration. thp asks for huge pages with MADV_HUGEPAGE, which \
           tmpfs honours only when /sys/kernel/mm/transparent_hugepage/shmem_enabled allows it. \
           The file is removed afterwards unless --keep.",
+    options: &[],
     parse,
 };
 
@@ -31,7 +32,7 @@ struct Shm {
     pages: PagePolicy,
 }
 
-fn parse(arg: Option<&str>) -> Result<Arc<dyn Kind>, SpecError> {
+fn parse(arg: Option<&str>, _options: &[(&str, &str)]) -> Result<Arc<dyn Kind>, SpecError> {
     Ok(Arc::new(Shm {
         pages: parse_policy(arg, "shm", false)?,
     }))
