@@ -25,9 +25,10 @@ field() { # field REGION KEY: a namespace property from ndctl's JSON
 	ndctl list -N -r "$1" | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p" | head -n 1
 }
 # The NFIT regions in DIMM order (nmem0's first), and the legacy (e820) one, which has no DIMM.
+# (The cxl layout has neither: its nd regions are CXL regions', set up in cxl_setup below.)
 dimm_regions=
 legacy=
-for r in /sys/bus/nd/devices/region*; do
+[ "$CXL" = 1 ] || for r in /sys/bus/nd/devices/region*; do
 	[ -e "$r" ] || continue
 	if [ "$(cat "$r/mappings" 2>/dev/null || echo 0)" -gt 0 ]; then
 		dimm=$(cut -d, -f1 "$r/mapping0")
@@ -67,6 +68,48 @@ if [ -n "${2:-}" ]; then # 2nd NVDIMM: devdax, or system RAM of node 3 through k
 		echo "lab-init: no devdax namespace on $2"
 	fi
 fi
+# cxl: the two CXL windows' regions. decoder0.0 is the 1st host bridge's window (two devices:
+# a region interleaved 2 ways, onlined through devdax + kmem as a CPU-less node), decoder0.1
+# the 2nd's (one device: a region whose nd region is devdax). Each CXL region's nd region is
+# the one at the same physical address.
+nd_region_at() { # nd_region_at CXL_REGION: the nd region over the same addresses
+	local want r
+	want=$(cat "/sys/bus/cxl/devices/$1/resource")
+	for r in /sys/bus/nd/devices/region*; do
+		[ "$(cat "$r/resource" 2>/dev/null)" = "$want" ] && { echo "${r##*/}"; return 0; }
+	done
+	return 1
+}
+cxl_region() { # cxl_region ROOT_DECODER: creates a pmem region with every device below it
+	cxl create-region -t pmem -d "$1" 2>/dev/null | sed -n 's/.*"region":"\(region[0-9]*\)".*/\1/p' | head -n 1
+}
+cxl_setup() {
+	# cxl_pci probes asynchronously: wait for the three devices' endpoints.
+	for _ in $(seq 50); do
+		[ "$(ls -d /sys/bus/cxl/devices/endpoint* 2>/dev/null | wc -l)" -ge 3 ] && break
+		sleep 0.2
+	done
+	kr=$(cxl_region decoder0.0)
+	if [ -n "$kr" ] && nd=$(nd_region_at "$kr") &&
+		ndctl create-namespace -f -r "$nd" -m devdax -a 2M >/dev/null 2>&1; then
+		chr=$(field "$nd" chardev)
+		if daxctl reconfigure-device --mode=system-ram "$chr" >/dev/null 2>&1; then
+			echo "export LABVM_CXL_KMEM_REGION=$kr LABVM_CXL_NODE=$(cat "/sys/bus/dax/devices/$chr/target_node")" >>$ENV
+		else
+			echo "lab-init: daxctl could not online $chr of $kr as system RAM"
+		fi
+	else
+		echo "lab-init: no interleaved CXL region with a devdax namespace on decoder0.0 (${kr:-none})"
+	fi
+	pr=$(cxl_region decoder0.1)
+	if [ -n "$pr" ] && nd=$(nd_region_at "$pr") &&
+		ndctl create-namespace -f -r "$nd" -m devdax -a 2M >/dev/null 2>&1; then
+		echo "export LABVM_CXL_PMEM_REGION=$pr LABVM_CXL_DEVDAX=/dev/$(field "$nd" chardev)" >>$ENV
+	else
+		echo "lab-init: no CXL region with a devdax namespace on decoder0.1 (${pr:-none})"
+	fi
+}
+[ "$CXL" = 1 ] && cxl_setup
 if [ -n "$legacy" ]; then
 	dev=$(field "$legacy" blockdev)
 	[ -n "$dev" ] && echo "export LABVM_LEGACY_PMEM=/dev/$dev" >>$ENV
