@@ -68,10 +68,9 @@ if [ -n "${2:-}" ]; then # 2nd NVDIMM: devdax, or system RAM of node 3 through k
 		echo "lab-init: no devdax namespace on $2"
 	fi
 fi
-# cxl: the two CXL windows' regions. decoder0.0 is the 1st host bridge's window (two devices:
-# a region interleaved 2 ways, onlined through devdax + kmem as a CPU-less node), decoder0.1
-# the 2nd's (one device: a region whose nd region is devdax). Each CXL region's nd region is
-# the one at the same physical address.
+# cxl: one region interleaved over both devices (cxl create-region takes every device below
+# the window's root decoder); its nd region (the one at the same physical address) gets two
+# devdax namespaces: 512 MiB onlined through kmem as a CPU-less node, the rest left devdax.
 nd_region_at() { # nd_region_at CXL_REGION: the nd region over the same addresses
 	local want r
 	want=$(cat "/sys/bus/cxl/devices/$1/resource")
@@ -80,33 +79,32 @@ nd_region_at() { # nd_region_at CXL_REGION: the nd region over the same addresse
 	done
 	return 1
 }
-cxl_region() { # cxl_region ROOT_DECODER: creates a pmem region with every device below it
-	cxl create-region -t pmem -d "$1" 2>/dev/null | sed -n 's/.*"region":"\(region[0-9]*\)".*/\1/p' | head -n 1
+new_devdax() { # new_devdax ND_REGION [ndctl option...]: the new namespace's dax device
+	ndctl create-namespace -r "$@" -m devdax -a 2M 2>/dev/null | sed -n 's/.*"chardev":"\([^"]*\)".*/\1/p' | head -n 1
 }
 cxl_setup() {
-	# cxl_pci probes asynchronously: wait for the three devices' endpoints.
+	# cxl_pci probes asynchronously: wait for both devices' endpoints.
 	for _ in $(seq 50); do
-		[ "$(ls -d /sys/bus/cxl/devices/endpoint* 2>/dev/null | wc -l)" -ge 3 ] && break
+		[ "$(ls -d /sys/bus/cxl/devices/endpoint* 2>/dev/null | wc -l)" -ge 2 ] && break
 		sleep 0.2
 	done
-	kr=$(cxl_region decoder0.0)
-	if [ -n "$kr" ] && nd=$(nd_region_at "$kr") &&
-		ndctl create-namespace -f -r "$nd" -m devdax -a 2M >/dev/null 2>&1; then
-		chr=$(field "$nd" chardev)
-		if daxctl reconfigure-device --mode=system-ram "$chr" >/dev/null 2>&1; then
-			echo "export LABVM_CXL_KMEM_REGION=$kr LABVM_CXL_NODE=$(cat "/sys/bus/dax/devices/$chr/target_node")" >>$ENV
-		else
-			echo "lab-init: daxctl could not online $chr of $kr as system RAM"
-		fi
-	else
-		echo "lab-init: no interleaved CXL region with a devdax namespace on decoder0.0 (${kr:-none})"
+	region=$(cxl create-region -t pmem -d decoder0.0 2>/dev/null | sed -n 's/.*"region":"\(region[0-9]*\)".*/\1/p' | head -n 1)
+	if [ -z "$region" ] || ! nd=$(nd_region_at "$region"); then
+		echo "lab-init: no CXL region (or no nd region for it) on decoder0.0"
+		return
 	fi
-	pr=$(cxl_region decoder0.1)
-	if [ -n "$pr" ] && nd=$(nd_region_at "$pr") &&
-		ndctl create-namespace -f -r "$nd" -m devdax -a 2M >/dev/null 2>&1; then
-		echo "export LABVM_CXL_PMEM_REGION=$pr LABVM_CXL_DEVDAX=/dev/$(field "$nd" chardev)" >>$ENV
+	echo "export LABVM_CXL_REGION=$region" >>$ENV
+	chr=$(new_devdax "$nd" -s 512M)
+	if [ -n "$chr" ] && daxctl reconfigure-device --mode=system-ram "$chr" >/dev/null 2>&1; then
+		echo "export LABVM_CXL_NODE=$(cat "/sys/bus/dax/devices/$chr/target_node")" >>$ENV
 	else
-		echo "lab-init: no CXL region with a devdax namespace on decoder0.1 (${pr:-none})"
+		echo "lab-init: could not online a namespace of $region ($nd) as system RAM"
+	fi
+	chr=$(new_devdax "$nd")
+	if [ -n "$chr" ]; then
+		echo "export LABVM_CXL_DEVDAX=/dev/$chr" >>$ENV
+	else
+		echo "lab-init: no 2nd devdax namespace on $region ($nd)"
 	fi
 }
 [ "$CXL" = 1 ] && cxl_setup

@@ -434,9 +434,10 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    /// The lab's cxl guest as read there (QEMU 7.2, Linux 6.1): two host bridges; mem1 and
-    /// mem2 behind the 1st (region0, 2 ways, devdax onlined by kmem as node 4), mem0 behind
-    /// the 2nd (region1, 1 way, devdax on node 5's window).
+    /// Two host bridges with a window each, as read in a QEMU 7.2 / Linux 6.1 guest (an
+    /// early version of the lab's cxl layout): mem1 and mem2 behind the 1st (region0, 2 ways,
+    /// devdax onlined by kmem as node 4), mem0 behind the 2nd (region1, 1 way, devdax on
+    /// node 5's window).
     fn cxl_guest_tree() -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
         let p = t.path();
