@@ -171,6 +171,11 @@ CONFIG=$KDIR/tree/boot/config-$KVER
 for option in LIBNVDIMM BLK_DEV_PMEM ACPI_NFIT FS_DAX DEV_DAX DEV_DAX_PMEM DEV_DAX_KMEM X86_PMEM_LEGACY ACPI_HMAT NUMA HUGETLBFS; do
 	grep -Eq "^CONFIG_$option=[ym]" "$CONFIG" || fail "the guest kernel $KVER lacks CONFIG_$option"
 done
+if [ $CXL = 1 ]; then
+	for option in CXL_BUS CXL_ACPI CXL_PCI CXL_MEM CXL_PMEM CXL_PORT CXL_REGION; do
+		grep -Eq "^CONFIG_$option=[ym]" "$CONFIG" || fail "the guest kernel $KVER lacks CONFIG_$option (the cxl layout needs it)"
+	done
+fi
 
 # The uncompressed kernel: the payload after the first compression magic that decompresses to
 # an ELF file (the bzImage holds one compressed vmlinux; Debian's cloud kernel uses lz4 or xz).
