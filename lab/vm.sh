@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # lab/vm.sh — pmscope's lab guest. Boots a throw-away qemu guest whose memory has the tiers
 # pmscope measures (NVDIMMs in the ACPI NFIT, legacy e820 pmem, a memory-only NUMA node, a
-# dax/kmem node, ACPI HMAT figures, hugetlbfs), runs one command in it, prints that command's
-# output as it runs, and exits with its status. Nothing is installed on the host: the guest
-# kernel is Debian's cloud kernel package, downloaded with apt-get and unpacked into a cache.
+# dax/kmem node, ACPI HMAT figures, hugetlbfs; or CXL memory devices), runs one command in
+# it, prints that command's output as it runs, and exits with its status. Nothing is installed
+# on the host: the guest kernel is Debian's cloud kernel package, downloaded with apt-get and
+# unpacked into a cache.
 #
 # usage: lab/vm.sh [options] [--] COMMAND [ARG...]
 #   -l, --layout NAME   pmem (default) | kmem | oldcpu | cxl, see LAYOUTS below
@@ -78,7 +79,7 @@ done
 
 # ------------------------------------------------------------------------------ LAYOUTS
 # Each layout: the guest CPU (under TCG, and under KVM), whether the 2nd NVDIMM is onlined as
-# system RAM. The memory topology is the same in all of them.
+# system RAM, whether CXL devices replace the NVDIMMs. The NUMA nodes are the same in all.
 CXL=0
 case $LAYOUT in
 pmem) TCG_CPU=max KVM_CPU=host KMEM=0 ;;
