@@ -25,9 +25,10 @@ field() { # field REGION KEY: a namespace property from ndctl's JSON
 	ndctl list -N -r "$1" | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p" | head -n 1
 }
 # The NFIT regions in DIMM order (nmem0's first), and the legacy (e820) one, which has no DIMM.
+# (The cxl layout has neither: its nd regions are CXL regions', set up in cxl_setup below.)
 dimm_regions=
 legacy=
-for r in /sys/bus/nd/devices/region*; do
+[ "$CXL" = 1 ] || for r in /sys/bus/nd/devices/region*; do
 	[ -e "$r" ] || continue
 	if [ "$(cat "$r/mappings" 2>/dev/null || echo 0)" -gt 0 ]; then
 		dimm=$(cut -d, -f1 "$r/mapping0")
@@ -67,6 +68,46 @@ if [ -n "${2:-}" ]; then # 2nd NVDIMM: devdax, or system RAM of node 3 through k
 		echo "lab-init: no devdax namespace on $2"
 	fi
 fi
+# cxl: one region interleaved over both devices (cxl create-region takes every device below
+# the window's root decoder); its nd region (the one at the same physical address) gets two
+# devdax namespaces: 512 MiB onlined through kmem as a CPU-less node, the rest left devdax.
+nd_region_at() { # nd_region_at CXL_REGION: the nd region over the same addresses
+	local want r
+	want=$(cat "/sys/bus/cxl/devices/$1/resource")
+	for r in /sys/bus/nd/devices/region*; do
+		[ "$(cat "$r/resource" 2>/dev/null)" = "$want" ] && { echo "${r##*/}"; return 0; }
+	done
+	return 1
+}
+new_devdax() { # new_devdax ND_REGION [ndctl option...]: the new namespace's dax device
+	ndctl create-namespace -r "$@" -m devdax -a 2M 2>/dev/null | sed -n 's/.*"chardev":"\([^"]*\)".*/\1/p' | head -n 1
+}
+cxl_setup() {
+	# cxl_pci probes asynchronously: wait for both devices' endpoints.
+	for _ in $(seq 50); do
+		[ "$(ls -d /sys/bus/cxl/devices/endpoint* 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.2
+	done
+	region=$(cxl create-region -t pmem -d decoder0.0 2>/dev/null | sed -n 's/.*"region":"\(region[0-9]*\)".*/\1/p' | head -n 1)
+	if [ -z "$region" ] || ! nd=$(nd_region_at "$region"); then
+		echo "lab-init: no CXL region (or no nd region for it) on decoder0.0"
+		return
+	fi
+	echo "export LABVM_CXL_REGION=$region" >>$ENV
+	chr=$(new_devdax "$nd" -s 512M)
+	if [ -n "$chr" ] && daxctl reconfigure-device --mode=system-ram "$chr" >/dev/null 2>&1; then
+		echo "export LABVM_CXL_NODE=$(cat "/sys/bus/dax/devices/$chr/target_node")" >>$ENV
+	else
+		echo "lab-init: could not online a namespace of $region ($nd) as system RAM"
+	fi
+	chr=$(new_devdax "$nd")
+	if [ -n "$chr" ]; then
+		echo "export LABVM_CXL_DEVDAX=/dev/$chr" >>$ENV
+	else
+		echo "lab-init: no 2nd devdax namespace on $region ($nd)"
+	fi
+}
+[ "$CXL" = 1 ] && cxl_setup
 if [ -n "$legacy" ]; then
 	dev=$(field "$legacy" blockdev)
 	[ -n "$dev" ] && echo "export LABVM_LEGACY_PMEM=/dev/$dev" >>$ENV

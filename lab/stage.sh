@@ -36,6 +36,7 @@ LAYOUTS=(
 	"pmem|fsdax devdax legacy_pmem memonly_node avx2_without_avx512"
 	"kmem|kmem_node"
 	"oldcpu|old_cpu"
+	"cxl|cxl"
 )
 BOOT_TIMEOUT=${PMSCOPE_LAB_BOOT_TIMEOUT:-300} # s: a boot's timeout, unless one step needs more
 SHARE_OF_TIMEOUT=60  # % of a boot's timeout its estimate at load 2 may use

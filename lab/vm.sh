@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # lab/vm.sh — pmscope's lab guest. Boots a throw-away qemu guest whose memory has the tiers
 # pmscope measures (NVDIMMs in the ACPI NFIT, legacy e820 pmem, a memory-only NUMA node, a
-# dax/kmem node, ACPI HMAT figures, hugetlbfs), runs one command in it, prints that command's
-# output as it runs, and exits with its status. Nothing is installed on the host: the guest
-# kernel is Debian's cloud kernel package, downloaded with apt-get and unpacked into a cache.
+# dax/kmem node, ACPI HMAT figures, hugetlbfs; or CXL memory devices), runs one command in
+# it, prints that command's output as it runs, and exits with its status. Nothing is installed
+# on the host: the guest kernel is Debian's cloud kernel package, downloaded with apt-get and
+# unpacked into a cache.
 #
 # usage: lab/vm.sh [options] [--] COMMAND [ARG...]
-#   -l, --layout NAME   pmem (default) | kmem | oldcpu, see LAYOUTS below
+#   -l, --layout NAME   pmem (default) | kmem | oldcpu | cxl, see LAYOUTS below
 #   -p, --payload PATH  copied into the guest as /payload/<basename> (repeatable); the shared
 #                       libraries of its executable ELF files come along
 #   -o, --out DIR       the guest's /out directory, copied back to DIR after COMMAND
@@ -24,6 +25,10 @@
 #   LABVM_LEGACY_PMEM         the memmap=512M!512M region's block device (raw, DAX-capable)
 #   LABVM_MEMONLY_NODE=2      a node with 1 GiB of RAM and no CPUs
 #   LABVM_HUGETLBFS           hugetlbfs (2 MiB pages, 64 reserved)
+#   cxl only (no NVDIMMs, no legacy pmem there; see "the machine" below):
+#   LABVM_CXL_REGION          the CXL pmem region interleaved over both type-3 devices
+#   LABVM_CXL_NODE            the CPU-less node its 1st namespace became (devdax + kmem)
+#   LABVM_CXL_DEVDAX          its 2nd namespace as devdax, 2 MiB alignment
 # Exit status: COMMAND's own; 124 when the timeout struck; 125 when the guest could not be
 # built or booted, or never reported a status.
 #
@@ -74,10 +79,14 @@ done
 
 # ------------------------------------------------------------------------------ LAYOUTS
 # Each layout: the guest CPU (under TCG, and under KVM), whether the 2nd NVDIMM is onlined as
-# system RAM. The memory topology is the same in all of them.
+# system RAM, whether CXL devices replace the NVDIMMs. The NUMA nodes are the same in all.
+CXL=0
 case $LAYOUT in
 pmem) TCG_CPU=max KVM_CPU=host KMEM=0 ;;
 kmem) TCG_CPU=max KVM_CPU=host KMEM=1 ;;
+# Two CXL type-3 memory devices behind a CXL host bridge instead of the NVDIMMs (the machine
+# is a q35 then, the only x86 machine with CXL).
+cxl) TCG_CPU=max KVM_CPU=host KMEM=0 CXL=1 ;;
 # A CPU without the newer instructions pmscope has kernels for: no AVX2 (and so no AVX-512),
 # no clwb, no clflushopt, no fast strings (ERMS, FSRM); AVX (256-bit floating point) stays,
 # as on Sandy Bridge.
@@ -86,7 +95,7 @@ oldcpu)
 	KVM_CPU=host,-avx2,-clwb,-clflushopt,-avx512f,-avx512bw,-avx512dq,-avx512vl,-erms,-fsrm
 	KMEM=0
 	;;
-*) fail "unknown layout $LAYOUT: use pmem, kmem or oldcpu" ;;
+*) fail "unknown layout $LAYOUT: use pmem, kmem, oldcpu or cxl" ;;
 esac
 case $ACCEL in auto | tcg | kvm) ;; *) fail "--accel takes auto, tcg or kvm, not $ACCEL" ;; esac
 
@@ -163,6 +172,11 @@ CONFIG=$KDIR/tree/boot/config-$KVER
 for option in LIBNVDIMM BLK_DEV_PMEM ACPI_NFIT FS_DAX DEV_DAX DEV_DAX_PMEM DEV_DAX_KMEM X86_PMEM_LEGACY ACPI_HMAT NUMA HUGETLBFS; do
 	grep -Eq "^CONFIG_$option=[ym]" "$CONFIG" || fail "the guest kernel $KVER lacks CONFIG_$option"
 done
+if [ $CXL = 1 ]; then
+	for option in CXL_BUS CXL_ACPI CXL_PCI CXL_MEM CXL_PMEM CXL_PORT CXL_REGION; do
+		grep -Eq "^CONFIG_$option=[ym]" "$CONFIG" || fail "the guest kernel $KVER lacks CONFIG_$option (the cxl layout needs it)"
+	done
+fi
 
 # The uncompressed kernel: the payload after the first compression magic that decompresses to
 # an ELF file (the bzImage holds one compressed vmlinux; Debian's cloud kernel uses lz4 or xz).
@@ -242,6 +256,7 @@ put_module() {
 		put_module "${dep%%.ko*}"
 	done
 }
+if [ $CXL = 1 ]; then MODULES="$MODULES cxl_acpi cxl_pci cxl_mem cxl_pmem"; fi
 for m in $MODULES; do put_module "$m"; done
 cp "$MODDIR"/modules.builtin* "$ROOT/lib/modules/$KVER/" 2>/dev/null || true
 busybox depmod -b "$ROOT" "$KVER"
@@ -259,7 +274,7 @@ done
 	printf '%q ' "$@"
 	echo
 } >"$ROOT/etc/lab/command"
-printf 'LAYOUT=%s\nKMEM=%s\n' "$LAYOUT" "$KMEM" >"$ROOT/etc/lab/layout"
+printf 'LAYOUT=%s\nKMEM=%s\nCXL=%s\n' "$LAYOUT" "$KMEM" "$CXL" >"$ROOT/etc/lab/layout"
 cp "$(dirname "$0")/init.sh" "$ROOT/init"
 chmod 755 "$ROOT/init" "$ROOT/etc/lab/command"
 (cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1 >"$WORK/initrd.gz")
@@ -272,7 +287,11 @@ T_BUILT=$(date +%s.%N)
 # 20 GB/s, the other CPU node 130 ns / 10 GB/s, node 2 250 ns / 8 GB/s, and a 64 MiB
 # direct-mapped write-back memory-side cache in front of node 2 (as Optane Memory Mode's DRAM
 # or a CXL expander's cache would be: the kernel lists it under memory_side_cache/).
-MACHINE=(-machine pc,nvdimm=on,hmat=on -smp 2 -m 3G,slots=4,maxmem=10G)
+if [ $CXL = 1 ]; then
+	MACHINE=(-machine q35,hmat=on,cxl=on -smp 2 -m 3G,slots=4,maxmem=10G)
+else
+	MACHINE=(-machine pc,nvdimm=on,hmat=on -smp 2 -m 3G,slots=4,maxmem=10G)
+fi
 for n in 0 1 2; do MACHINE+=(-object "memory-backend-ram,id=ram$n,size=1G"); done
 MACHINE+=(-numa node,nodeid=0,cpus=0,memdev=ram0 -numa node,nodeid=1,cpus=1,memdev=ram1
 	-numa node,nodeid=2,memdev=ram2,initiator=0 -numa node,nodeid=3)
@@ -288,11 +307,33 @@ for cpu_node in 0 1; do
 	done
 done
 MACHINE+=(-numa hmat-cache,node-id=2,size=64M,level=1,associativity=direct,policy=write-back,line=64)
-for i in 0 1; do
-	MACHINE+=(-object "memory-backend-file,id=nvmem$i,share=on,mem-path=$WORK/nvdimm$i.img,size=1G,align=2M"
-		-device "nvdimm,id=nvdimm$i,memdev=nvmem$i,node=$((i == 0 ? 0 : 3))")
-done
-APPEND="console=ttyS0 panic=-1 loglevel=4 transparent_hugepage=madvise tsc=reliable no_timer_check memmap=512M!512M"
+APPEND="console=ttyS0 panic=-1 loglevel=4 transparent_hugepage=madvise tsc=reliable no_timer_check"
+if [ $CXL = 1 ]; then
+	# CXL (QEMU's docs/system/devices/cxl.rst): a CXL host bridge (pxb-cxl) with two root
+	# ports, a persistent type-3 device on each (file-backed memory and a label storage
+	# area), and a 4 GiB CXL fixed memory window over that bridge. QEMU 7.2's type-3 device is
+	# persistent only (volatile-memdev came with 8.0), and it serves the window as MMIO under
+	# TCG and KVM alike: every access goes through QEMU's interleave decoding (about 5 MB/s
+	# under TCG; under KVM code cannot run from it). Its host bridge has one HDM decoder, so
+	# one region; a 2nd bridge with a window of its own gives a 2nd region, but memory in it
+	# reads back as zeros there (docs/lab.md), so the lab has one region interleaved over
+	# both devices. The kernel gives the window a NUMA node of its own (SRAT does not cover
+	# it): the node the region's kmem part becomes.
+	MACHINE+=(-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1)
+	for i in 0 1; do
+		MACHINE+=(-object "memory-backend-file,id=cxlmem$i,share=on,mem-path=$WORK/cxl$i.img,size=512M"
+			-object "memory-backend-file,id=cxllsa$i,share=on,mem-path=$WORK/cxl$i.lsa,size=1M"
+			-device "cxl-rp,port=$i,bus=cxl.1,id=cxl_rp$i,chassis=0,slot=$((i + 2))"
+			-device "cxl-type3,bus=cxl_rp$i,memdev=cxlmem$i,lsa=cxllsa$i,id=cxl-pmem$i,sn=$((0x1000 + i))")
+	done
+	MACHINE+=(-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G)
+else
+	for i in 0 1; do
+		MACHINE+=(-object "memory-backend-file,id=nvmem$i,share=on,mem-path=$WORK/nvdimm$i.img,size=1G,align=2M"
+			-device "nvdimm,id=nvdimm$i,memdev=nvmem$i,node=$((i == 0 ? 0 : 3))")
+	done
+	APPEND="$APPEND memmap=512M!512M"
+fi
 
 kvm_usable() {
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ ! -d /sys/module/kvm_pvm ]
@@ -311,8 +352,13 @@ boot() {
 	: >"$WORK/console.log"
 	: >"$WORK/output.log"
 	: >"$WORK/status.log"
-	rm -f "$WORK"/nvdimm?.img
-	truncate -s 1G "$WORK/nvdimm0.img" "$WORK/nvdimm1.img" # sparse
+	rm -f "$WORK"/nvdimm?.img "$WORK"/cxl?.img "$WORK"/cxl?.lsa
+	if [ $CXL = 1 ]; then
+		truncate -s 512M "$WORK"/cxl{0,1}.img # sparse
+		truncate -s 1M "$WORK"/cxl{0,1}.lsa
+	else
+		truncate -s 1G "$WORK/nvdimm0.img" "$WORK/nvdimm1.img"
+	fi
 	T_QEMU=$(date +%s.%N)
 	setpriv --pdeathsig KILL timeout -k 5 $((REMAINING + 30)) setpriv --pdeathsig KILL \
 		qemu-system-x86_64 "${cpu[@]}" "${MACHINE[@]}" \

@@ -422,6 +422,7 @@ fn info_json_holds_every_field() {
         "dax_devices",
         "dax_mounts",
         "pmem_block_devices",
+        "cxl",
         "tools",
         "perf_counters",
         "prefetchers",
@@ -530,6 +531,23 @@ fn info_json_holds_every_field() {
         })
         .unwrap_or(0);
     assert_eq!(v["pmem_regions"].as_array().unwrap().len(), regions);
+    // CXL memory devices and regions: as many as /sys/bus/cxl lists (none without CXL).
+    let cxl = |prefix: &str| {
+        std::fs::read_dir("/sys/bus/cxl/devices")
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .strip_prefix(prefix)
+                            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(v["cxl"]["memdevs"].as_array().unwrap().len(), cxl("mem"));
+    assert_eq!(v["cxl"]["regions"].as_array().unwrap().len(), cxl("region"));
 }
 
 #[test]

@@ -762,3 +762,216 @@ mod needs_kmem_node {
         assert!(!line.contains("HMAT read 0 ns"), "{line}");
     }
 }
+
+mod needs_cxl {
+    use super::*;
+
+    /// `cxl list` (ndctl's libcxl, not pmscope's reader) as JSON, `[]` when it lists nothing.
+    fn cxl_list(args: &[&str]) -> Vec<Value> {
+        let o = Command::new("cxl")
+            .arg("list")
+            .args(args)
+            .output()
+            .expect("cxl (ndctl) in the guest");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout);
+        if text.trim().is_empty() {
+            return vec![];
+        }
+        match serde_json::from_str(&text).unwrap() {
+            Value::Array(v) => v,
+            one => vec![one],
+        }
+    }
+
+    fn warning_codes(r: &Value) -> Vec<String> {
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["code"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// `pmscope info` lists both memory devices and the region with the interleave libcxl
+    /// reports, and what it became: one dax device onlined as the kmem node, one devdax.
+    #[test]
+    #[ignore = "needs a CXL region with a kmem node and a devdax device (LABVM_CXL_REGION, lab/vm.sh -l cxl): runs in the lab guest via lab/stage.sh"]
+    fn info_lists_the_devices_the_region_and_its_node() {
+        let node: u64 = lab("LABVM_CXL_NODE").parse().unwrap();
+        let name = lab("LABVM_CXL_REGION");
+        let devdax = lab("LABVM_CXL_DEVDAX");
+        let v: Value = serde_json::from_str(&success(&pmscope(&["info", "--json"]))).unwrap();
+        let cxl = &v["cxl"];
+
+        let mut listed: Vec<String> = cxl_list(&["-M"])
+            .iter()
+            .map(|m| m["memdev"].as_str().unwrap().to_string())
+            .collect();
+        listed.sort();
+        let memdevs = cxl["memdevs"].as_array().unwrap();
+        let mut ours: Vec<String> = memdevs
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect();
+        ours.sort();
+        assert_eq!(ours, listed);
+        assert_eq!(ours.len(), 2, "{cxl}");
+        for m in memdevs {
+            let name = m["name"].as_str().unwrap();
+            let serial =
+                std::fs::read_to_string(format!("/sys/bus/cxl/devices/{name}/serial")).unwrap();
+            assert_eq!(m["serial"], serial.trim(), "{m}");
+            assert_eq!(m["pmem_bytes"], 512u64 << 20, "{m}");
+            assert_eq!(m["ram_bytes"], 0, "{m}");
+            assert!(m["host_bridge"].as_str().unwrap().starts_with("pci"), "{m}");
+        }
+
+        let regions = cxl["regions"].as_array().unwrap();
+        assert_eq!(regions.len(), 1, "{cxl}");
+        let r = &regions[0];
+        assert_eq!(r["name"], name.as_str());
+        let libcxl = &cxl_list(&["-R", "-r", &name])[0];
+        assert_eq!(r["mode"], "pmem", "{r}");
+        assert_eq!(r["size_bytes"], libcxl["size"], "{r} vs {libcxl}");
+        assert_eq!(r["interleave_ways"], libcxl["interleave_ways"], "{libcxl}");
+        assert_eq!(r["interleave_ways"], 2);
+        assert_eq!(
+            r["interleave_granularity"], libcxl["interleave_granularity"],
+            "{libcxl}"
+        );
+        assert_eq!(r["committed"], true);
+        // The devices libcxl finds below the region's root decoder are the region's.
+        let decoder = r["root_decoder"].as_str().unwrap();
+        let mut below: Vec<String> = cxl_list(&["-M", "-d", decoder])
+            .iter()
+            .map(|m| m["memdev"].as_str().unwrap().to_string())
+            .collect();
+        below.sort();
+        let mut mine: Vec<String> = r["memdevs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap().to_string())
+            .collect();
+        mine.sort();
+        assert_eq!(mine, below, "{r}");
+        assert_eq!(r["node"], node, "{r}");
+        let dax = r["dax_devices"].as_array().unwrap();
+        assert_eq!(dax.len(), 2, "{r}");
+        let kmem = dax
+            .iter()
+            .find(|d| d["system_ram"] == true)
+            .expect("a kmem dax device");
+        assert_eq!(kmem["target_node"], node);
+        let plain = dax
+            .iter()
+            .find(|d| d["system_ram"] == false)
+            .expect("a devdax device");
+        assert_eq!(format!("/dev/{}", plain["name"].as_str().unwrap()), devdax);
+
+        // The nd region it became is a CXL pmem region, emulated by QEMU.
+        let nd = r["nd_region"].as_str().unwrap();
+        let pr = v["pmem_regions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == nd)
+            .unwrap_or_else(|| panic!("no pmem region {nd}"));
+        assert_eq!(pr["origin"], "virtual-cxl", "{pr}");
+
+        let text = success(&pmscope(&["info"]));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("cxl region    {name}:")))
+            .unwrap_or_else(|| panic!("no line for {name}: {text}"));
+        assert!(line.contains("2-way interleaved at 256 B"), "{line}");
+        assert!(line.contains("onlined as system RAM"), "{line}");
+        assert!(line.contains(&format!("node {node}")), "{line}");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("cxl device "))
+                .count(),
+            2,
+            "{text}"
+        );
+        assert!(
+            info_node_line(node).contains("memory-only"),
+            "the kmem node is a CPU-less node"
+        );
+    }
+
+    /// `-t dram,node=N` on the node the interleaved region became: every page there, and the
+    /// record names the region, its devices and interleave, and says the device is emulated.
+    #[test]
+    #[ignore = "needs a CXL region onlined as a NUMA node (LABVM_CXL_NODE, lab/vm.sh -l cxl): runs in the lab guest via lab/stage.sh"]
+    fn verify_on_the_cxl_node_records_the_region() {
+        let node: u64 = lab("LABVM_CXL_NODE").parse().unwrap();
+        let region = lab("LABVM_CXL_REGION");
+        let r = verify_json(&["-t", &format!("dram,node={node}"), "--size", "16MiB"]);
+        let a = &r["target"]["achieved"];
+        assert_eq!(
+            a["nodes"],
+            serde_json::json!({ node.to_string(): (16u64 << 20) / 4096 }),
+            "{a}"
+        );
+        let c = &a["cxl"];
+        assert_eq!(c["region"], region.as_str(), "{a}");
+        assert_eq!(c["node"], node);
+        assert_eq!(c["system_ram"], true);
+        assert_eq!(c["interleave_ways"], 2);
+        assert_eq!(c["interleave_granularity"], 256);
+        assert_eq!(c["memdevs"].as_array().unwrap().len(), 2);
+        assert_eq!(c["serials"].as_array().unwrap().len(), 2);
+        assert_eq!(c["emulated"], true);
+        let codes = warning_codes(&r);
+        assert!(codes.iter().any(|c| c == "cxl-emulated"), "{codes:?}");
+        assert!(!codes.iter().any(|c| c == "node-mismatch"), "{codes:?}");
+        // Memory of an ordinary node carries no CXL facts.
+        let r0 = verify_json(&["-t", "dram,node=0", "--size", "16MiB"]);
+        assert_eq!(r0["target"]["achieved"]["cxl"], Value::Null, "{r0}");
+    }
+
+    /// A devdax target on the region's other namespace: the pmem region is a CXL one, the
+    /// record names the CXL region, and the emulation is said once (pmem-emulated). The
+    /// memory holds what is written (a latency chase follows its pointers).
+    #[test]
+    #[ignore = "needs a devdax device on a CXL pmem region (LABVM_CXL_DEVDAX, lab/vm.sh -l cxl): runs in the lab guest via lab/stage.sh"]
+    fn devdax_on_the_cxl_pmem_region_records_the_region() {
+        let dev = lab("LABVM_CXL_DEVDAX");
+        let region = lab("LABVM_CXL_REGION");
+        let r = verify_json(&[
+            "-t",
+            &format!("devdax:{dev}"),
+            "--size",
+            "16MiB",
+            "--destroy-data",
+        ]);
+        let a = &r["target"]["achieved"];
+        assert_eq!(a["persistence"], "dax", "{a}");
+        assert_eq!(a["pmem_region"]["origin"], "virtual-cxl", "{a}");
+        assert_eq!(a["pmem_region"]["emulated"], true);
+        let c = &a["cxl"];
+        assert_eq!(c["region"], region.as_str(), "{a}");
+        assert_eq!(c["interleave_ways"], 2);
+        assert_eq!(c["memdevs"].as_array().unwrap().len(), 2);
+        // Its pages are the device's own (ZONE_DEVICE), on no node move_pages can tell.
+        assert_eq!(a["page_size"], 2 << 20, "{a}");
+        let codes = warning_codes(&r);
+        assert!(codes.iter().any(|c| c == "pmem-emulated"), "{codes:?}");
+        assert!(!codes.iter().any(|c| c == "cxl-emulated"), "{codes:?}");
+        let o = pmscope(&[
+            "latency",
+            "-t",
+            &format!("devdax:{dev}"),
+            "--sizes",
+            "4KiB,1MiB",
+            "--reps",
+            "1",
+            "--samples",
+            "200",
+            "--destroy-data",
+        ]);
+        success(&o);
+    }
+}

@@ -154,6 +154,36 @@ pub struct Achieved {
     /// describes it; absent for other targets (and in records of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pmem_region: Option<PmemRegionFacts>,
+    /// The CXL region behind the memory: a DAX target's nd region made from one, or the
+    /// node a CXL region was onlined on through kmem; absent otherwise (and in records of
+    /// older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cxl: Option<CxlFacts>,
+}
+
+/// Which CXL devices and interleave a target's memory is, as `/sys/bus/cxl` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CxlFacts {
+    /// The CXL region (`region0`).
+    pub region: String,
+    /// `pmem` or `ram`.
+    pub mode: String,
+    /// The memory devices interleaved in it, in interleave order (`mem0`).
+    pub memdevs: Vec<String>,
+    /// Their serial numbers, in the same order (where the device gives one).
+    pub serials: Vec<String>,
+    /// Devices interleaved.
+    pub interleave_ways: u32,
+    /// Bytes given to one device before the next.
+    pub interleave_granularity: u32,
+    /// The NUMA node its memory belongs to (for a kmem-onlined region, the node measured).
+    pub node: Option<u32>,
+    /// Whether the region's memory was onlined as system RAM (kmem).
+    pub system_ram: bool,
+    /// Whether the devices are a hypervisor's emulation (QEMU's cxl-type3).
+    pub emulated: bool,
+    /// One sentence describing the region.
+    pub description: String,
 }
 
 /// Where a DAX target's memory comes from: whether it is persistent memory at all, and
@@ -195,6 +225,7 @@ impl Achieved {
             alignment: None,
             prefault_ns: 0,
             pmem_region: None,
+            cxl: None,
         }
     }
 

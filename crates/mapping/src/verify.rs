@@ -5,7 +5,7 @@
 
 use crate::TargetSpec;
 use crate::backing::{Backing, Expectation, MapOptions, fault_evidence};
-use pmscope_core::achieved::{Achieved, Persistence, PmemRegionFacts};
+use pmscope_core::achieved::{Achieved, CxlFacts, Persistence, PmemRegionFacts};
 use pmscope_core::units::{Bytes, GIB1, KIB4, MIB2, page_size_name};
 use pmscope_core::warning::Warning;
 use pmscope_sys::dax::ExtentLayout;
@@ -46,6 +46,7 @@ pub(crate) fn probe(
     };
     let step = page_size.unwrap_or(KIB4).min(MIB2) as usize;
     let placement = pmscope_sys::numa::page_nodes(raw.ptr, raw.len, step, MAX_NODE_QUERIES);
+    let cxl = cxl_facts(&opts.root, backing.pmem_region(), &placement.per_node);
     Achieved {
         bytes: len,
         pages,
@@ -64,7 +65,50 @@ pub(crate) fn probe(
         pmem_region: backing
             .pmem_region()
             .and_then(|r| region_facts(&opts.root, r)),
+        cxl,
     }
+}
+
+/// The CXL region the memory is: the one that became the DAX target's nd region, else the
+/// one kmem onlined on the node holding most of the mapping's pages.
+fn cxl_facts(
+    root: &pmscope_sys::sysroot::SysRoot,
+    nd_region: Option<&str>,
+    nodes: &std::collections::BTreeMap<u32, u64>,
+) -> Option<CxlFacts> {
+    if nd_region.is_none() && nodes.is_empty() {
+        return None;
+    }
+    let inv = pmscope_sys::cxl::Inventory::read(root);
+    if inv.regions.is_empty() {
+        return None;
+    }
+    let region = match nd_region {
+        Some(nd) => inv.region_of_nd_region(nd),
+        None => nodes
+            .iter()
+            .filter(|&(_, &pages)| pages > 0)
+            .filter_map(|(&n, &pages)| inv.region_of_node(n).map(|r| (pages, r)))
+            .max_by_key(|&(pages, _)| pages)
+            .map(|(_, r)| r),
+    }?;
+    let serials = region
+        .memdevs
+        .iter()
+        .filter_map(|m| inv.memdevs.iter().find(|d| &d.name == m)?.serial.clone())
+        .collect();
+    Some(CxlFacts {
+        region: region.name.clone(),
+        mode: region.mode.clone(),
+        memdevs: region.memdevs.clone(),
+        serials,
+        interleave_ways: region.interleave_ways,
+        interleave_granularity: region.interleave_granularity,
+        node: region.node,
+        system_ram: region.system_ram(),
+        emulated: pmscope_sys::cpu::CpuFeatures::detect().hypervisor,
+        description: region.describe(),
+    })
 }
 
 /// What sysfs says about the region `name`: its origin (real, virtual or memmap= emulated),
@@ -181,6 +225,22 @@ pub(crate) fn against_expectation(
             ),
             "read its figures as the backing memory's (DRAM or the host's file), not as persistent memory's; \
              compare with real NVDIMM or CXL pmem before drawing conclusions about a medium",
+        ));
+    }
+    // A DAX target on emulated CXL pmem is said emulated above; memory onlined from it is not.
+    if let Some(c) = a
+        .cxl
+        .as_ref()
+        .filter(|c| c.emulated && a.pmem_region.is_none())
+    {
+        w.push(Warning::new(
+            "cxl-emulated",
+            format!(
+                "{name}: the memory is an emulated CXL device's, under a hypervisor: {}",
+                c.description
+            ),
+            "read its figures as the hypervisor's emulation (QEMU serves CXL memory as MMIO), \
+             not as a CXL device's; measure real CXL memory on bare metal",
         ));
     }
     if a.persistence == Persistence::PageCache {
@@ -338,6 +398,52 @@ mod tests {
             w[0].message
                 .contains("75.0% of the pages are not on node 1")
         );
+    }
+
+    #[test]
+    fn memory_of_an_emulated_cxl_device_is_said_emulated_once() {
+        let spec: TargetSpec = "dram,node=4".parse().unwrap();
+        let expect = Expectation {
+            page_bytes: None,
+            why: "",
+            persistence: Persistence::Volatile,
+        };
+        let mut a = achieved(KIB4, true);
+        a.persistence = Persistence::Volatile;
+        a.nodes = BTreeMap::from([(4, 10)]);
+        let cxl = |emulated| CxlFacts {
+            region: "region0".into(),
+            mode: "pmem".into(),
+            memdevs: vec!["mem2".into(), "mem1".into()],
+            serials: vec![],
+            interleave_ways: 2,
+            interleave_granularity: 256,
+            node: Some(4),
+            system_ram: true,
+            emulated,
+            description: "region0: CXL pmem region".into(),
+        };
+        a.cxl = Some(cxl(false));
+        assert!(against_expectation(&spec, &a, &expect, None).is_empty());
+        a.cxl = Some(cxl(true));
+        let w = against_expectation(&spec, &a, &expect, None);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].code, "cxl-emulated");
+        assert!(w[0].message.ends_with("region0: CXL pmem region"));
+        // On a DAX target the emulated pmem region says it already.
+        a.pmem_region = Some(PmemRegionFacts {
+            region: "region0".into(),
+            origin: "virtual-cxl".into(),
+            emulated: true,
+            persistence_domain: None,
+            interleave_ways: 2,
+            description: String::new(),
+        });
+        let codes: Vec<_> = against_expectation(&spec, &a, &expect, None)
+            .into_iter()
+            .map(|w| w.code)
+            .collect();
+        assert_eq!(codes, ["pmem-emulated"]);
     }
 
     #[test]

@@ -165,6 +165,12 @@ fn numa_maps_nodes(start: usize) -> BTreeMap<u32, u64> {
 
 /// dram,node=N places every page on N: move_pages (pmscope) and numa_maps (kernel) agree.
 fn assert_every_page_on(node: u32) {
+    let m = assert_every_page_mapped_on(node);
+    assert!(m.warnings().is_empty(), "{:?}", m.warnings());
+}
+
+/// As [`assert_every_page_on`], leaving the warnings to the caller.
+fn assert_every_page_mapped_on(node: u32) -> Mapping {
     let cpus = std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist"))
         .unwrap_or_else(|e| panic!("node {node} is not in sysfs: {e}"));
     assert_eq!(
@@ -183,12 +189,12 @@ fn assert_every_page_on(node: u32) {
     assert_eq!(a.nodes, BTreeMap::from([(node, pages)]), "{a:?}");
     assert_eq!(a.nodes_unknown, 0);
     assert!(!a.nodes_sampled);
-    assert!(m.warnings().is_empty(), "{:?}", m.warnings());
     assert_eq!(
         numa_maps_nodes(m.as_mut_ptr() as usize),
         BTreeMap::from([(node, pages)]),
         "numa_maps disagrees with move_pages"
     );
+    m
 }
 
 mod needs_fsdax {
@@ -519,5 +525,22 @@ mod needs_kmem_node {
     #[ignore = "needs a dax/kmem (CXL-like) node onlined from pmem (LABVM_KMEM_NODE, lab/vm.sh -l kmem): runs in the lab guest via lab/stage.sh"]
     fn node_binding_places_every_page_on_the_kmem_node() {
         assert_every_page_on(lab("LABVM_KMEM_NODE").parse().unwrap());
+    }
+}
+
+mod needs_cxl {
+    use super::*;
+
+    /// The node a CXL region became through devdax + kmem holds every page, and the mapping
+    /// knows it is that region's (QEMU's emulated device: the one warning).
+    #[test]
+    #[ignore = "needs a CXL region onlined as a NUMA node (LABVM_CXL_NODE, lab/vm.sh -l cxl): runs in the lab guest via lab/stage.sh"]
+    fn node_binding_places_every_page_on_the_cxl_node() {
+        let node = lab("LABVM_CXL_NODE").parse().unwrap();
+        let m = assert_every_page_mapped_on(node);
+        let cxl = m.achieved().cxl.as_ref().expect("CXL facts on a CXL node");
+        assert_eq!(cxl.region, lab("LABVM_CXL_REGION"));
+        assert_eq!(cxl.node, Some(node));
+        assert_eq!(codes(&m), ["cxl-emulated"], "{:?}", m.warnings());
     }
 }

@@ -14,6 +14,7 @@
 pub mod affinity;
 pub mod coreclock;
 pub mod cpu;
+pub mod cxl;
 pub mod dax;
 pub mod environment;
 pub mod hugepages;

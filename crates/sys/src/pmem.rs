@@ -18,6 +18,10 @@ pub enum Origin {
     VirtualNfit,
     /// DRAM the kernel was told to treat as pmem (`memmap=N!M`, e820 type 12).
     E820,
+    /// A persistent CXL region (a type-3 device's persistent capacity, `cxl create-region`).
+    Cxl,
+    /// A persistent CXL region under a hypervisor: an emulated device (QEMU's cxl-type3).
+    VirtualCxl,
     /// A device-tree `pmem-region` (`of_pmem`).
     DeviceTree,
     /// The kernel's nfit_test emulation.
@@ -33,6 +37,8 @@ impl Origin {
             Origin::Nfit => "nfit",
             Origin::VirtualNfit => "virtual-nfit",
             Origin::E820 => "e820",
+            Origin::Cxl => "cxl",
+            Origin::VirtualCxl => "virtual-cxl",
             Origin::DeviceTree => "of-pmem",
             Origin::NfitTest => "nfit-test",
             Origin::Unknown => "unknown",
@@ -42,7 +48,7 @@ impl Origin {
     /// Whether the region only emulates persistent memory (its figures are not a
     /// persistent medium's).
     pub fn emulated(self) -> bool {
-        !matches!(self, Origin::Nfit | Origin::DeviceTree)
+        !matches!(self, Origin::Nfit | Origin::Cxl | Origin::DeviceTree)
     }
 }
 
@@ -81,8 +87,10 @@ pub struct Region {
 impl Region {
     /// One sentence: what the region is, for `info`, records and warnings.
     pub fn describe(&self) -> String {
+        let cxl = matches!(self.origin, Origin::Cxl | Origin::VirtualCxl);
         let ways = match self.dimms.len() {
             0 => "no NVDIMM behind it".to_string(),
+            1 if cxl => "1 CXL device".to_string(),
             1 => "1 DIMM".to_string(),
             n => format!("{n}-way interleaved"),
         };
@@ -98,6 +106,10 @@ impl Region {
                 )
             }
             Origin::E820 => "DRAM reserved as pmem with memmap= (e820 type 12): emulated".into(),
+            Origin::Cxl => "a persistent CXL region (see `pmscope info`'s cxl section)".into(),
+            Origin::VirtualCxl => {
+                "a persistent CXL region of the hypervisor's emulated CXL devices".into()
+            }
             Origin::DeviceTree => "a device-tree pmem region".into(),
             Origin::NfitTest => "the kernel's nfit_test emulation".into(),
             Origin::Unknown => "a pmem region of unknown origin".into(),
@@ -174,7 +186,7 @@ fn region(root: &SysRoot, name: &str, hypervisor: bool) -> Region {
     }
 }
 
-/// The origin from the bus provider (`ACPI.NFIT`, `e820`, `of_pmem`, `nfit_test.N`) or,
+/// The origin from the bus provider (`ACPI.NFIT`, `CXL`, `e820`, `of_pmem`, `nfit_test.N`) or,
 /// where the file is missing, the region's device path (`ACPI0012` is the NFIT root device).
 fn origin_of(real_path: &str, provider: &str, hypervisor: bool) -> Origin {
     let nfit = if hypervisor {
@@ -184,6 +196,12 @@ fn origin_of(real_path: &str, provider: &str, hypervisor: bool) -> Origin {
     };
     if provider == "ACPI.NFIT" || (provider.is_empty() && real_path.contains("/ACPI0012:")) {
         nfit
+    } else if provider == "CXL" || (provider.is_empty() && real_path.contains("/nvdimm-bridge")) {
+        if hypervisor {
+            Origin::VirtualCxl
+        } else {
+            Origin::Cxl
+        }
     } else if provider == "e820" || (provider.is_empty() && real_path.contains("/e820_pmem/")) {
         Origin::E820
     } else if provider.starts_with("of_pmem") || real_path.contains("/of_pmem") {
@@ -343,6 +361,18 @@ mod tests {
     fn providers_name_the_origin() {
         assert_eq!(origin_of("", "ACPI.NFIT", false), Origin::Nfit);
         assert_eq!(origin_of("", "e820", true), Origin::E820);
+        assert_eq!(origin_of("", "CXL", false), Origin::Cxl);
+        assert!(!Origin::Cxl.emulated());
+        assert_eq!(origin_of("", "CXL", true), Origin::VirtualCxl);
+        assert!(Origin::VirtualCxl.emulated());
+        assert_eq!(
+            origin_of(
+                "/sys/devices/platform/ACPI0017:00/root0/nvdimm-bridge0/ndbus0/region0",
+                "",
+                false
+            ),
+            Origin::Cxl
+        );
         assert_eq!(origin_of("", "of_pmem", false), Origin::DeviceTree);
         assert_eq!(origin_of("", "nfit_test.0", false), Origin::NfitTest);
         assert_eq!(origin_of("/sys/devices/x", "", false), Origin::Unknown);

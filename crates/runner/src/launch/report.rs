@@ -197,6 +197,7 @@ impl Placement {
             alignment: None,
             prefault_ns: 0,
             pmem_region: None,
+            cxl: None,
         }
     }
 }

@@ -10,7 +10,7 @@ use pmscope_core::warning::Warning;
 use pmscope_experiment::Env as Context;
 use pmscope_runner::sanity;
 use pmscope_runner::timer::Timer;
-use pmscope_sys::{cpu, dax, environment, hugepages, numa, perf, pmem, thp};
+use pmscope_sys::{cpu, cxl, dax, environment, hugepages, numa, perf, pmem, thp};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -28,6 +28,8 @@ struct Info {
     dax_mounts: Vec<dax::Mount>,
     pmem_block_devices: Vec<dax::PmemBlock>,
     pmem_regions: Vec<pmem::Region>,
+    /// `/sys/bus/cxl`: memory devices, decoders, regions (all empty without CXL).
+    cxl: cxl::Inventory,
     platform: Platform,
     tools: Tools,
     perf_counters: perf::PerfAvailability,
@@ -137,6 +139,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
             .collect(),
         pmem_block_devices: dax::pmem_blocks(root),
         pmem_regions: pmem::regions(root, f.hypervisor),
+        cxl: cxl::Inventory::read(root),
         platform: Platform {
             smt_active: environment::smt_active(root),
             kernel_cmdline: environment::kernel_cmdline(root),
