@@ -242,7 +242,13 @@ fn bandwidth_names_the_best_thread_count_per_access_size() {
             .collect();
         let top = points
             .iter()
-            .max_by(|a, b| a.summary.as_ref().unwrap().p50.total_cmp(&b.summary.as_ref().unwrap().p50))
+            .max_by(|a, b| {
+                a.summary
+                    .as_ref()
+                    .unwrap()
+                    .p50
+                    .total_cmp(&b.summary.as_ref().unwrap().p50)
+            })
             .unwrap();
         assert_eq!(b.count(p::BEST_THREADS), top.count(p::THREADS), "{access}");
         assert_eq!(b.val(v::BEST_GB_S), Some(top.summary.as_ref().unwrap().p50));

@@ -253,10 +253,9 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
 /// A point's median GB/s and 95 % interval, for the best thread count.
 fn point_of(threads: u64, r: &Record) -> best::Point {
     let median = r.summary.as_ref().map_or(f64::NAN, |s| s.p50);
-    let (low, high) = r
-        .precision
-        .as_ref()
-        .map_or((median, median), |x| (x.low.min(median), x.high.max(median)));
+    let (low, high) = r.precision.as_ref().map_or((median, median), |x| {
+        (x.low.min(median), x.high.max(median))
+    });
     best::Point {
         setting: threads,
         median,

@@ -147,7 +147,10 @@ fn best_threads(records: &[Record]) -> String {
         "\nbest thread count per access size (highest median; \"within noise\": the runner-up's 95% interval overlaps the best's)\n{}\n",
         t.render()
     );
-    if best.iter().any(|r| !r.flag(p::BEST_CLEAR).unwrap_or_default()) {
+    if best
+        .iter()
+        .any(|r| !r.flag(p::BEST_CLEAR).unwrap_or_default())
+    {
         out += "(a best \"within noise\" could as well be its runner-up: more --reps or a longer --duration separate them)\n";
     }
     out

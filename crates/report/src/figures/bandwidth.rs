@@ -189,11 +189,16 @@ impl Figure for BandwidthVsAccessSize {
 pub struct BestThreadsVsAccessSize;
 
 /// Per (target, pattern) of one op's records: (access size, best, its estimate) ascending.
-type BestCurves = Vec<((String, String), Vec<(f64, (best::Best, crate::noise::Estimate))>)>;
+type BestCurves = Vec<(
+    (String, String),
+    Vec<(f64, (best::Best, crate::noise::Estimate))>,
+)>;
 
 fn best_curves(of_op: &[&Record]) -> BestCurves {
-    let mut cells: Vec<((String, String, u64), Vec<(best::Point, crate::noise::Estimate)>)> =
-        Vec::new();
+    let mut cells: Vec<(
+        (String, String, u64),
+        Vec<(best::Point, crate::noise::Estimate)>,
+    )> = Vec::new();
     for r in of_op {
         let (Some(pattern), Some(access), Some(threads), Some(e)) = (
             r.text(p::PATTERN),
@@ -215,12 +220,17 @@ fn best_curves(of_op: &[&Record]) -> BestCurves {
             None => cells.push((key, vec![(point, e)])),
         }
     }
-    group(cells.into_iter().filter(|c| c.1.len() > 1).filter_map(|((t, pat, a), pts)| {
-        let points: Vec<best::Point> = pts.iter().map(|x| x.0).collect();
-        let b = best::best(&points)?;
-        let e = pts.iter().find(|x| x.0.setting == b.best.setting)?.1;
-        Some(((t, pat), a as f64, (b, e)))
-    }))
+    group(
+        cells
+            .into_iter()
+            .filter(|c| c.1.len() > 1)
+            .filter_map(|((t, pat, a), pts)| {
+                let points: Vec<best::Point> = pts.iter().map(|x| x.0).collect();
+                let b = best::best(&points)?;
+                let e = pts.iter().find(|x| x.0.setting == b.best.setting)?.1;
+                Some(((t, pat), a as f64, (b, e)))
+            }),
+    )
 }
 
 impl Figure for BestThreadsVsAccessSize {
