@@ -3,7 +3,7 @@
 
 use super::{Ctx, Figure, Panel, page_size_flag, series};
 use crate::data;
-use crate::noise::estimate;
+use crate::noise::{Estimate, estimate};
 use crate::plot::{self, Axis, Bar, BarChart, LineChart};
 use crate::select::{bandwidth_ops, bandwidth_plain, group, index_of, largest};
 use pmscope_core::best;
@@ -189,16 +189,13 @@ impl Figure for BandwidthVsAccessSize {
 pub struct BestThreadsVsAccessSize;
 
 /// Per (target, pattern) of one op's records: (access size, best, its estimate) ascending.
-type BestCurves = Vec<(
-    (String, String),
-    Vec<(f64, (best::Best, crate::noise::Estimate))>,
-)>;
+type BestCurves = Vec<((String, String), Vec<(f64, (best::Best, Estimate))>)>;
+
+/// One target, pattern and access size.
+type Cell = (String, String, u64);
 
 fn best_curves(of_op: &[&Record]) -> BestCurves {
-    let mut cells: Vec<(
-        (String, String, u64),
-        Vec<(best::Point, crate::noise::Estimate)>,
-    )> = Vec::new();
+    let mut cells: Vec<(Cell, Vec<(best::Point, Estimate)>)> = Vec::new();
     for r in of_op {
         let (Some(pattern), Some(access), Some(threads), Some(e)) = (
             r.text(p::PATTERN),
@@ -269,7 +266,7 @@ impl Figure for BestThreadsVsAccessSize {
                         };
                         points.push((*x, e.value, label, colour));
                     }
-                    let estimates: Vec<(f64, crate::noise::Estimate)> =
+                    let estimates: Vec<(f64, Estimate)> =
                         pts.iter().map(|(x, (_, e))| (*x, *e)).collect();
                     series(format!("{t} {pat}"), colour, &estimates)
                 })
