@@ -23,7 +23,7 @@ use crate::error::usage;
 use crate::output::Output;
 use crate::params::{Count, Cpus, Seconds, Size, TargetArgs};
 use crate::{Env, Experiment, Placement};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use pmscope_core::cpulist::format_list;
@@ -454,6 +454,13 @@ fn measure_target(
     };
     let (server, _) = pmscope_sys::affinity::run_on(&plan.server_cpus, || {
         launch::spawn(&launch, Supervision::Background)
+    })
+    .with_context(|| {
+        format!(
+            "cannot start {} on CPU {}",
+            plan.server,
+            format_list(&plan.server_cpus)
+        )
     })?;
     let mut server = server?;
     server.wait_until_listening(port, START_TIMEOUT)?;
@@ -465,7 +472,9 @@ fn measure_target(
         server_cpus: pmscope_sys::process::status_field(server.pid(), "Cpus_allowed_list")
             .and_then(|l| pmscope_core::cpulist::parse_list(&l).ok())
             .unwrap_or_default(),
-        client_cpus: pmscope_sys::affinity::run_on(&client.cpus, || ())?.1,
+        client_cpus: pmscope_sys::affinity::run_on(&client.cpus, || ())
+            .with_context(|| format!("cannot run on CPU {}", format_list(&client.cpus)))?
+            .1,
     };
     let (points, failure) = load(plan, &client, port, &mut server);
     let outcome = server.stop(STOP_TIMEOUT);
