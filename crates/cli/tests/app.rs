@@ -252,6 +252,196 @@ fn two_targets_run_one_after_the_other_and_are_set_side_by_side() {
     }
 }
 
+/// The `Cpus_allowed_list` value of a /proc status text.
+fn cpus_allowed(status_line: &str) -> String {
+    status_line
+        .trim()
+        .strip_prefix("Cpus_allowed_list:")
+        .unwrap_or_else(|| panic!("not a Cpus_allowed_list line: {status_line:?}"))
+        .trim()
+        .to_string()
+}
+
+/// Seed 004 section 4.3's setup: the client's threads reach memaslap, server and client run
+/// on disjoint CPUs (recorded as the kernel holds them: the server's and the client's own
+/// /proc status, read while the client runs), and repeated runs give each point a median
+/// and a spread.
+#[test]
+fn client_threads_pinning_and_repetitions_reach_the_processes_and_the_records() {
+    let port = free_port();
+    let marker = tempfile::tempdir().unwrap();
+    let (pid, log) = (marker.path().join("server"), marker.path().join("client"));
+    let server = format!(
+        "echo $$ > {}; exec {} \"$@\"",
+        pid.display(),
+        which("memcached").display()
+    );
+    let client = format!(
+        "{{ echo \"args $*\"; grep Cpus_allowed_list /proc/self/status; grep Cpus_allowed_list /proc/$(cat {})/status; }} >> {}; exec {} \"$@\"",
+        pid.display(),
+        log.display(),
+        which("memcaslap").display()
+    );
+    let fake = fake_path(&[], &[("memcached", &server), ("memcaslap", &client)]);
+    let o = pmscope()
+        .env("PATH", path_with(fake.path()))
+        .args([
+            "--json",
+            "app",
+            "memcached",
+            "-t",
+            "dram:4k",
+            "--duration",
+            "1",
+        ])
+        .args([
+            "--client-threads",
+            "2",
+            "--reps",
+            "2",
+            "--memory",
+            "64MiB",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(lines.len(), 3 * 4, "two workloads, two runs each: {seen}");
+    let mut client_cpus = Vec::new();
+    let mut server_cpus = Vec::new();
+    for run in lines.chunks(3) {
+        // Two threads, and 12 connections per thread by default.
+        assert!(run[0].contains(" -T 2 -c 24 "), "{}", run[0]);
+        client_cpus.push(cpus_allowed(run[1]));
+        server_cpus.push(cpus_allowed(run[2]));
+    }
+    let rs = records(&o);
+    let kv: Vec<_> = rs.iter().filter(|r| r["experiment"] == "app-kv").collect();
+    assert_eq!(kv.len(), 2);
+    let one_cpu = std::thread::available_parallelism().unwrap().get() == 1;
+    for r in &kv {
+        let p = &r["params"];
+        assert_eq!(p["client_threads"], 2);
+        assert_eq!(p["clients"], 24);
+        // What each process was held to is what the records say.
+        assert!(
+            server_cpus.iter().all(|c| p["server_cpus"] == c.as_str()),
+            "{p} {server_cpus:?}"
+        );
+        assert!(
+            client_cpus.iter().all(|c| p["client_cpus"] == c.as_str()),
+            "{p} {client_cpus:?}"
+        );
+        assert_eq!(p["cpus_disjoint"], !one_cpu, "{p}");
+        let s = &r["summary"];
+        assert_eq!(s["n"], 2, "{r}");
+        assert!(s["min"].as_f64().unwrap() <= s["p50"].as_f64().unwrap());
+        assert!(s["p50"].as_f64().unwrap() <= s["max"].as_f64().unwrap());
+        assert_eq!(r["precision"]["n"], 2, "{r}");
+        assert!(
+            r["values"]["server_rss_bytes"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+    }
+    if one_cpu {
+        assert!(stderr(&o).contains("share CPU"), "{}", stderr(&o));
+    } else {
+        assert!(
+            server_cpus[0] != client_cpus[0],
+            "{server_cpus:?} {client_cpus:?}"
+        );
+    }
+    assert_nothing_left(port);
+}
+
+/// A store-size sweep on redis: the server's limit is the store, the client's key space is
+/// sized to fill it and its threads reach redis-benchmark; a store beyond the machine's
+/// memory is said before it runs, and a store the run left mostly empty is said after.
+#[test]
+fn store_sizes_set_the_limit_and_key_space_and_say_what_the_store_held() {
+    let port = free_port();
+    let marker = tempfile::tempdir().unwrap();
+    let log = marker.path().join("client");
+    let client = format!(
+        "echo \"$*\" >> {}; exec {} \"$@\"",
+        log.display(),
+        which("redis-benchmark").display()
+    );
+    let fake = fake_path(&["redis-server"], &[("redis-benchmark", &client)]);
+    let o = pmscope()
+        .env("PATH", path_with(fake.path()))
+        .args([
+            "--json",
+            "app",
+            "redis",
+            "-t",
+            "dram:4k",
+            "--requests",
+            "2000",
+        ])
+        .args([
+            "--client-threads",
+            "2",
+            "--clients",
+            "4",
+            "--store-sizes",
+            "64MiB,1TiB",
+        ])
+        .arg("--port")
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rs = records(&o);
+    let kv: Vec<_> = rs.iter().filter(|r| r["experiment"] == "app-kv").collect();
+    assert_eq!(kv.len(), 4, "two workloads per store");
+    for (r, store) in kv.iter().zip([64u64 << 20, 64 << 20, 1 << 40, 1 << 40]) {
+        let p = &r["params"];
+        assert_eq!(p["store_bytes"], store, "{p}");
+        assert_eq!(p["memory_limit_bytes"], store, "{p}");
+        assert_eq!(p["key_space"], store.div_ceil(16 + 512), "{p}");
+        let v = &r["values"];
+        assert!(v["stored_bytes"].as_f64().unwrap() > 0.0, "{v}");
+        assert!(v["evictions"].is_number(), "{v}");
+    }
+    // The sets stored keys; 2000 requests fill neither store, and the records say so.
+    assert!(kv[0]["values"]["stored_items"].as_f64().unwrap() > 0.0);
+    let codes = |r: &serde_json::Value| -> Vec<String> {
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        codes(kv[3]).contains(&"app-store-not-filled".to_string()),
+        "{}",
+        kv[3]
+    );
+    // 1 TiB is beyond this machine's memory: said before anything ran, in every record.
+    assert!(
+        codes(kv[0]).contains(&"app-store-exceeds-memory".to_string()),
+        "{}",
+        kv[0]
+    );
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(seen.lines().count(), 4, "{seen}");
+    assert!(
+        seen.lines().all(|l| l.contains("-c 4 --threads 2 -r ")),
+        "{seen}"
+    );
+    let placements = rs
+        .iter()
+        .filter(|r| r["experiment"] == "app-placement")
+        .count();
+    assert_eq!(placements, 2, "a fresh server per store");
+    assert_nothing_left(port);
+}
+
 #[test]
 fn redis_append_only_file_lives_in_a_new_directory_that_is_removed() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,6 +5,7 @@
 //! `--json` and `-o`; and the same failure exits with the same code in every command.
 
 use pmscope_core::record::Record;
+use pmscope_core::vocab::{p, v};
 use std::process::{Command, Output};
 
 fn pmscope(args: &[&str]) -> Output {
@@ -200,6 +201,80 @@ fn every_measuring_command_runs_to_completion_with_the_null_executor() {
     assert!(rs.iter().any(|r| r.experiment == "numa-bandwidth"));
     let o = pmscope(&["--null-executor", "numa", "--size", "4MiB"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("CPU node \\ memory node"));
+}
+
+/// Over several --threads, `bandwidth` says per access size which thread count gave the
+/// highest median (a `bandwidth-best` record and a table line), as seed 004 Figure 11
+/// picks each curve's best count; over one thread count, or with a mix, it says nothing.
+#[test]
+fn bandwidth_names_the_best_thread_count_per_access_size() {
+    let args = [
+        "--null-executor",
+        "--json",
+        "bandwidth",
+        "-t",
+        "dram:4k",
+        "--ops",
+        "read",
+        "--pattern",
+        "seq",
+        "--sizes",
+        "64,4KiB",
+        "--threads",
+        "1,2",
+        "--region",
+        "4MiB",
+    ];
+    let o = pmscope(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rs = records(&o);
+    let best: Vec<&Record> = rs
+        .iter()
+        .filter(|r| r.experiment == "bandwidth-best")
+        .collect();
+    assert_eq!(best.len(), 2, "one per access size");
+    for b in &best {
+        pmscope_core::vocab::check_record(b).unwrap();
+        let access = b.count(p::ACCESS_BYTES).unwrap();
+        let points: Vec<&Record> = rs
+            .iter()
+            .filter(|r| r.experiment == "bandwidth" && r.count(p::ACCESS_BYTES) == Some(access))
+            .collect();
+        let top = points
+            .iter()
+            .max_by(|a, b| {
+                a.summary
+                    .as_ref()
+                    .unwrap()
+                    .p50
+                    .total_cmp(&b.summary.as_ref().unwrap().p50)
+            })
+            .unwrap();
+        assert_eq!(b.count(p::BEST_THREADS), top.count(p::THREADS), "{access}");
+        assert_eq!(b.val(v::BEST_GB_S), Some(top.summary.as_ref().unwrap().p50));
+        assert_eq!(b.params["threads_tried"], serde_json::json!([1, 2]));
+        assert!(b.count(p::RUNNER_UP_THREADS).is_some() && b.flag(p::BEST_CLEAR).is_some());
+    }
+    let human: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+    let o = pmscope(&human);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = text
+        .split("best thread count per access size")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no best-thread table: {text}"));
+    let row = table
+        .lines()
+        .find(|l| l.contains(" 4KiB "))
+        .unwrap_or_else(|| panic!("{table}"));
+    let expected = best[1].count(p::BEST_THREADS).unwrap().to_string();
+    assert!(row.contains(&format!(" {expected} ")), "{row}");
+
+    // One thread count: nothing to choose.
+    let mut one: Vec<&str> = args.to_vec();
+    *one.iter_mut().find(|a| **a == "1,2").unwrap() = "2";
+    let rs = records(&pmscope(&one));
+    assert!(!rs.iter().any(|r| r.experiment == "bandwidth-best"));
 }
 
 fn check_all(cmd: &str, rs: &[Record], spec: &str) {

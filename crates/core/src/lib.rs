@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod achieved;
+pub mod best;
 pub mod cpulist;
 pub mod key;
 pub mod knee;

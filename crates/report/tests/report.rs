@@ -657,6 +657,70 @@ fn no_knee_and_no_peak_without_the_data_for_them() {
     );
 }
 
+/// Seed 004 Figure 11 draws each curve at its best thread count: the figure labels every
+/// access size with the count that gave the highest median (the fixture's writes peak at 2
+/// threads, its reads at 4), and a best within the runner-up's noise as `best~runner-up`.
+#[test]
+fn the_best_thread_count_is_labelled_per_access_size() {
+    let page = html(&runs()[..1], &Options::default());
+    let s = section(&page, "bandwidth-best-threads");
+    let charts: Vec<&str> = s.split("<svg").skip(1).collect();
+    assert_eq!(charts.len(), 3, "read, write, ntstore");
+    let labels = |chart: &str| -> Vec<String> {
+        svg_texts(chart)
+            .into_iter()
+            .filter(|t| t.chars().all(|c| c.is_ascii_digit() || c == '~') && !t.is_empty())
+            .collect()
+    };
+    // Six access sizes, two patterns, two targets: 24 labelled points per op, all with
+    // the same count (the axis ticks are numbers too, each once).
+    for (chart, best) in [(charts[0], "4"), (charts[1], "2")] {
+        let l = labels(chart);
+        let n = l.iter().filter(|x| *x == best).count();
+        assert!((24..=25).contains(&n), "{best}: {l:?}");
+        assert!(
+            l.iter()
+                .filter(|x| *x != best)
+                .all(|x| l.iter().filter(|y| *y == x).count() == 1),
+            "only {best} labels points: {l:?}"
+        );
+    }
+    let (read, write) = (labels(charts[0]), labels(charts[1]));
+    assert!(!read.iter().chain(&write).any(|l| l.contains('~')));
+
+    // Two thread counts whose intervals overlap at one size, separate at another.
+    let g = Gen { host: "gamma" };
+    let point = |threads: u64, size: u64, gb: f64| {
+        g.rec("bandwidth", "dram:4k", gb)
+            .param(p::OP, "read")
+            .param(p::PATTERN, "seq")
+            .param(p::ACCESS_BYTES, size)
+            .param(p::THREADS, threads)
+            .param(p::MIX, "")
+    };
+    let records = vec![
+        point(1, 64, 5.0),
+        point(2, 64, 5.05),
+        point(1, 4096, 5.0),
+        point(2, 4096, 9.0),
+    ];
+    let run = Run {
+        label: "gamma".into(),
+        records,
+    };
+    let page = html(&[run], &Options::default());
+    let texts = svg_texts(section(&page, "bandwidth-best-threads"));
+    assert!(texts.iter().any(|t| t == "2~1"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "2"), "{texts:?}");
+
+    // One thread count per access size: nothing to choose, no figure.
+    let run = Run {
+        label: "delta".into(),
+        records: vec![point(1, 64, 5.0), point(1, 4096, 6.0)],
+    };
+    assert!(!html(&[run], &Options::default()).contains("id=\"bandwidth-best-threads\""));
+}
+
 #[test]
 fn svg_files_one_per_chart() {
     let dir = tempfile::tempdir().unwrap();

@@ -189,3 +189,34 @@ mod tests {
         assert!(children(c.id()).is_empty());
     }
 }
+
+/// A field of /proc/`pid`/status (`Cpus_allowed_list`, `VmSwap`), its value trimmed;
+/// `None` when the process is gone or has no such field.
+pub fn status_field(pid: u32, name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}
+
+/// A `kB` field of /proc/`pid`/status (`VmRSS`, `VmSwap`) in bytes.
+pub fn status_bytes(pid: u32, name: &str) -> Option<u64> {
+    let v = status_field(pid, name)?;
+    let kb: u64 = v.strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    #[test]
+    fn own_status_fields_are_read() {
+        let me = std::process::id();
+        let cpus = status_field(me, "Cpus_allowed_list").unwrap();
+        // The main thread's mask: the test harness never pins it.
+        assert!(!pmscope_core::cpulist::parse_list(&cpus).unwrap().is_empty());
+        assert!(status_bytes(me, "VmRSS").unwrap() > 0);
+        assert_eq!(status_field(me, "NoSuchField"), None);
+    }
+}

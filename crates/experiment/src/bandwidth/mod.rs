@@ -19,6 +19,7 @@ use crate::progress::Progress;
 use crate::{Env, Experiment, Placement};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use pmscope_core::best;
 use pmscope_core::record::Record;
 use pmscope_core::summary::Summary;
 use pmscope_core::vocab::{Pattern, p, v};
@@ -202,6 +203,7 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             for &pattern in &p.patterns {
                 for &size in &p.sizes {
                     let (s_op, s_read, s_write) = streamers(op, p.width, size, &features)?;
+                    let mut tried = Vec::new();
                     for &n in &p.threads {
                         for (label, roles) in mix::thread_roles(n, p.mix, s_op, s_read, s_write) {
                             let (total, read, written) =
@@ -223,8 +225,20 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                             let mut rec = with_repetitions(rec, &total);
                             rec.metric = Some("bandwidth_gb_s".into());
                             run.emit(&rec)?;
+                            if p.mix == Mix::None {
+                                tried.push(point_of(n as u64, &rec));
+                            }
                         }
                         progress.inc();
+                    }
+                    if tried.len() > 1 {
+                        let best = run
+                            .record("bandwidth-best")
+                            .param(p::OP, op.name())
+                            .param(p::PATTERN, pattern.name())
+                            .param(p::ACCESS_BYTES, size)
+                            .param(p::SHARED, p.shared);
+                        run.emit(&best_record(best, &tried))?;
                     }
                 }
             }
@@ -234,6 +248,41 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     h.finish()?;
     progress.finish();
     Ok(())
+}
+
+/// A point's median GB/s and 95 % interval, for the best thread count.
+fn point_of(threads: u64, r: &Record) -> best::Point {
+    let median = r.summary.as_ref().map_or(f64::NAN, |s| s.p50);
+    let (low, high) = r.precision.as_ref().map_or((median, median), |x| {
+        (x.low.min(median), x.high.max(median))
+    });
+    best::Point {
+        setting: threads,
+        median,
+        low,
+        high,
+    }
+}
+
+/// `r` (a `bandwidth-best` record of one op, pattern and access size) with the thread
+/// count that gave the highest median over `tried`, its runner-up, and whether their
+/// intervals separate.
+fn best_record(r: Record, tried: &[best::Point]) -> Record {
+    let threads: Vec<u64> = tried.iter().map(|t| t.setting).collect();
+    let r = r.param(p::THREADS_TRIED, threads);
+    let Some(b) = best::best(tried) else {
+        return r;
+    };
+    let mut r = r
+        .param(p::BEST_THREADS, b.best.setting)
+        .param(p::BEST_CLEAR, b.clear())
+        .value(v::BEST_GB_S, b.best.median);
+    if let Some(u) = b.runner_up {
+        r = r
+            .param(p::RUNNER_UP_THREADS, u.setting)
+            .value(v::RUNNER_UP_GB_S, u.median);
+    }
+    r
 }
 
 /// Refuses a repetition shorter than `timer` measures to 0.1 % (a usage error, before

@@ -1,5 +1,6 @@
-//! The `bandwidth` table, drawn from records alone: every point, then random against
-//! sequential reads at the same thread count (seed 004 Figure 11).
+//! The `bandwidth` table, drawn from records alone: every point, the best thread count per
+//! access size, then random against sequential reads at the same thread count (seed 004
+//! Figure 11).
 
 use crate::render::precision::half_width;
 use crate::render::table::Table;
@@ -78,6 +79,7 @@ pub fn render(records: &[Record]) -> String {
         ]);
     }
     out += &format!("{}\n", t.render());
+    out += &best_threads(records);
     for rand in points.iter().filter(|r| plain_read(r, Pattern::Rand)) {
         let best_seq = points
             .iter()
@@ -100,6 +102,56 @@ pub fn render(records: &[Record]) -> String {
                 best_seq
             );
         }
+    }
+    out
+}
+
+/// The best thread count per op, pattern and access size (the `bandwidth-best` records,
+/// seed 004 Figure 11), with its runner-up; empty when one thread count was measured.
+fn best_threads(records: &[Record]) -> String {
+    let best: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.experiment == "bandwidth-best" && r.count(p::BEST_THREADS).is_some())
+        .collect();
+    if best.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&[
+        "target",
+        "op",
+        "pattern",
+        "access",
+        "best threads",
+        "GB/s",
+        "runner-up",
+        "GB/s",
+        "",
+    ]);
+    for r in &best {
+        let clear = r.flag(p::BEST_CLEAR).unwrap_or_default();
+        t.row(vec![
+            r.spec().unwrap_or_default().to_string(),
+            r.text(p::OP).unwrap_or_default().into(),
+            r.text(p::PATTERN).unwrap_or_default().into(),
+            Bytes(r.count(p::ACCESS_BYTES).unwrap_or_default()).to_string(),
+            r.count(p::BEST_THREADS).unwrap_or_default().to_string(),
+            format!("{:.2}", r.val(v::BEST_GB_S).unwrap_or_default()),
+            r.count(p::RUNNER_UP_THREADS)
+                .map_or("-".into(), |n| n.to_string()),
+            r.val(v::RUNNER_UP_GB_S)
+                .map_or("-".into(), |g| format!("{g:.2}")),
+            if clear { "" } else { "within noise" }.into(),
+        ]);
+    }
+    let mut out = format!(
+        "\nbest thread count per access size (highest median; \"within noise\": the runner-up's 95% interval overlaps the best's)\n{}\n",
+        t.render()
+    );
+    if best
+        .iter()
+        .any(|r| !r.flag(p::BEST_CLEAR).unwrap_or_default())
+    {
+        out += "(a best \"within noise\" could as well be its runner-up: more --reps or a longer --duration separate them)\n";
     }
     out
 }

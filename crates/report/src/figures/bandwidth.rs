@@ -1,10 +1,12 @@
-//! Bandwidth (`bandwidth`): vs threads per op, vs access size, mixed reads and writes.
+//! Bandwidth (`bandwidth`): vs threads per op, vs access size, the best thread count per
+//! access size, mixed reads and writes.
 
 use super::{Ctx, Figure, Panel, page_size_flag, series};
 use crate::data;
-use crate::noise::estimate;
+use crate::noise::{Estimate, estimate};
 use crate::plot::{self, Axis, Bar, BarChart, LineChart};
 use crate::select::{bandwidth_ops, bandwidth_plain, group, index_of, largest};
+use pmscope_core::best;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{p, v};
 
@@ -168,6 +170,118 @@ impl Figure for BandwidthVsAccessSize {
                 vmarks: vec![mark],
                 hmarks: reference_marks(ctx, &op),
                 points: vec![],
+                flag: page_size_flag(recs.iter().copied()),
+            }));
+        }
+        (!svgs.is_empty()).then(|| Panel {
+            svgs,
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
+    }
+}
+
+/// The best thread count per access size (seed 004 Figure 11, whose curves each use the
+/// best-performing thread count): per op, the highest median over the thread counts
+/// measured at each access size, labelled with that count (`a~b`: a's interval overlaps
+/// the runner-up b's, so either could be best). Drawn when some access size was measured
+/// at several thread counts.
+pub struct BestThreadsVsAccessSize;
+
+/// Per (target, pattern) of one op's records: (access size, best, its estimate) ascending.
+type BestCurves = Vec<((String, String), Vec<(f64, (best::Best, Estimate))>)>;
+
+/// One target, pattern and access size.
+type Cell = (String, String, u64);
+
+fn best_curves(of_op: &[&Record]) -> BestCurves {
+    let mut cells: Vec<(Cell, Vec<(best::Point, Estimate)>)> = Vec::new();
+    for r in of_op {
+        let (Some(pattern), Some(access), Some(threads), Some(e)) = (
+            r.text(p::PATTERN),
+            r.count(p::ACCESS_BYTES),
+            r.count(p::THREADS),
+            estimate(r),
+        ) else {
+            continue;
+        };
+        let key = (data::target(r).to_string(), pattern.to_string(), access);
+        let point = best::Point {
+            setting: threads,
+            median: e.value,
+            low: e.low,
+            high: e.high,
+        };
+        match cells.iter_mut().find(|c| c.0 == key) {
+            Some(c) => c.1.push((point, e)),
+            None => cells.push((key, vec![(point, e)])),
+        }
+    }
+    group(
+        cells
+            .into_iter()
+            .filter(|c| c.1.len() > 1)
+            .filter_map(|((t, pat, a), pts)| {
+                let points: Vec<best::Point> = pts.iter().map(|x| x.0).collect();
+                let b = best::best(&points)?;
+                let e = pts.iter().find(|x| x.0.setting == b.best.setting)?.1;
+                Some(((t, pat), a as f64, (b, e)))
+            }),
+    )
+}
+
+impl Figure for BestThreadsVsAccessSize {
+    fn id(&self) -> &'static str {
+        "bandwidth-best-threads"
+    }
+    fn title(&self) -> &'static str {
+        "Best thread count per access size"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["bandwidth", "comparison"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs = bandwidth_plain(records);
+        let mut svgs = Vec::new();
+        for op in bandwidth_ops(&recs) {
+            let of_op: Vec<&Record> = recs
+                .iter()
+                .copied()
+                .filter(|r| r.text(p::OP) == Some(op.as_str()))
+                .collect();
+            let curves = best_curves(&of_op);
+            if curves.iter().all(|c| c.1.len() < 2) {
+                continue;
+            }
+            let mut points = Vec::new();
+            let series = curves
+                .into_iter()
+                .map(|((t, pat), pts)| {
+                    let c = ctx.colour(&t);
+                    let colour = if pat == "seq" { plot::light(c) } else { c };
+                    for (x, (b, e)) in &pts {
+                        let label = match b.runner_up {
+                            Some(u) if !b.clear() => format!("{}~{}", b.best.setting, u.setting),
+                            _ => b.best.setting.to_string(),
+                        };
+                        points.push((*x, e.value, label, colour));
+                    }
+                    let estimates: Vec<(f64, Estimate)> =
+                        pts.iter().map(|(x, (_, e))| (*x, *e)).collect();
+                    series(format!("{t} {pat}"), colour, &estimates)
+                })
+                .collect();
+            svgs.push(plot::line_chart(&LineChart {
+                x_label: format!(
+                    "access size ({op}, best of the thread counts; label: the best count, a~b within noise)"
+                ),
+                y_label: "GB/s".into(),
+                x: Axis::Bytes,
+                y: Axis::Linear,
+                series,
+                vmarks: vec![],
+                hmarks: reference_marks(ctx, &op),
+                points,
                 flag: page_size_flag(recs.iter().copied()),
             }));
         }

@@ -77,6 +77,7 @@ pub static FIGURES: &[&dyn Figure] = &[
     &inst::InstHistogram,
     &bandwidth::BandwidthVsThreads,
     &bandwidth::BandwidthVsAccessSize,
+    &bandwidth::BestThreadsVsAccessSize,
     &bandwidth::MixedReadWrite,
     &loaded::LoadedLatency,
     &sync::SyncCost,

@@ -8,10 +8,12 @@
 mod aof;
 mod client;
 mod parse;
+mod stats;
 
 pub use aof::AofDir;
 pub use client::{Client, memaslap_config};
 pub use parse::{ClientResult, ParseError, parse_memaslap, parse_redis_csv};
+pub use stats::{ServerStats, server_stats};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,9 @@ use std::str::FromStr;
 
 /// Key size of memcached's workloads (seed 004 section 4.3: 128-byte keys).
 pub const MEMCACHED_KEY_BYTES: u64 = 128;
+
+/// Key size of redis-benchmark's random keys (`key:` and 12 digits).
+pub const REDIS_KEY_BYTES: u64 = 16;
 
 /// A key-value server pmscope can drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,11 +86,13 @@ impl Server {
     /// Arguments of a server listening on 127.0.0.1:`port` only, in the foreground, keeping
     /// nothing on disk unless `aof_dir` asks redis for an append-only file there, fsynced
     /// after every write (`appendfsync always`, seed 004 Figure 27). `memory_mib` bounds
-    /// memcached's item memory.
+    /// the store (memcached's item memory, redis's maxmemory); `threads` is memcached's
+    /// worker threads (one per CPU it is given; redis serves from one thread).
     pub fn args(
         self,
         port: u16,
         memory_mib: u64,
+        threads: u64,
         as_root: bool,
         aof_dir: Option<&Path>,
     ) -> Vec<String> {
@@ -100,7 +107,7 @@ impl Server {
                 "-m".into(),
                 memory_mib.to_string(),
                 "-t".into(),
-                "1".into(),
+                threads.max(1).to_string(),
             ],
             Server::Redis => vec![
                 "--bind".into(),
@@ -117,6 +124,10 @@ impl Server {
                 "warning".into(),
                 "--maxmemory".into(),
                 format!("{memory_mib}mb"),
+                // Evict as memcached does when the store outgrows its limit, rather than
+                // refusing writes: a store-size sweep then measures a full store.
+                "--maxmemory-policy".into(),
+                "allkeys-lru".into(),
             ],
         };
         // memcached refuses to run as root unless told which user to be; staying root keeps
@@ -252,11 +263,11 @@ mod tests {
     #[test]
     fn servers_listen_on_loopback_only_and_redis_keeps_its_log_where_asked() {
         for s in [Server::Memcached, Server::Redis] {
-            let a = s.args(12345, 256, false, None);
+            let a = s.args(12345, 256, 1, false, None);
             assert!(a.iter().any(|x| x == "127.0.0.1"), "{s}: {a:?}");
             assert!(a.iter().any(|x| x == "12345"));
         }
-        let a = Server::Redis.args(1, 64, true, Some(Path::new("/mnt/x")));
+        let a = Server::Redis.args(1, 64, 1, true, Some(Path::new("/mnt/x")));
         let w = a.join(" ");
         assert!(
             w.contains("--appendonly yes --appendfsync always --dir /mnt/x"),
@@ -264,13 +275,13 @@ mod tests {
         );
         assert!(
             Server::Memcached
-                .args(1, 64, true, None)
+                .args(1, 64, 1, true, None)
                 .join(" ")
                 .ends_with("-u root")
         );
         assert!(
             !Server::Memcached
-                .args(1, 64, false, None)
+                .args(1, 64, 1, false, None)
                 .contains(&"-u".to_string())
         );
     }
