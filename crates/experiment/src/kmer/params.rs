@@ -9,7 +9,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use pmscope_persist::PersistStrategy;
 use pmscope_workload::kmer::output::Format;
-use pmscope_workload::kmer::table::TableKind;
+use pmscope_workload::kmer::table::{Fence, TableKind};
 use std::path::PathBuf;
 
 /// Where the k-mer commands write.
@@ -58,6 +58,12 @@ fn table_kinds() -> impl TypedValueParser<Value = TableKind> {
         .map(|s| s.parse::<TableKind>().expect("a listed kind parses"))
 }
 
+/// `--fence`: static-pm's fence policies, each with its help line.
+pub fn fences() -> impl TypedValueParser<Value = Fence> {
+    PossibleValuesParser::new(Fence::ALL.map(|f| PossibleValue::new(f.name()).help(f.about())))
+        .map(|s| s.parse::<Fence>().expect("a listed policy parses"))
+}
+
 /// `--format`: the workload's formats, each with its help line.
 fn formats() -> impl TypedValueParser<Value = Format> {
     PossibleValuesParser::new(Format::ALL.map(|f| PossibleValue::new(f.name()).help(f.about())))
@@ -82,12 +88,17 @@ pub struct RunArgs {
     /// (the record says which; a reopened --pool keeps the strategy it was written with).
     #[arg(long, value_name = "STRATEGY")]
     pub persist: Option<PersistStrategy>,
+    /// When static-pm fences the slots it wrote (default: per-group; the record says which).
+    #[arg(long, value_name = "POLICY", value_parser = fences())]
+    pub fence: Option<Fence>,
     /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
     pub threads: Option<Count>,
-    /// `nodes`: one sub-table per NUMA node with CPUs, on that node's memory (dram or shm
-    /// targets), its threads pinned there and inserting only into it; k-mers are routed
-    /// to sub-tables by hash, so results equal `none`'s (seed 003 section 5.4).
+    /// `nodes`: one sub-table per NUMA node with CPUs, its threads pinned there and
+    /// inserting only into it; k-mers are routed to sub-tables by hash, so results equal
+    /// `none`'s (seed 003 section 5.4). One dram or shm target is bound to each node in
+    /// turn; or give one target per node with CPUs (-t once per node, in node order:
+    /// file, devdax, or dram,node=N for a far-memory node) and each sub-table lives on its own.
     #[arg(long, value_enum, default_value = "none")]
     pub partition: Partition,
     /// Treat every FASTA record as a genome of its own (default: one file = one genome).
