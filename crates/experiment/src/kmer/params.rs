@@ -44,10 +44,11 @@ pub enum Command {
     /// Check a static-pm or tx-pm pool after a crash: header, cut-short inserts cleared
     /// (rolled back, for tx-pm), contents.
     Recover(RecoverArgs),
-    /// Seed 003's Table 9 on one target: volatile, static-pm and tx-pm side by side
-    /// (million inserts per second, ratio to volatile, flushes and fences per insert).
+    /// Seed 003's Table 9 and Fig. 18: volatile, static-pm and tx-pm side by side on each
+    /// target (million inserts per second, ratio to volatile, flushes and fences per
+    /// insert), and with several targets each table's insert time on each beside the first's.
     #[command(
-        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2 genomes/*.fa.gz\n  pmscope kmer bench -t file:/mnt/pmem -k 100 genomes/*.fa.gz"
+        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once on each target. Every target must be one tx-pm can keep its pool on: shm or file:DIR, without node=.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2 genomes/*.fa.gz\n  pmscope kmer bench -t file:/mnt/pmem -k 100 genomes/*.fa.gz\n  pmscope kmer bench -t shm:4k -t file:/mnt/pmem --fence per-slot genomes/*.fa.gz"
     )]
     Bench(bench::Params),
 }

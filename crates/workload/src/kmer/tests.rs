@@ -383,7 +383,7 @@ fn static_pm_per_slot_fences_every_written_slot() {
     use super::table::Fence;
     let dir = tempfile::tempdir().unwrap();
     let genome = super::synth::random_bases(20_000, 7);
-    let a = write(dir.path(), "a", &[genome.clone()]);
+    let a = write(dir.path(), "a", std::slice::from_ref(&genome));
     let b = write(dir.path(), "b", &[genome[5_000..].to_vec()]);
     let count = Operation::Count {
         genomes: vec![a, b],
