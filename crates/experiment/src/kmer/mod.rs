@@ -18,6 +18,7 @@
 
 mod bench;
 mod demo;
+mod fence;
 mod job;
 pub mod params;
 mod record;

@@ -3,6 +3,7 @@
 //! table kinds and k-mer formats are the workload's own types, parsed from their names.
 
 use super::bench;
+use super::fence::fences;
 pub use super::target::TableTarget;
 use crate::params::Count;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -57,12 +58,6 @@ pub enum Command {
 fn table_kinds() -> impl TypedValueParser<Value = TableKind> {
     PossibleValuesParser::new(TableKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
         .map(|s| s.parse::<TableKind>().expect("a listed kind parses"))
-}
-
-/// `--fence`: static-pm's fence policies, each with its help line.
-pub fn fences() -> impl TypedValueParser<Value = Fence> {
-    PossibleValuesParser::new(Fence::ALL.map(|f| PossibleValue::new(f.name()).help(f.about())))
-        .map(|s| s.parse::<Fence>().expect("a listed policy parses"))
 }
 
 /// `--format`: the workload's formats, each with its help line.

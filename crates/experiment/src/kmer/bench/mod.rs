@@ -12,7 +12,7 @@
 
 pub mod render;
 
-use super::params::fences;
+use super::fence::fences;
 use super::{Libpmem, demo, durable_by, job_error, record, table_error};
 use crate::Env;
 use crate::error::usage;
