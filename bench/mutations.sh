@@ -49,6 +49,12 @@ CHECK = ("pmscope-workload", (
     "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_two_word_keys",
     "kmer::table::crash_check::interleaved_inserts_of_two_workers_recover",
 ))
+# --fence per-slot is a cost, not a correctness, choice (a group of one is as crash-consistent
+# as a group of 256), so the crash checker cannot tell the two apart: the test that counts
+# a fence per written slot can.
+FENCE = ("pmscope-workload", (
+    "kmer::tests::static_pm_per_slot_fences_every_written_slot",
+))
 
 # (name, file, original text, mutated text, (crate, test filter))
 MUTATIONS = [
@@ -73,6 +79,8 @@ MUTATIONS = [
     ("table: a group is not fenced", f"{SP}/mod.rs",
      "        self.mem.flush_all(unpersisted.words());\n        self.fence();",
      "        self.mem.flush_all(unpersisted.words());", CHECK),
+    ("table: --fence per-slot groups its slots like per-group", f"{W}/table/mod.rs",
+     "            Fence::PerSlot => 1,", "            Fence::PerSlot => Unpersisted::BATCH,", FENCE),
     ("table: a written slot's line is not recorded for write-back", f"{SP}/mod.rs",
      "        unpersisted.push(base + META);", "        let _ = (base, unpersisted);", CHECK),
     ("table: the resume word is not written back", f"{SP}/mod.rs",

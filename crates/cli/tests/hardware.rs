@@ -723,6 +723,83 @@ mod needs_memonly_node {
             );
         }
     }
+
+    /// `kmer count --partition nodes` with one target per CPU node, both on the
+    /// memory-only node (far memory, seed 003's remote placement): each sub-table's record
+    /// names its own target, the node its memory was asked on and the node move_pages
+    /// found it on (the memory-only one, every page), with its workers still on their own
+    /// CPU node; the counts are one table's.
+    #[test]
+    #[ignore = "needs two CPU nodes and a memory-only NUMA node (LABVM_MEMONLY_NODE): runs in the lab guest via lab/stage.sh"]
+    fn kmer_count_partitioned_onto_far_memory_one_target_per_node() {
+        let memonly: u64 = lab("LABVM_MEMONLY_NODE").parse().unwrap();
+        let cpu_nodes = sysfs_cpu_nodes();
+        assert_eq!(cpu_nodes.len(), 2, "{cpu_nodes:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let bases: Vec<u8> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b"ACGT"[(x >> 62) as usize]
+            })
+            .collect();
+        let genome = d.join("g.fa");
+        std::fs::write(&genome, [b">g\n".as_slice(), &bases, b"\n"].concat()).unwrap();
+        let genome = genome.display().to_string();
+        // Two distinct specs on one node: the same spec twice is refused as a repeat.
+        let targets = [
+            format!("dram:4k,node={memonly}"),
+            format!("shm:4k,node={memonly}"),
+        ];
+        let run = |name: &str, extra: &[&str]| -> (String, Value) {
+            let kmers = d.join(format!("{name}.tsv")).display().to_string();
+            let record = d.join(format!("{name}.jsonl")).display().to_string();
+            let mut args = vec![
+                "kmer",
+                "count",
+                "-k",
+                "31",
+                "--sorted",
+                "--threads",
+                "2",
+                genome.as_str(),
+            ];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--kmers", kmers.as_str(), "-o", record.as_str()]);
+            success(&pmscope(&args));
+            let rec: Value =
+                serde_json::from_str(std::fs::read_to_string(&record).unwrap().trim()).unwrap();
+            (std::fs::read_to_string(&kmers).unwrap(), rec)
+        };
+        let (truth, _) = run("one", &["-t", "dram:4k"]);
+        let (counts, rec) = run(
+            "far",
+            &["--partition", "nodes", "-t", &targets[0], "-t", &targets[1]],
+        );
+        assert_eq!(counts, truth, "counts differ from one table's");
+        let subs = rec["params"]["sub_tables"].as_array().unwrap();
+        assert_eq!(subs.len(), 2, "{rec}");
+        for ((s, node), target) in subs.iter().zip(&cpu_nodes).zip(&targets) {
+            assert_eq!(s["node"].as_u64(), Some(*node), "{s}");
+            assert_eq!(s["target"], target.as_str(), "{s}");
+            assert_eq!(s["memory_node"].as_u64(), Some(memonly), "{s}");
+            assert_eq!(s["achieved_node"].as_u64(), Some(memonly), "{s}");
+            assert_eq!(s["pages_on_node_fraction"], 1.0, "{s}");
+        }
+        let codes: Vec<&Value> = rec["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| &w["code"])
+            .collect();
+        assert!(
+            !codes.contains(&&Value::from("sub-table-off-node")),
+            "{rec}"
+        );
+    }
 }
 
 mod needs_kmem_node {

@@ -567,6 +567,34 @@ fn static_pm_counts_like_volatile_resumes_its_pool_and_refuses_a_foreign_one() {
     let o = run(&["--table", "static-pm", "-t", "shm:4k"], "spm.tsv");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read(d, "spm.tsv"), read(d, "vol.tsv"));
+    // The seed's per-slot fences: the same counts, the policy and a fence per write in
+    // the record (per group, far fewer fences than flushes).
+    for (fence, record) in [("per-slot", "slot.jsonl"), ("per-group", "group.jsonl")] {
+        let o = run(
+            &[
+                "--table",
+                "static-pm",
+                "-t",
+                "shm:4k",
+                "--fence",
+                fence,
+                "-o",
+                record,
+            ],
+            &format!("{fence}.tsv"),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(read(d, &format!("{fence}.tsv")), read(d, "vol.tsv"));
+        let rec: serde_json::Value = serde_json::from_str(read(d, record).trim()).unwrap();
+        assert_eq!(rec["params"]["table_fence"], fence, "{rec}");
+        let flushes = rec["values"]["persist_flushes"].as_f64().unwrap();
+        let fences = rec["values"]["persist_fences"].as_f64().unwrap();
+        if fence == "per-slot" {
+            assert!(fences + 2.0 >= flushes && fences <= flushes, "{rec}");
+        } else {
+            assert!(fences * 4.0 < flushes, "{rec}");
+        }
+    }
     // A pool file: created, then reopened (the job is complete, the counts the same).
     for out in ["pool1.tsv", "pool2.tsv"] {
         let o = run(
@@ -1097,8 +1125,9 @@ fn persistent_tables_count_the_debian_genomes_like_the_volatile_one() {
 }
 
 /// `--partition nodes` writes exactly one table's k-mers, for the volatile and the
-/// static-pm table, records its sub-tables (one per node with CPUs; one on a one-node
-/// machine, which the summary says), and refuses what it cannot place per node.
+/// static-pm table, with one target bound to each node or one target given per node,
+/// records its sub-tables (one per node with CPUs; one on a one-node machine, which the
+/// summary says), and refuses what it cannot place per node.
 #[test]
 fn partition_by_node_counts_like_one_table_and_refuses_what_it_cannot_place() {
     let dir = fixtures();
@@ -1169,7 +1198,37 @@ fn partition_by_node_counts_like_one_table_and_refuses_what_it_cannot_place() {
             );
         }
     }
+    // One target per node with CPUs, in node order: each sub-table on its own (files
+    // here), which its record names; a file's memory was asked on no node, and the record
+    // says which node holds it.
+    let dirs: Vec<String> = (0..=cpu_nodes)
+        .map(|i| {
+            let sub = format!("sub{i}");
+            std::fs::create_dir(d.join(&sub)).unwrap();
+            format!("file:{}", d.join(&sub).display())
+        })
+        .collect();
+    let mut explicit = vec!["--table", "static-pm", "--partition", "nodes"];
+    for t in &dirs[..cpu_nodes] {
+        explicit.extend_from_slice(&["-t", t.as_str()]);
+    }
+    explicit.extend_from_slice(&["-o", "explicit.jsonl"]);
+    let o = run(&explicit, "explicit.tsv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read(d, "explicit.tsv"), read(d, "one.tsv"));
+    let rec: serde_json::Value = serde_json::from_str(read(d, "explicit.jsonl").trim()).unwrap();
+    let subs = rec["params"]["sub_tables"].as_array().unwrap();
+    assert_eq!(subs.len(), cpu_nodes, "{rec}");
+    for (s, t) in subs.iter().zip(&dirs) {
+        assert_eq!(s["target"], t.as_str(), "{s}");
+        assert_eq!(s["memory_node"], serde_json::Value::Null, "{s}");
+        assert!(s.get("achieved_node").is_some(), "{s}");
+    }
     // What cannot be placed node by node: one sentence, exit 2, nothing written.
+    let mut one_too_many = vec!["--table", "static-pm"];
+    for t in &dirs {
+        one_too_many.extend_from_slice(&["-t", t.as_str()]);
+    }
     for (extra, says) in [
         (
             vec!["--table", "tx-pm", "-t", "shm:4k"],
@@ -1180,12 +1239,8 @@ fn partition_by_node_counts_like_one_table_and_refuses_what_it_cannot_place() {
             "--pool holds one table, but --partition nodes makes one per node",
         ),
         (
-            vec!["-t", "dram:4k,node=0"],
-            "binds each sub-table to its own node; give the target without node=",
-        ),
-        (
-            vec!["-t", "file:."],
-            "cannot be split across nodes; use a dram or shm target",
+            one_too_many,
+            "--partition nodes places one sub-table per node with CPUs",
         ),
     ] {
         let mut args = extra.clone();

@@ -135,7 +135,7 @@ struct Rounds {
 fn kill_and_resume(
     pool_dir: &Path,
     files: &[String],
-    persist: &str,
+    persist: &[&str],
     wanted: usize,
     max_rounds: usize,
 ) -> Rounds {
@@ -149,15 +149,10 @@ fn kill_and_resume(
     let probe = pool_dir.join(format!("pmscope-test-{}-probe.pool", std::process::id()));
     let out = work.path().join("probe.tsv");
     let pool_args = |pool: &Path| {
-        [
-            "--table",
-            "static-pm",
-            "--persist",
-            persist,
-            "--pool",
-            pool.to_str().unwrap(),
-        ]
-        .map(String::from)
+        let mut args = vec!["--table", "static-pm"];
+        args.extend_from_slice(persist);
+        args.extend_from_slice(&["--pool", pool.to_str().unwrap()]);
+        args.into_iter().map(String::from).collect::<Vec<String>>()
     };
     let extra = pool_args(&probe);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
@@ -229,7 +224,7 @@ fn kill_and_resume(
         );
         let _ = std::fs::remove_file(&pool);
     }
-    eprintln!("static-pm kill rounds ({persist}): {done:?}");
+    eprintln!("static-pm kill rounds ({}): {done:?}", persist.join(" "));
     done
 }
 
@@ -237,12 +232,29 @@ fn kill_and_resume(
 fn static_pm_killed_at_random_moments_resumes_to_exact_counts_on_shm() {
     let dir = tempfile::tempdir().unwrap();
     let files = genomes(dir.path(), "500k", 4);
-    let done = kill_and_resume(Path::new("/dev/shm"), &files, "clwb", 20, 48);
+    let done = kill_and_resume(
+        Path::new("/dev/shm"),
+        &files,
+        &["--persist", "clwb"],
+        20,
+        48,
+    );
     assert!(
         done.resumed >= 20,
         "only {} of 48 runs were killed mid-way and resumed: {done:?}",
         done.resumed
     );
+}
+
+/// The same with `--fence per-slot` (the seed's Static-HT): a flush and a fence after every
+/// written slot, fewer rounds.
+#[test]
+fn static_pm_with_per_slot_fences_killed_at_random_moments_resumes_to_exact_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = genomes(dir.path(), "500k", 4);
+    let options = ["--persist", "clwb", "--fence", "per-slot"];
+    let done = kill_and_resume(Path::new("/dev/shm"), &files, &options, 6, 16);
+    assert!(done.resumed >= 6, "{done:?}");
 }
 
 mod needs_fsdax {
@@ -258,7 +270,7 @@ mod needs_fsdax {
         });
         let dir = tempfile::tempdir().unwrap();
         let files = genomes(dir.path(), "200k", 3);
-        let done = kill_and_resume(Path::new(&mnt), &files, "clwb", 3, 12);
+        let done = kill_and_resume(Path::new(&mnt), &files, &["--persist", "clwb"], 3, 12);
         assert!(done.resumed >= 3, "{done:?}");
     }
 }

@@ -135,8 +135,9 @@ keys! {
     SIZE_BYTES = "size_bytes" => "bytes mapped",
     SIZE_SOURCE = "size_source" => "how the working set or region of the record was chosen: `auto` (the option was left at its default, sized to the machine: 4x the last-level cache, at least the command's old fixed default, capped by available memory and --max-mem; a `size-capped` warning says when the cap applied) or `explicit` (given on the command line)",
     SIZE_WHY = "size_why" => "why an `auto` size is what it is, in words (`4x the 480.0 MiB last-level cache`, `capped by --max-mem 256.0 MiB`); absent for an explicit size",
-    SUB_TABLES = "sub_tables" => "per sub-table of `--partition nodes`: node, worker CPUs, k-mers inserted, distinct k-mers, slots, bytes, target, pages by node (move_pages) and the fraction on its own node",
+    SUB_TABLES = "sub_tables" => "per sub-table of `--partition nodes`: node (of its workers), worker CPUs, k-mers inserted, distinct k-mers, slots, bytes, target, the node its memory was asked on (`memory_node`, null for a file or device target), pages by node (move_pages), the node holding most of them (`achieved_node`) and the fraction on the asked node",
     TABLE = "table" => "the k-mer table kind",
+    TABLE_FENCE = "table_fence" => "when static-pm fences the slots it wrote: `per-group` (one fence per group of up to 256 written slots, pmscope's default) or `per-slot` (a flush and a fence after each written slot, the seed's Static-HT)",
     TARGETS = "targets" => "the targets compared, with their verified page size",
     THREADS = "threads" => "worker threads",
     THRESHOLD_BYTES = "threshold_bytes" => "allocations of at least this many bytes were placed on the target",
@@ -627,6 +628,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "persist",
             "persist_default",
             "persist_instructions",
+            "table_fence",
         ],
         values: &[
             "bases",
@@ -763,7 +765,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
     },
     ExperimentDoc {
         name: "kmer-bench",
-        doc: "one table of pmscope kmer bench (seed 003 Table 9): its insert rate beside the volatile table's on the same target and genomes, and its flushes and fences per insert",
+        doc: "one table on one target of pmscope kmer bench (seed 003 Table 9, Fig. 18): its insert rate beside the volatile table's on the same target and genomes, and its flushes and fences per insert",
         metric: Some("insert_mips"),
         params: &[
             "k",
@@ -774,6 +776,7 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "persist_instructions",
             "flush_count",
             "persist_means",
+            "table_fence",
             "genome_files",
         ],
         values: &[

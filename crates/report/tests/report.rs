@@ -344,6 +344,29 @@ impl Gen {
             }
         }
         for t in ["dram:4k", "dram:thp"] {
+            // kmer bench: each table's insert time on each target (dram:4k the slower).
+            let slower = if t.ends_with("4k") { 2.0 } else { 1.0 };
+            for (table, fence, secs) in [
+                ("volatile", None, 0.5),
+                ("static-pm", Some("per-slot"), 2.0),
+                ("tx-pm", None, 8.0),
+            ] {
+                let ms = secs * slower * 1e3;
+                let mips = 10.0 / (secs * slower);
+                let mut r = self
+                    .rec("kmer-bench", t, mips)
+                    .param(p::K, 21)
+                    .param(p::THREADS, 2)
+                    .param(p::TABLE, table)
+                    .value(v::INSERTS, 1e7)
+                    .value(v::INSERT_MS, ms + 100.0)
+                    .value(v::GROW_MS, 100.0)
+                    .value(v::INSERT_MIPS, mips);
+                if let Some(f) = fence {
+                    r = r.param(p::TABLE_FENCE, f);
+                }
+                out.push(r);
+            }
             for (k, secs) in [
                 ("gemm", 1.0),
                 ("jacobi-2d", 2.0),
@@ -546,6 +569,7 @@ fn figures_without_data_are_absent() {
         "bandwidth-threads",
         "sync",
         "kmer",
+        "kmer-bench",
         "loaded-latency",
         "read-after-persist",
         "poly",
@@ -578,6 +602,43 @@ fn kv_throughput_per_server_with_ratios_to_the_first_target() {
     );
     assert!(s.contains("<td>redis</td><td>mset 4 B</td><td>8.0</td><td>10.0</td><td>1.25</td>"));
     assert!(s.contains("append-only file on ext4 dax=always"), "{s}");
+}
+
+/// `kmer bench` records: one group of bars per table (static-pm named with its fence), one
+/// bar per target in the target's colour, the insert time without growth as its height.
+#[test]
+fn kmer_bench_draws_each_table_on_each_target() {
+    let page = html(&runs()[..1], &Options::default());
+    let s = section(&page, "kmer-bench");
+    assert_eq!(s.matches("<svg").count(), 1, "{s}");
+    let texts = svg_texts(s);
+    for label in [
+        "volatile",
+        "static-pm (per-slot fence)",
+        "tx-pm",
+        "dram:4k",
+        "dram:thp",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "{label} missing: {texts:?}"
+        );
+    }
+    assert!(
+        texts.iter().any(|t| t.starts_with("insert time, s")),
+        "{texts:?}"
+    );
+    // Bar heights: tx-pm on dram:4k (16 s, growth left out) tops the y axis, whose ticks
+    // reach 16 but not 20; nothing else is as tall.
+    let ticks: Vec<f64> = texts.iter().filter_map(|t| t.parse().ok()).collect();
+    let top = ticks.iter().cloned().fold(0.0, f64::max);
+    assert!((15.0..20.0).contains(&top), "y ticks {ticks:?}");
+    // Without kmer-bench records the figure is absent, the kmer figure unaffected.
+    let mut runs = runs();
+    runs[0].records.retain(|r| r.experiment != "kmer-bench");
+    let page = html(&runs[..1], &Options::default());
+    assert!(!page.contains("id=\"kmer-bench\""));
+    assert!(page.contains("id=\"kmer\""));
 }
 
 #[test]

@@ -302,14 +302,19 @@ impl<'s> Harness<'s> {
     /// findings about them taken together (seed 000: mixed page sizes). Returns those
     /// findings.
     pub fn finish(self) -> Result<Vec<Warning>> {
-        if self.seen.len() < 2 {
+        // A target adopted more than once (every table of `kmer bench` on it) counts once,
+        // as first seen.
+        let mut pairs: Vec<(String, &Achieved)> = Vec::new();
+        for (n, a) in &self.seen {
+            if !pairs.iter().any(|(seen, _)| seen == n) {
+                pairs.push((n.clone(), a));
+            }
+        }
+        if pairs.len() < 2 {
             return Ok(Vec::new());
         }
-        let pairs: Vec<(String, &Achieved)> =
-            self.seen.iter().map(|(n, a)| (n.clone(), a)).collect();
         let cross = pmscope_mapping::verify::compare_targets(&pairs);
-        let targets: Vec<serde_json::Value> = self
-            .seen
+        let targets: Vec<serde_json::Value> = pairs
             .iter()
             .map(|(n, a)| {
                 serde_json::json!({

@@ -16,8 +16,8 @@ use pmscope_persist::PersistChoice;
 use pmscope_workload::kmer::encode::MAX_K;
 use pmscope_workload::kmer::job::{self, Job, JobError, Operation};
 use pmscope_workload::kmer::read::Split;
-use pmscope_workload::kmer::table::TableKind;
 use pmscope_workload::kmer::table::partition::NodePlan;
+use pmscope_workload::kmer::table::{Fence, TableKind};
 use std::path::{Path, PathBuf};
 
 /// A job, checked.
@@ -78,15 +78,24 @@ pub fn plan(
     if let Some(pool) = &r.pool {
         pool_path(pool)?;
     }
+    let fence = match (r.fence, table) {
+        (None, _) => Fence::default(),
+        (Some(f), TableKind::StaticPm) => f,
+        (Some(f), t) => {
+            return Err(usage(format!(
+                "--fence {f} applies to static-pm, the table pmscope persists itself, not to {t}; drop --fence or add --table static-pm"
+            )));
+        }
+    };
     let (specs, map_options) = env.targets(&r.targets.as_target_args(), &["dram:thp"])?;
-    if specs.len() != 1 {
+    if specs.len() != 1 && r.partition == Partition::None {
         return Err(usage(
-            "pmscope kmer places its table on one --target; give it once",
+            "pmscope kmer places its table on one --target; give it once (or once per node with CPUs with --partition nodes)",
         ));
     }
     let partition = match r.partition {
         Partition::None => None,
-        Partition::Nodes => Some(node_plan(env, r, &specs[0], &allowed, threads)?),
+        Partition::Nodes => Some(node_plan(env, r, &specs, &allowed, threads)?),
     };
     let worker_cpus = match &partition {
         Some(plan) => plan.workers().0,
@@ -112,6 +121,7 @@ pub fn plan(
         table,
         pool: r.pool.clone(),
         persist,
+        fence,
         features: env.features,
         partition,
     };
@@ -138,12 +148,14 @@ pub fn pool_path(pool: &std::path::Path) -> Result<pmscope_sys::path::Found> {
     }
 }
 
-/// `--partition nodes`: refuses what cannot be placed node by node, then spreads the
-/// threads over the nodes with CPUs.
+/// `--partition nodes`: refuses what cannot be placed node by node, spreads the threads
+/// over the nodes with CPUs, and gives each node's sub-table its target: one dram or shm
+/// target bound to each node in turn, or an explicit list of one target per node (a
+/// file's or a device's memory, or a far-memory node, for each).
 fn node_plan(
     env: &Env,
     r: &RunArgs,
-    spec: &TargetSpec,
+    specs: &[TargetSpec],
     allowed: &[usize],
     threads: usize,
 ) -> Result<NodePlan> {
@@ -157,17 +169,41 @@ fn node_plan(
             "--pool holds one table, but --partition nodes makes one per node; drop --pool (the sub-tables then live on the target) or --partition",
         ));
     }
-    if spec.node.is_some() {
+    let plan =
+        NodePlan::new(&pmscope_sys::numa::nodes(&env.root), allowed, threads).map_err(usage)?;
+    let nodes: Vec<String> = plan.shares.iter().map(|s| s.node.to_string()).collect();
+    let bindable = |spec: &TargetSpec| !matches!(spec.kind_name(), "file" | "devdax");
+    if let [spec] = specs
+        && spec.node.is_none()
+        && bindable(spec)
+    {
+        // One dram or shm target: each sub-table gets it bound to its own node.
+        return Ok(plan);
+    }
+    if specs.len() != plan.shares.len() {
+        let given: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
         return Err(usage(format!(
-            "-t {spec}: --partition nodes binds each sub-table to its own node; give the target without node="
+            "-t {}: --partition nodes places one sub-table per node with CPUs ({} of them: node {}), so give one dram or shm target without node= to bind to each, or exactly {} targets, one per node in that order",
+            given.join(" -t "),
+            plan.shares.len(),
+            nodes.join(", "),
+            plan.shares.len()
         )));
     }
-    if matches!(spec.kind_name(), "file" | "devdax") {
-        return Err(usage(format!(
-            "-t {spec}: a file's or a device's memory is where its file system or device puts it, so it cannot be split across nodes; use a dram or shm target with --partition nodes"
-        )));
-    }
-    NodePlan::new(&pmscope_sys::numa::nodes(&env.root), allowed, threads).map_err(usage)
+    // One target per node, in node order; a dram or shm target without node= is bound to
+    // its sub-table's node, any other is used as given (its memory is where it is).
+    let targets = specs
+        .iter()
+        .zip(&plan.shares)
+        .map(|(spec, share)| {
+            let mut spec = spec.clone();
+            if spec.node.is_none() && bindable(&spec) {
+                spec.node = Some(share.node);
+            }
+            spec
+        })
+        .collect();
+    plan.with_targets(targets).map_err(usage)
 }
 
 /// Checks the two outputs against each other and prepares the k-mers' (the record file is
@@ -281,7 +317,7 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         report.table.warnings.clone(),
         durable,
     );
-    let rec = record::job(run.record("kmer"), &report, p.job.partition.as_ref());
+    let rec = record::job(run.record("kmer"), &report, &p.job);
     run.emit(&rec)?;
     h.finish()?;
     if human {

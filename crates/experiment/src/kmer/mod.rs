@@ -1,6 +1,7 @@
 //! `pmscope kmer`: the k-mer set workload of seed 003 as a tool (primers, count, union,
 //! intersect, subtract), its end-to-end demo on Debian's example genomes, seed 003's Table 9
-//! (`bench`), the synthetic genome generator and the pool checker.
+//! and Fig. 18 (`bench`, on one target or several side by side), the synthetic genome
+//! generator and the pool checker.
 //!
 //! A k-mer table maps its own memory (it is sized from the genomes, and grows), so a job
 //! runs inside a started measurement and the harness then adopts the table's target
@@ -17,6 +18,7 @@
 
 mod bench;
 mod demo;
+mod fence;
 mod job;
 pub mod params;
 mod record;
@@ -149,9 +151,15 @@ impl Experiment for Kmer {
         s
     }
 
-    /// `kmer` is no suite step: its jobs read genomes and place one table on one target of
-    /// their own, so there is nothing a suite's targets or CPUs could be put on.
-    fn place(_params: &mut Params, _on: &Placement) {}
+    /// A job reads genomes and places one table on one target of its own, so a suite has
+    /// nothing to put it on; `kmer bench` runs every table on each target, so a suite step
+    /// of it takes the suite's targets (its genomes are the step's own, and every target
+    /// must be one tx-pm can keep its pool on: shm or file).
+    fn place(params: &mut Params, on: &Placement) {
+        if let Command::Bench(b) = &mut params.command {
+            b.targets = on.targets.clone();
+        }
+    }
 }
 
 /// A job's error as the error itself: its type says whether the request is at fault

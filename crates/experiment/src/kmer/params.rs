@@ -3,13 +3,14 @@
 //! table kinds and k-mer formats are the workload's own types, parsed from their names.
 
 use super::bench;
+use super::fence::fences;
 pub use super::target::TableTarget;
 use crate::params::Count;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use pmscope_persist::PersistStrategy;
 use pmscope_workload::kmer::output::Format;
-use pmscope_workload::kmer::table::TableKind;
+use pmscope_workload::kmer::table::{Fence, TableKind};
 use std::path::PathBuf;
 
 /// Where the k-mer commands write.
@@ -44,10 +45,11 @@ pub enum Command {
     /// Check a static-pm or tx-pm pool after a crash: header, cut-short inserts cleared
     /// (rolled back, for tx-pm), contents.
     Recover(RecoverArgs),
-    /// Seed 003's Table 9 on one target: volatile, static-pm and tx-pm side by side
-    /// (million inserts per second, ratio to volatile, flushes and fences per insert).
+    /// Seed 003's Table 9 and Fig. 18: volatile, static-pm and tx-pm side by side on each
+    /// target (million inserts per second, ratio to volatile, flushes and fences per
+    /// insert), and with several targets each table's insert time on each beside the first's.
     #[command(
-        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once, on the same target.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2 genomes/*.fa.gz\n  pmscope kmer bench -t file:/mnt/pmem -k 100 genomes/*.fa.gz"
+        after_help = "The genomes default to the S. aureus references of Debian's ragout-examples (the demo's in-group); each table counts their k-mers once on each target. Every target must be one tx-pm can keep its pool on: shm or file:DIR, without node=.\n\nEXAMPLES:\n  pmscope kmer bench -t shm:4k --threads 2 genomes/*.fa.gz\n  pmscope kmer bench -t file:/mnt/pmem -k 100 genomes/*.fa.gz\n  pmscope kmer bench -t shm:4k -t file:/mnt/pmem --fence per-slot genomes/*.fa.gz"
     )]
     Bench(bench::Params),
 }
@@ -82,12 +84,17 @@ pub struct RunArgs {
     /// (the record says which; a reopened --pool keeps the strategy it was written with).
     #[arg(long, value_name = "STRATEGY")]
     pub persist: Option<PersistStrategy>,
+    /// When static-pm fences the slots it wrote (default: per-group; the record says which).
+    #[arg(long, value_name = "POLICY", value_parser = fences())]
+    pub fence: Option<Fence>,
     /// Worker threads, one pinned per CPU (default: every CPU pmscope may use).
     #[arg(long, value_name = "N")]
     pub threads: Option<Count>,
-    /// `nodes`: one sub-table per NUMA node with CPUs, on that node's memory (dram or shm
-    /// targets), its threads pinned there and inserting only into it; k-mers are routed
-    /// to sub-tables by hash, so results equal `none`'s (seed 003 section 5.4).
+    /// `nodes`: one sub-table per NUMA node with CPUs, its threads pinned there and
+    /// inserting only into it; k-mers are routed to sub-tables by hash, so results equal
+    /// `none`'s (seed 003 section 5.4). One dram or shm target is bound to each node in
+    /// turn; or give one target per node with CPUs (-t once per node, in node order:
+    /// file, devdax, or dram,node=N for a far-memory node) and each sub-table lives on its own.
     #[arg(long, value_enum, default_value = "none")]
     pub partition: Partition,
     /// Treat every FASTA record as a genome of its own (default: one file = one genome).

@@ -3,11 +3,12 @@
 
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{p, v};
-use pmscope_workload::kmer::job::Report;
-use pmscope_workload::kmer::table::partition::NodePlan;
+use pmscope_workload::kmer::job::{Job, Report};
+use pmscope_workload::kmer::table::Durability;
 
-/// `rec` (the adopted target's record: target, warnings) with the job's figures.
-pub fn job(rec: Record, r: &Report, partition: Option<&NodePlan>) -> Record {
+/// `rec` (the adopted target's record: target, warnings) with the figures of `job`'s run.
+pub fn job(rec: Record, r: &Report, job: &Job) -> Record {
+    let partition = job.partition.as_ref();
     let mut rec = figures(rec, r);
     for (name, n) in &r.sets {
         let key = pmscope_core::vocab::value_key(&format!("{name}_kmers"))
@@ -34,6 +35,10 @@ pub fn job(rec: Record, r: &Report, partition: Option<&NodePlan>) -> Record {
     // (the note of a default that fell back is among the run's warnings).
     if let Some(p) = &r.table.persister {
         rec = crate::fallback::persist_params(rec, p);
+    }
+    // Only static-pm fences as pmscope says (the plan refuses --fence for the others).
+    if job.table.durability() == Durability::Persister {
+        rec = rec.param(p::TABLE_FENCE, job.fence.name());
     }
     if let Some(plan) = partition {
         rec = rec
@@ -117,7 +122,9 @@ fn sub_tables(r: &Report) -> Vec<serde_json::Value> {
                 "slots": p.slots,
                 "bytes": p.footprint_bytes,
                 "target": p.target.spec,
+                "memory_node": p.memory_node,
                 "pages_by_node": p.target.achieved.nodes,
+                "achieved_node": p.achieved_node(),
                 "pages_on_node_fraction": p.on_node(),
             })
         })

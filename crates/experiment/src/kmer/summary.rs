@@ -226,25 +226,45 @@ fn partitions(r: &Report, plan: &NodePlan) -> String {
     } else {
         format!("\n\npartitioned by NUMA node: {n} sub-tables, k-mers routed by hash\n")
     };
-    let mut t = Table::new(&[
-        "node",
-        "cpus",
-        "k-mers inserted",
-        "distinct",
-        "pages on its node",
-    ]);
+    // With one target per node, each row names its target and where its memory is.
+    let own_targets = !plan.targets.is_empty();
+    let mut head = vec!["node", "cpus"];
+    if own_targets {
+        head.push("target");
+    }
+    head.extend(["k-mers inserted", "distinct", "pages on its node"]);
+    let mut t = Table::new(&head);
     for p in &r.table.parts {
         let pages: u64 = p.target.achieved.nodes.values().sum();
-        t.row(vec![
+        let mut row = vec![
             p.node.to_string(),
             pmscope_core::cpulist::format_list(&p.cpus),
+        ];
+        if own_targets {
+            row.push(p.target.spec.clone());
+        }
+        row.extend([
             thousands(p.inserts),
             thousands(p.distinct),
-            match p.on_node() {
-                Some(f) => format!("{:.1}% of {pages} pages (move_pages)", 100.0 * f),
-                None => "unverified".into(),
+            match (p.memory_node, p.on_node(), p.achieved_node()) {
+                (Some(m), Some(f), _) if m == p.node => {
+                    format!("{:.1}% of {pages} pages (move_pages)", 100.0 * f)
+                }
+                (Some(m), Some(f), _) => {
+                    format!(
+                        "{:.1}% of {pages} pages on node {m} (move_pages)",
+                        100.0 * f
+                    )
+                }
+                (None, _, Some(a)) => {
+                    format!(
+                        "its file's or device's: most of {pages} pages on node {a} (move_pages)"
+                    )
+                }
+                _ => "unverified".into(),
             },
         ]);
+        t.row(row);
     }
     s += &t.render();
     for id in &plan.without_cpus {

@@ -1,16 +1,18 @@
-//! The one memory target of a k-mer table (every subcommand that builds one, `bench`
-//! included) and its mapping options.
+//! The memory target of a k-mer table (every subcommand that builds one; `bench` takes
+//! several, one after the other) and its mapping options.
 
 use crate::params::{Size, TargetArgs};
 use clap::Args;
 use pmscope_mapping::TargetSpec;
 
-/// The one memory target of a k-mer table and its mapping options.
+/// The memory target of a k-mer table (one per node with `--partition nodes`) and its
+/// mapping options.
 #[derive(Debug, Args, Clone)]
 pub struct TableTarget {
-    /// The one memory target the table is placed on (default dram:thp; a table lives on
-    /// one target, so give it once). Syntax: dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp],
-    /// devdax:/dev/daxX.Y, each with an optional ,node=N. See `pmscope list targets`.
+    /// The memory target the table is placed on (default dram:thp; a table lives on one
+    /// target, so give it once, or with --partition nodes once per node with CPUs).
+    /// Syntax: dram[:4k|thp|2m|1g], file:PATH, shm[:4k|thp], devdax:/dev/daxX.Y, each
+    /// with an optional ,node=N. See `pmscope list targets`.
     #[arg(short = 't', long = "target", value_name = "SPEC")]
     pub targets: Vec<TargetSpec>,
     /// Refuse to map more than SIZE of RAM (default: 90% of MemAvailable).

@@ -83,6 +83,7 @@ pub static FIGURES: &[&dyn Figure] = &[
     &sync::SyncCost,
     &rap::ReadAfterPersist,
     &kmer::KmerThroughput,
+    &kmer::KmerBench,
     &files::FileOpLatency,
     &files::FioBandwidth,
     &kv::KvThroughput,

@@ -27,7 +27,9 @@ use super::output::{self, Candidate, Format, Region};
 use super::read::{Genome, ReadError, Split, read_genomes};
 pub use super::table::TableFacts;
 use super::table::partition::{NodePlan, PartitionedTable};
-use super::table::{Create, Entry, KmerTable, TableError, TableKind, TableRequest, WithTable};
+use super::table::{
+    Create, Entry, Fence, KmerTable, TableError, TableKind, TableRequest, WithTable,
+};
 use pmscope_core::record::ThreadPlacement;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_persist::PersistChoice;
@@ -127,6 +129,8 @@ pub struct Job {
     pub pool: Option<PathBuf>,
     /// How a persistent table makes its stores durable: named, or the default's fallback.
     pub persist: PersistChoice,
+    /// When static-pm fences its written slots: per group (the default) or per slot.
+    pub fence: Fence,
     /// The CPU (CPUID): which flushes a persistent table may execute.
     pub features: CpuFeatures,
     /// `--partition nodes`: one sub-table per node of the plan, its workers pinned there
@@ -465,11 +469,12 @@ fn run_words<const W: usize, T: Create<W>>(
                         job.threads
                     )));
                 }
-                Driver::<W>::partitioned(Workers::on(cpus)?, homes)
+                Driver::<W>::partitioned(Workers::on(cpus)?, homes).grouping(job.fence.lines())
             }
             // A volatile table's workers claim their runs (they make nothing durable).
             None => Driver::<W>::new(Workers::new(job.threads)?)
-                .claiming(T::KIND == TableKind::Volatile),
+                .claiming(T::KIND == TableKind::Volatile)
+                .grouping(job.fence.lines()),
         },
     };
     let mut phases = Phases::default();

@@ -72,6 +72,7 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         pool: None,
         persist: pmscope_persist::PersistChoice::Named(pmscope_persist::PersistStrategy::Clflush),
         features: pmscope_sys::cpu::CpuFeatures::detect(),
+        fence: Default::default(),
         partition: None,
     }
 }
@@ -97,6 +98,7 @@ fn two_parts(threads: usize) -> NodePlan {
             },
         ],
         without_cpus: Vec::new(),
+        targets: Vec::new(),
     }
 }
 
@@ -371,6 +373,44 @@ fn refusal(j: &Job) -> String {
         Err(e) => panic!("expected a refusal, got {e}"),
         Ok(_) => panic!("expected a refusal, the job ran"),
     }
+}
+
+/// `--fence per-slot` (the seed's Static-HT) drains every written slot on its own: as many
+/// fences as written slots, where the default drains a group of them with one fence. The
+/// counts are the same either way. This must fail if per-slot grouped its slots.
+#[test]
+fn static_pm_per_slot_fences_every_written_slot() {
+    use super::table::Fence;
+    let dir = tempfile::tempdir().unwrap();
+    let genome = super::synth::random_bases(20_000, 7);
+    let a = write(dir.path(), "a", std::slice::from_ref(&genome));
+    let b = write(dir.path(), "b", &[genome[5_000..].to_vec()]);
+    let count = Operation::Count {
+        genomes: vec![a, b],
+    };
+    let mut j = job(count, 15, 2);
+    let want = written(&j);
+    j.table = TableKind::StaticPm;
+    let persisted = |j: &Job| run(j, None).unwrap().table.persist.unwrap();
+    j.fence = Fence::PerGroup;
+    let (group_flushes, group_fences) = persisted(&j);
+    j.fence = Fence::PerSlot;
+    let (slot_flushes, slot_fences) = persisted(&j);
+    assert_eq!(
+        slot_flushes, group_flushes,
+        "one write-back per written slot either way"
+    );
+    // Every written slot: one flush, one fence; the header and the resume word add a
+    // flush each beyond their fences.
+    assert!(
+        slot_fences + 2 >= slot_flushes && slot_fences <= slot_flushes,
+        "per-slot: {slot_flushes} flushes, {slot_fences} fences"
+    );
+    assert!(
+        group_fences * 50 < group_flushes,
+        "per-group: {group_flushes} flushes, {group_fences} fences"
+    );
+    assert_eq!(written(&j), want, "the counts are the volatile table's");
 }
 
 /// On a CPU without clwb and clflushopt (the x86-64 baseline), static-pm's default

@@ -1,7 +1,8 @@
-//! `pmscope kmer bench`: seed 003's Table 9 on this machine — every table of the registry
-//! (volatile, the log-free static-pm and the PMDK transactional tx-pm) counting the same
-//! genomes on the same target, side by side: million inserts per second, the ratio to the
-//! volatile table, and flushes and fences per insert.
+//! `pmscope kmer bench`: seed 003's Table 9 and Fig. 18 on this machine — every table of
+//! the registry (volatile, the log-free static-pm and the PMDK transactional tx-pm)
+//! counting the same genomes on each target given, side by side: million inserts per
+//! second, the ratio to the volatile table on the same target, flushes and fences per
+//! insert, and with several targets each table's insert time on each beside the first's.
 //!
 //! Flushes and fences are counted where pmscope issues them (static-pm's `Persister`).
 //! tx-pm's happen inside libpmemobj, which does not count them: the table says "not
@@ -11,12 +12,12 @@
 
 pub mod render;
 
-use super::target::TableTarget;
+use super::fence::fences;
 use super::{Libpmem, demo, durable_by, job_error, record, table_error};
 use crate::Env;
 use crate::error::usage;
 use crate::output::Output;
-use crate::params::{Count, check_threads};
+use crate::params::{Count, TargetArgs, check_threads};
 use anyhow::{Result, anyhow};
 use clap::Args;
 use pmscope_core::record::Record;
@@ -27,7 +28,7 @@ use pmscope_workload::kmer::encode::MAX_K;
 use pmscope_workload::kmer::job::{self, Job, Operation, Report};
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::read::Split;
-use pmscope_workload::kmer::table::{Durability, TableKind};
+use pmscope_workload::kmer::table::{Durability, Fence, TableKind};
 use std::path::{Path, PathBuf};
 
 /// What tx-pm's flush and fence columns say.
@@ -51,9 +52,13 @@ pub struct Params {
     /// clflushopt, else clflush (the record says which).
     #[arg(long, value_name = "STRATEGY")]
     pub persist: Option<PersistStrategy>,
-    /// The one memory target every table is placed on and its mapping options.
+    /// When static-pm fences the slots it wrote (default: per-group; the record says which).
+    #[arg(long, value_name = "POLICY", value_parser = fences())]
+    pub fence: Option<Fence>,
+    /// The memory targets (default shm:4k): every table counts the genomes on each, one
+    /// target after the other, and the summary sets the targets side by side.
     #[command(flatten)]
-    pub targets: TableTarget,
+    pub targets: TargetArgs,
 }
 
 /// The bench, checked: every table possible here, before any is measured.
@@ -63,12 +68,13 @@ pub struct Plan {
     cpus: Vec<usize>,
     choice: PersistChoice,
     persister: Persister,
-    spec: TargetSpec,
+    fence: Fence,
+    specs: Vec<TargetSpec>,
     map_options: MapOptions,
     genomes: Vec<PathBuf>,
 }
 
-/// Checks k, the threads, the persister, the one target and every table kind.
+/// Checks k, the threads, the persister, the targets and every table kind on each.
 pub fn plan(env: &Env, a: &Params) -> Result<Plan> {
     if a.k == 0 || a.k > MAX_K {
         return Err(usage(format!(
@@ -85,16 +91,21 @@ pub fn plan(env: &Env, a: &Params) -> Result<Plan> {
         .persist
         .map_or(PersistChoice::Default, PersistChoice::Named);
     let persister = Persister::choose(choice, &env.features)?;
-    let (specs, map_options) = env.targets(&a.targets.as_target_args(), &["shm:4k"])?;
-    if specs.len() != 1 {
-        return Err(usage(
-            "pmscope kmer bench places every table on one --target; give it once",
-        ));
-    }
-    // Every table must be possible here before any is measured: without libpmemobj the
-    // bench stops now, not after counting with two tables.
+    let (specs, map_options) = env.targets(&a.targets, &["shm:4k"])?;
+    // Every table must be possible here, on every target, before any is measured: without
+    // libpmemobj, or with a target tx-pm cannot keep its pool on, the bench stops now, not
+    // after counting with two tables.
     for table in TableKind::ALL {
         table.available().map_err(table_error)?;
+        for spec in &specs {
+            if let Some(why) = table.refuses(spec) {
+                let reason = why.trim_start_matches("--table ");
+                let reason = reason.split("; ").next().unwrap_or(reason);
+                return Err(usage(format!(
+                    "-t {spec}: pmscope kmer bench runs every table on every target, but {reason}; give it shm or file:DIR targets without node="
+                )));
+            }
+        }
     }
     let genomes = if a.genomes.is_empty() {
         demo::genomes(Path::new(demo::RAGOUT), Path::new(demo::KAPTIVE))?.0
@@ -107,16 +118,16 @@ pub fn plan(env: &Env, a: &Params) -> Result<Plan> {
         cpus: allowed[..threads].to_vec(),
         choice,
         persister,
-        spec: specs[0].clone(),
+        fence: a.fence.unwrap_or_default(),
+        specs,
         map_options,
         genomes,
     })
 }
 
-/// Counts the genomes with every table, then emits one `kmer-bench` record per table,
-/// each from its adopted target. The tables share one target, so no `comparison` record
-/// follows: a table whose memory differs from the first's (its page size) says so in its
-/// own record.
+/// Counts the genomes with every table on each target, then emits one `kmer-bench` record
+/// per table and target, each from its adopted target; with several targets, a
+/// `comparison` record of them follows.
 pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let human = out.human();
     let features = env.features;
@@ -124,36 +135,47 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     if let Some(w) = crate::fallback::persist_note(&p.persister) {
         h.note(w);
     }
-    let mut rows: Vec<(TableKind, Report)> = Vec::new();
-    for table in TableKind::ALL {
-        if human {
-            eprintln!("pmscope kmer bench: counting with the {table} table ...");
+    let mut first: Option<Option<u64>> = None;
+    for spec in &p.specs {
+        let mut rows: Vec<(TableKind, Report)> = Vec::new();
+        for table in TableKind::ALL {
+            if human {
+                eprintln!("pmscope kmer bench: counting with the {table} table on {spec} ...");
+            }
+            let report = job::run(&job(p, spec, table, features), None).map_err(job_error)?;
+            rows.push((table, report));
         }
-        let report = job::run(&job(p, table, features), None).map_err(job_error)?;
-        rows.push((table, report));
+        // Every table on every target counted the same k-mers: anything else is a bug
+        // worth stopping for.
+        let distinct: Vec<Option<u64>> = rows.iter().map(|(_, r)| r.set("union")).collect();
+        let expected = *first.get_or_insert(distinct[0]);
+        if distinct.iter().any(|d| *d != expected) {
+            return Err(anyhow!(
+                "the tables disagree on the distinct k-mers ({expected:?} first, {distinct:?} on {spec}): a table is wrong"
+            ));
+        }
+        let volatile_mips = rows
+            .iter()
+            .find(|(t, _)| t.durability() == Durability::None)
+            .map_or(f64::NAN, |(_, r)| r.mips_excluding_growth());
+        for (table, r) in &rows {
+            let durable = durable_by(*table, &r.table, &features);
+            let mut run = h.adopt(r.table.target.clone(), r.table.warnings.clone(), durable);
+            let rec = bench_record(run.record("kmer-bench"), *table, r, p, volatile_mips);
+            run.emit(&rec)?;
+        }
     }
-    // Every table counted the same k-mers: anything else is a bug worth stopping for.
-    let distinct: Vec<Option<u64>> = rows.iter().map(|(_, r)| r.set("union")).collect();
-    if distinct.iter().any(|d| *d != distinct[0]) {
-        return Err(anyhow!(
-            "the tables disagree on the distinct k-mers ({distinct:?}): a table is wrong"
-        ));
-    }
-    let volatile_mips = rows
-        .iter()
-        .find(|(t, _)| t.durability() == Durability::None)
-        .map_or(f64::NAN, |(_, r)| r.mips_excluding_growth());
-    for (table, r) in &rows {
-        let durable = durable_by(*table, &r.table, &features);
-        let mut run = h.adopt(r.table.target.clone(), r.table.warnings.clone(), durable);
-        let rec = bench_record(run.record("kmer-bench"), *table, r, p, volatile_mips);
-        run.emit(&rec)?;
-    }
+    h.finish()?;
     Ok(())
 }
 
-/// The job of one table: count the genomes, write nothing.
-fn job(p: &Plan, table: TableKind, features: pmscope_sys::cpu::CpuFeatures) -> Job {
+/// The job of one table on one target: count the genomes, write nothing.
+fn job(
+    p: &Plan,
+    spec: &TargetSpec,
+    table: TableKind,
+    features: pmscope_sys::cpu::CpuFeatures,
+) -> Job {
     Job {
         operation: Operation::Count {
             genomes: p.genomes.clone(),
@@ -161,7 +183,7 @@ fn job(p: &Plan, table: TableKind, features: pmscope_sys::cpu::CpuFeatures) -> J
         k: p.k,
         threads: p.threads,
         split: Split::PerFile,
-        target: p.spec.clone(),
+        target: spec.clone(),
         map_options: p.map_options.clone(),
         format: Format::Tsv,
         sorted: false,
@@ -169,6 +191,7 @@ fn job(p: &Plan, table: TableKind, features: pmscope_sys::cpu::CpuFeatures) -> J
         table,
         pool: None,
         persist: p.choice,
+        fence: p.fence,
         features,
         partition: None,
     }
@@ -204,6 +227,10 @@ fn bench_record(rec: Record, table: TableKind, r: &Report, p: &Plan, volatile_mi
         )
         .value(v::UNION_KMERS, r.set("union").unwrap_or(0) as f64)
         .value(v::TABLE_BYTES, r.table.footprint_bytes as f64);
+    // Only static-pm fences as pmscope says: the others ignore the policy.
+    if table.durability() == Durability::Persister {
+        rec = rec.param(p::TABLE_FENCE, p.fence.name());
+    }
     if let Some((flushes, fences)) = per_insert(table, r) {
         rec = rec
             .value(v::FLUSHES_PER_INSERT, flushes)

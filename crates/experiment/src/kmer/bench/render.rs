@@ -1,5 +1,7 @@
 //! Table 9, drawn from the `kmer-bench` records alone: configuration, mode, data structure,
-//! MIPS; then the ratio to the volatile table and the persistence cost per insert.
+//! MIPS; then the ratio to the volatile table and the persistence cost per insert. With
+//! several targets (Fig. 18's layout), a second table sets them side by side: each table's
+//! insert time on each target and its ratio to the first target's.
 
 use super::NOT_COUNTED;
 use crate::render::table::Table;
@@ -28,7 +30,7 @@ pub fn render(records: &[Record]) -> String {
         thousands(n(r0, v::UNION_KMERS) as u64),
         r0.count(p::K).unwrap_or_default(),
         r0.count(p::THREADS).unwrap_or_default(),
-        r0.spec().unwrap_or_default()
+        targets(&rows).join(", ")
     );
     let mut t = Table::new(&[
         "target (persistence)",
@@ -48,8 +50,81 @@ pub fn render(records: &[Record]) -> String {
     if rows.iter().any(|r| libpmem_msyncs(r)) {
         s += "\n\nnote: tx-pm's pool is not on DAX, so libpmem makes it durable with msync while static-pm uses CPU flushes: set PMEM_IS_PMEM_FORCE=1 to have libpmem flush with CPU instructions as the seed did on emulated pmem, and compare like with like.";
     }
+    s += &side_by_side(&rows);
     s += "\n\nMIPS: million inserts per second in the insert phase (every k-mer of every genome, repeats included), without the time a table spent growing between genomes (the volatile table grows when the next genome could overfill it; static-pm's pool is sized for the whole job up front): that rehash is not an insert cost of the seed's presized tables, and the growth column gives it; one run per table.\n";
     s
+}
+
+/// The targets of the records, in first-seen order.
+fn targets(rows: &[&Record]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for r in rows {
+        let t = r.spec().unwrap_or_default().to_string();
+        if !seen.contains(&t) {
+            seen.push(t);
+        }
+    }
+    seen
+}
+
+/// Seconds of inserting, without growth: what MIPS is the rate of.
+pub fn insert_seconds(r: &Record) -> Option<f64> {
+    let ms = r.val(v::INSERT_MS)? - r.val(v::GROW_MS).unwrap_or_default();
+    Some(ms / 1e3)
+}
+
+/// With several targets: one row per table, its insert time on each target, and the
+/// ratio of each later target's time to the first's (above 1: slower than the first).
+fn side_by_side(rows: &[&Record]) -> String {
+    let specs = targets(rows);
+    if specs.len() < 2 {
+        return String::new();
+    }
+    let mut head = vec!["data structure".to_string()];
+    head.extend(specs.iter().map(|t| format!("{t} (s)")));
+    head.extend(specs[1..].iter().map(|t| format!("{t} / {}", specs[0])));
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut t = Table::new(&head);
+    let mut kinds: Vec<String> = Vec::new();
+    for r in rows {
+        let k = describe(r);
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    for kind in &kinds {
+        let time = |spec: &String| {
+            rows.iter()
+                .find(|r| describe(r) == *kind && r.spec().unwrap_or_default() == spec)
+                .and_then(|r| insert_seconds(r))
+        };
+        let times: Vec<Option<f64>> = specs.iter().map(time).collect();
+        let mut row = vec![kind.clone()];
+        row.extend(
+            times
+                .iter()
+                .map(|s| s.map_or("-".into(), |s| format!("{s:.3}"))),
+        );
+        row.extend(times[1..].iter().map(|s| match (s, times[0]) {
+            (Some(s), Some(first)) if first > 0.0 => format!("{:.2}x", s / first),
+            _ => "-".into(),
+        }));
+        t.row(row);
+    }
+    format!(
+        "\n\nside by side: insert time without growth per target (one run each), and its ratio to {}'s\n{}",
+        specs[0],
+        t.render()
+    )
+}
+
+/// A table as the side-by-side rows name it: its kind, and for static-pm its fence.
+fn describe(r: &Record) -> String {
+    let table = r.text(p::TABLE).unwrap_or_default();
+    match r.text(p::TABLE_FENCE) {
+        Some(f) => format!("{table} ({f} fence)"),
+        None => table.to_string(),
+    }
 }
 
 /// One table's row.
@@ -62,7 +137,11 @@ fn row(r: &Record) -> Vec<String> {
     let (mode, structure) = if means == "none" {
         ("volatile", format!("{table} ({structure})"))
     } else {
-        ("AD", format!("{table} ({structure}, {means})"))
+        let fence = r
+            .text(p::TABLE_FENCE)
+            .map(|f| format!(", {f} fence"))
+            .unwrap_or_default();
+        ("AD", format!("{table} ({structure}, {means}{fence})"))
     };
     let (flushes, fences) = match (r.val(v::FLUSHES_PER_INSERT), r.val(v::FENCES_PER_INSERT)) {
         (Some(f), Some(n)) => (format!("{f:.3}"), format!("{n:.3}")),
@@ -149,5 +228,46 @@ mod tests {
         assert!(s.contains(NOT_COUNTED), "{s}");
         assert!(s.contains("set PMEM_IS_PMEM_FORCE=1"), "{s}");
         assert_eq!(render(&[]), "");
+    }
+
+    #[test]
+    fn two_targets_side_by_side_with_the_ratio_to_the_first() {
+        let timed = |name: &str, target: &str, ms: f64| {
+            let mut r = table(name, "clwb", 10.0, Some(1.0))
+                .value(v::INSERT_MS, ms)
+                .value(v::GROW_MS, 0.0);
+            if name == "static-pm" {
+                r = r.param(p::TABLE_FENCE, "per-slot");
+            }
+            on_target(r, target)
+        };
+        let s = render(&[
+            timed("volatile", "shm:4k", 100.0),
+            timed("static-pm", "shm:4k", 200.0),
+            timed("volatile", "file:/mnt/pmem", 150.0),
+            timed("static-pm", "file:/mnt/pmem", 800.0),
+        ]);
+        assert!(s.contains("threads, on shm:4k, file:/mnt/pmem\n"), "{s}");
+        assert!(
+            s.contains("static-pm (Static-HT, clwb, per-slot fence)"),
+            "{s}"
+        );
+        let side = &s[s.find("side by side").expect("a side-by-side table")..];
+        assert!(side.contains("file:/mnt/pmem / shm:4k"), "{side}");
+        let line = |kind: &str| {
+            side.lines()
+                .find(|l| l.trim_start().starts_with(kind))
+                .unwrap_or_else(|| panic!("no {kind} row: {side}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert!(line("volatile").ends_with("0.100 0.150 1.50x"), "{side}");
+        assert!(
+            line("static-pm (per-slot fence)").ends_with("0.200 0.800 4.00x"),
+            "{side}"
+        );
+        // One target: no side-by-side table.
+        assert!(!render(&[timed("volatile", "shm:4k", 1.0)]).contains("side by side"));
     }
 }

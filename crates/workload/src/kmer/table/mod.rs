@@ -194,6 +194,16 @@ impl TableKind {
         }
     }
 
+    /// Why a fresh table of this kind cannot live on `target` (`None`: it can), for
+    /// refusing a request before any table is measured: tx-pm's pool is a file libpmemobj
+    /// maps itself.
+    pub fn refuses(self, target: &TargetSpec) -> Option<String> {
+        match self {
+            TableKind::TxPm => tx_pm::refuses(target),
+            TableKind::Volatile | TableKind::StaticPm => None,
+        }
+    }
+
     /// Runs `f` with this kind's table type: the one place that maps kinds to types.
     pub fn with<const W: usize, F: WithTable<W>>(self, f: F) -> F::Output {
         match self {
@@ -267,6 +277,65 @@ pub struct TableFacts {
     pub persister: Option<Persister>,
     /// The sub-tables of a partitioned table, one per node (empty: one table).
     pub parts: Vec<partition::PartFacts>,
+}
+
+/// When static-pm fences the slots a thread wrote (the other tables ignore it: the volatile
+/// table makes nothing durable, tx-pm commits every insert inside libpmemobj).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fence {
+    /// One fence per group of up to [`Unpersisted::BATCH`] written lines: the written lines
+    /// are flushed together and drained together, pmscope's default.
+    #[default]
+    PerGroup,
+    /// A flush and a fence after every written slot, as the seed's Static-HT issues
+    /// `pmem_flush` per slot: each insert is acknowledged on its own.
+    PerSlot,
+}
+
+impl Fence {
+    /// Every policy, in the order help lists them.
+    pub const ALL: [Fence; 2] = [Fence::PerGroup, Fence::PerSlot];
+
+    /// Its name, as the CLI spells it and records carry it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fence::PerGroup => "per-group",
+            Fence::PerSlot => "per-slot",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Fence::PerGroup => "One fence per group of up to 256 written slots (pmscope's default)",
+            Fence::PerSlot => "A flush and a fence after every written slot (the seed's Static-HT)",
+        }
+    }
+
+    /// Written lines per persisted group: what the drivers group by.
+    pub fn lines(self) -> usize {
+        match self {
+            Fence::PerGroup => Unpersisted::BATCH,
+            Fence::PerSlot => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Fence {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Fence, String> {
+        Fence::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown fence policy '{s}': choose per-group or per-slot"))
+    }
 }
 
 /// Writes an inserting thread has made but not yet persisted (group persistence): filled by

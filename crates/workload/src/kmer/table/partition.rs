@@ -27,9 +27,10 @@
 //! Placement: each sub-table is made by its own kind on the job's target with `node=N`
 //! (mbind before the first touch), and its mapping's verification (move_pages) is kept per
 //! sub-table; [`PartitionedTable::facts`] lists them, with a warning for a sub-table whose
-//! pages are not all on its node. Which targets can be placed per node is the CLI's
-//! decision (a `dram` or `shm` mapping can; a file's or a device's memory is where the
-//! file system or the device puts it).
+//! pages are not all on the node they were asked on. Or each sub-table has its own target
+//! ([`NodePlan::targets`], one per node): a file's or a device's memory (where the file
+//! system or the device puts it: its record says which node that was), or a far-memory
+//! node's. Which targets can be placed per node is the CLI's decision.
 
 use super::{
     Create, Entry, GenomeId, Inserted, KmerTable, TableError, TableFacts, TableRequest, Unpersisted,
@@ -37,6 +38,7 @@ use super::{
 use crate::kmer::encode::Kmer;
 use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
+use pmscope_mapping::TargetSpec;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One node's share of the work: its id and the CPUs its workers are pinned to.
@@ -56,6 +58,9 @@ pub struct NodePlan {
     /// Nodes with memory but no CPU this process may use: no thread is local to them, so
     /// they get no sub-table (a memory-only CXL or dax/kmem node, say).
     pub without_cpus: Vec<u32>,
+    /// The sub-tables' own targets, one per share in order (a file, a device, a far-memory
+    /// node each); empty: the job's target bound to each share's node.
+    pub targets: Vec<TargetSpec>,
 }
 
 impl NodePlan {
@@ -126,6 +131,30 @@ impl NodePlan {
         Ok(NodePlan {
             shares: out,
             without_cpus,
+            targets: Vec::new(),
+        })
+    }
+
+    /// This plan with one target per share, in share order: each sub-table lives on its
+    /// own target instead of the job's.
+    pub fn with_targets(mut self, targets: Vec<TargetSpec>) -> Result<NodePlan, String> {
+        if targets.len() != self.shares.len() {
+            return Err(format!(
+                "{} targets for {} sub-tables: give one per node with CPUs",
+                targets.len(),
+                self.shares.len()
+            ));
+        }
+        self.targets = targets;
+        Ok(self)
+    }
+
+    /// The target of share `i`'s sub-table: its own, or `job`'s bound to its node.
+    pub fn target_of(&self, i: usize, job: &TargetSpec) -> TargetSpec {
+        self.targets.get(i).cloned().unwrap_or_else(|| {
+            let mut spec = job.clone();
+            spec.node = Some(self.shares[i].node);
+            spec
         })
     }
 
@@ -156,6 +185,8 @@ pub fn part_of(hash: u64, parts: usize) -> usize {
 /// One sub-table and what it was given.
 struct Part<T> {
     node: u32,
+    /// The node its memory was asked on (`None`: a file's or device's, where it is).
+    memory_node: Option<u32>,
     cpus: Vec<usize>,
     table: T,
     inserts: AtomicU64,
@@ -164,8 +195,11 @@ struct Part<T> {
 /// A sub-table as the record lists it.
 #[derive(Debug, Clone)]
 pub struct PartFacts {
-    /// Its NUMA node.
+    /// The NUMA node of its workers.
     pub node: u32,
+    /// The node its memory was asked on: its workers' node, another (a far-memory node),
+    /// or `None` for a file's or a device's memory, which is where it is.
+    pub memory_node: Option<u32>,
     /// The CPUs of its workers.
     pub cpus: Vec<usize>,
     /// k-mers inserted into it (with repeats).
@@ -181,11 +215,23 @@ pub struct PartFacts {
 }
 
 impl PartFacts {
-    /// The fraction of its verified pages that are on its node (`None`: none verified).
+    /// The fraction of its verified pages that are on the node its memory was asked on
+    /// (`None`: none verified, or no node asked).
     pub fn on_node(&self) -> Option<f64> {
+        let node = self.memory_node?;
         let nodes = &self.target.achieved.nodes;
         let all: u64 = nodes.values().sum();
-        (all > 0).then(|| nodes.get(&self.node).copied().unwrap_or(0) as f64 / all as f64)
+        (all > 0).then(|| nodes.get(&node).copied().unwrap_or(0) as f64 / all as f64)
+    }
+
+    /// The node holding most of its verified pages (`None`: none verified).
+    pub fn achieved_node(&self) -> Option<u32> {
+        let nodes = &self.target.achieved.nodes;
+        nodes
+            .iter()
+            .filter(|(_, pages)| **pages > 0)
+            .max_by_key(|(node, pages)| (**pages, std::cmp::Reverse(**node)))
+            .map(|(node, _)| *node)
     }
 }
 
@@ -206,13 +252,24 @@ impl<const W: usize, T: KmerTable<W>> PartitionedTable<W, T> {
     }
 
     /// Builds a partitioned table of existing sub-tables (`(node, cpus, table)`), in the
-    /// order their parts are numbered.
+    /// order their parts are numbered, each with its memory asked on its workers' node.
     pub fn of_tables(tables: Vec<(u32, Vec<usize>, T)>) -> Self {
+        Self::placed(
+            tables
+                .into_iter()
+                .map(|(node, cpus, table)| (node, Some(node), cpus, table))
+                .collect(),
+        )
+    }
+
+    /// Builds a partitioned table of sub-tables `(node, memory node, cpus, table)`.
+    fn placed(tables: Vec<(u32, Option<u32>, Vec<usize>, T)>) -> Self {
         PartitionedTable {
             parts: tables
                 .into_iter()
-                .map(|(node, cpus, table)| Part {
+                .map(|(node, memory_node, cpus, table)| Part {
                     node,
+                    memory_node,
                     cpus,
                     table,
                     inserts: AtomicU64::new(0),
@@ -242,9 +299,8 @@ impl<const W: usize, T: Create<W>> Create<W> for PartitionedTable<W, T> {
         };
         let n = plan.shares.len();
         let mut tables = Vec::with_capacity(n);
-        for s in &plan.shares {
-            let mut spec = r.target.clone();
-            spec.node = Some(s.node);
+        for (i, s) in plan.shares.iter().enumerate() {
+            let spec = plan.target_of(i, r.target);
             let table = T::create(&TableRequest {
                 target: &spec,
                 expected_distinct: share(r.expected_distinct, n),
@@ -252,9 +308,9 @@ impl<const W: usize, T: Create<W>> Create<W> for PartitionedTable<W, T> {
                 pool: None,
                 ..r.clone()
             })?;
-            tables.push((s.node, s.cpus.clone(), table));
+            tables.push((s.node, spec.node, s.cpus.clone(), table));
         }
-        Ok(Self::of_tables(tables))
+        Ok(Self::placed(tables))
     }
 }
 
@@ -373,6 +429,7 @@ impl<const W: usize, T: KmerTable<W>> KmerTable<W> for PartitionedTable<W, T> {
         for (p, f) in self.parts.iter().zip(&subs) {
             let part = PartFacts {
                 node: p.node,
+                memory_node: p.memory_node,
                 cpus: p.cpus.clone(),
                 inserts: p.inserts.load(Ordering::Relaxed),
                 distinct: p.table.distinct(),
@@ -380,13 +437,17 @@ impl<const W: usize, T: KmerTable<W>> KmerTable<W> for PartitionedTable<W, T> {
                 footprint_bytes: f.footprint_bytes,
                 target: f.target.clone(),
             };
-            let off = match part.on_node() {
-                Some(x) if x < 1.0 => Some(format!(
-                    "{:.1}% of its pages are on other nodes ({:?})",
+            // Judged against the node its memory was asked on; a file's or a device's
+            // memory was asked on none, and its record says where it is.
+            let off = match (part.memory_node, part.on_node()) {
+                (None, _) => None,
+                (Some(_), Some(x)) if x < 1.0 => Some(format!(
+                    "{:.1}% of its pages are on other nodes than {} ({:?})",
                     100.0 * (1.0 - x),
+                    p.memory_node.unwrap_or(p.node),
                     part.target.achieved.nodes
                 )),
-                None => Some("move_pages could not tell where its pages are".into()),
+                (Some(_), None) => Some("move_pages could not tell where its pages are".into()),
                 _ => None,
             };
             if let Some(what) = off {

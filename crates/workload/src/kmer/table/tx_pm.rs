@@ -40,6 +40,7 @@ use super::{
 use crate::kmer::encode::Kmer;
 use pmscope_core::record::TargetRecord;
 use pmscope_core::warning::Warning;
+use pmscope_mapping::TargetSpec;
 use pmscope_pmemobj::{ObjPool, PmemError, PoolError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -700,23 +701,31 @@ impl<const W: usize> KmerTable<W> for TxPmTable<W> {
 static SCRATCH_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Where a pool without `--pool` goes: a scratch file on the target.
+/// Why a fresh tx-pm pool cannot live on `target` (`None`: it can): libpmemobj maps a file
+/// itself, so the target must name one (shm or file) and cannot be bound to a node.
+pub fn refuses(target: &TargetSpec) -> Option<String> {
+    if target.node.is_some() {
+        return Some(format!(
+            "--table tx-pm maps its pool through libpmemobj, which pmscope cannot bind to a NUMA node; drop ,node= from the target {target}"
+        ));
+    }
+    match target.kind_name() {
+        "shm" | "file" => None,
+        other => Some(format!(
+            "--table tx-pm keeps its pool in a file (libpmemobj), and a {other} target has none; use shm, file:DIR (an fsdax mount for real pmem) or --pool PATH"
+        )),
+    }
+}
+
 fn scratch_path(r: &TableRequest<'_>) -> Result<PathBuf, TableError> {
-    if r.target.node.is_some() {
-        return Err(TableError::Refused(format!(
-            "--table tx-pm maps its pool through libpmemobj, which pmscope cannot bind to a NUMA node; drop ,node= from the target {}",
-            r.target
-        )));
+    if let Some(why) = refuses(r.target) {
+        return Err(TableError::Refused(why));
     }
     let spec = r.target.to_string();
     let arg = spec.split_once(':').map(|(_, a)| a).unwrap_or("");
     let dir = match r.target.kind_name() {
         "shm" => PathBuf::from("/dev/shm"),
-        "file" => PathBuf::from(arg),
-        other => {
-            return Err(TableError::Refused(format!(
-                "--table tx-pm keeps its pool in a file (libpmemobj), and a {other} target has none; use shm, file:DIR (an fsdax mount for real pmem) or --pool PATH"
-            )));
-        }
+        _ => PathBuf::from(arg),
     };
     // 1 << 20 keeps these names clear of the mapping crate's own scratch sequence.
     let seq = (1 << 20) + SCRATCH_SEQ.fetch_add(1, Ordering::Relaxed);

@@ -28,7 +28,7 @@
 //!   run are recorded and checked the same way.
 //!
 //! Bounds (deterministic): 3 genomes of about 100 k-mers each, a 512-slot table, groups of
-//! 2-3 written lines; k = 11 (one key word) and k = 40 (two); `clwb`, `clflushopt`,
+//! 2-3 written lines (and of one, `--fence per-slot`); k = 11 (one key word) and k = 40 (two); `clwb`, `clflushopt`,
 //! `clflush` and `msync`; 8 schedules of group turns for one key word, 4 for two, 4 of
 //! insert turns, one through the buckets; up to 4 second runs per scenario. About 30 s on
 //! 2 cores in release mode.
@@ -270,6 +270,22 @@ fn interleaved_inserts_of_two_workers_recover() {
         total.moved > 0,
         "no crash image had a hole to close: {total:?}"
     );
+}
+
+/// `--fence per-slot` (the seed's Static-HT): every written slot is its own group, so a
+/// worker may be switched after each of them; every crash image recovers as with groups.
+#[test]
+fn per_slot_fences_recover() {
+    let base = scenario(11, 0x38);
+    let per_slot = Scenario {
+        drive: Drive {
+            group: crate::kmer::table::Fence::PerSlot.lines(),
+            ..base.drive
+        },
+        ..base
+    };
+    let total = run_all::<1>("per-slot fences", &schedules(&per_slot, 2));
+    assert!(total.second_runs > 0, "{total:?}");
 }
 
 /// `--persist none` issues no write-back and no fence: the checker must see that nothing

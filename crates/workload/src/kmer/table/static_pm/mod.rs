@@ -23,7 +23,9 @@
 //! the thread writes back every recorded line and issues **one fence**. So a new or
 //! counted k-mer costs **1 flush**, a repeat 0, a group of up to 256 written lines **1
 //! fence**, and a genome adds 1 flush and 1 fence for the resume word (the count output
-//! and record give the measured flushes and fences per insert).
+//! and record give the measured flushes and fences per insert). `--fence per-slot`
+//! ([`Fence::PerSlot`](super::Fence)) makes every group one written line: a flush and a
+//! fence after each written slot, as the seed's Static-HT issues `pmem_flush` per slot.
 //!
 //! Why one flush per slot and no fence inside the group: key and meta share one cache
 //! line, and stores to one line reach memory in program order (x86-TSO keeps them in order
