@@ -476,3 +476,60 @@ fn test_store() -> std::path::PathBuf {
         std::process::id()
     ))
 }
+
+/// The tier study on a dram target under the null executor: the thread sweep gives a best
+/// thread count per access size, the K-mer bench measures the tables dram can hold and
+/// leaves tx-pm out with a warning (instead of refusing the whole step, as `kmer bench -t
+/// dram:4k` does), and the memcached step, which has no synthetic mode, is passed over
+/// with a line saying so. Needs ./dev setup's example genomes.
+#[test]
+fn tier_study_skips_the_tables_a_target_cannot_hold_and_passes_over_app_without_real_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tiers.jsonl");
+    let o = pmscope(&[
+        "--null-executor",
+        "suite",
+        "tiers",
+        "-t",
+        "dram:4k",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("[3/3] memcached by store size: not run under --null-executor"),
+        "{err}"
+    );
+    let rs: Vec<Record> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let best = rs
+        .iter()
+        .filter(|r| r.experiment == "bandwidth-best")
+        .count();
+    assert!(best > 0, "the thread sweep names a best count per size");
+    let tables: Vec<&str> = rs
+        .iter()
+        .filter(|r| r.experiment == "kmer-bench")
+        .map(|r| r.params["table"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tables,
+        ["volatile", "static-pm"],
+        "tx-pm has no pool on dram"
+    );
+    let skipped = rs
+        .iter()
+        .filter(|r| r.experiment == "kmer-bench")
+        .flat_map(|r| r.warnings.iter())
+        .find(|w| w.code == "kmer-table-skipped")
+        .expect("the skipped table is a warning");
+    assert!(
+        skipped.message.contains("tx-pm") && skipped.message.contains("dram:4k"),
+        "{}",
+        skipped.message
+    );
+}

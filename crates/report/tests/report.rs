@@ -329,6 +329,20 @@ impl Gen {
                 }
                 out.push(r);
             }
+            // A store-size sweep (seed 004 Fig. 21): the same point at two store sizes.
+            for (store, kops) in [(64u64 << 20, 36.0), (256 << 20, 31.0)] {
+                out.push(
+                    self.rec("app-kv", t, kops * faster * 1e3)
+                        .param(p::SERVER, "memcached")
+                        .param(p::TARGET, *t)
+                        .param(p::WORKLOAD, "get-heavy")
+                        .param(p::VALUE_BYTES, 1024)
+                        .param(p::STORE_BYTES, store)
+                        .param(p::CLIENTS, 12)
+                        .value(v::P50_US, 100.0)
+                        .value(v::P99_US, 900.0),
+                );
+            }
             for table in ["volatile", "persistent"] {
                 out.push(
                     self.rec("kmer", t, if table == "volatile" { 40.0 } else { 12.0 })
@@ -601,6 +615,15 @@ fn kv_throughput_per_server_with_ratios_to_the_first_target() {
         "{s}"
     );
     assert!(s.contains("<td>redis</td><td>mset 4 B</td><td>8.0</td><td>10.0</td><td>1.25</td>"));
+    // The points of a store-size sweep stay apart: one row per store size.
+    assert!(
+        s.contains("<tr><td>memcached</td><td>get-heavy 1 KiB, store 64 MiB</td><td>36.0</td><td>45.0</td><td>1.25</td></tr>"),
+        "{s}"
+    );
+    assert!(
+        s.contains("<td>get-heavy 1 KiB, store 256 MiB</td><td>31.0</td>"),
+        "{s}"
+    );
     assert!(s.contains("append-only file on ext4 dax=always"), "{s}");
 }
 

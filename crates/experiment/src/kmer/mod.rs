@@ -17,7 +17,7 @@
 //! errors before any work.
 
 mod bench;
-mod demo;
+pub(crate) mod demo;
 mod fence;
 mod job;
 pub mod params;
@@ -158,6 +158,7 @@ impl Experiment for Kmer {
     fn place(params: &mut Params, on: &Placement) {
         if let Command::Bench(b) = &mut params.command {
             b.targets = on.targets.clone();
+            b.skip_refused = true;
         }
     }
 }

@@ -25,6 +25,13 @@ pub enum Study {
     Table5,
     /// Seed 002: the cost of each synchronisation option (pmmeter).
     Sync,
+    /// The tier studies of seeds 003 and 004: the best thread count per access size
+    /// (seed 004 Fig. 11), the K-mer tables side by side on each target (seed 003 Table 9,
+    /// Fig. 18; a table a target cannot hold is left out there with a warning), and
+    /// memcached over store sizes with pinned server and client threads and repeated runs
+    /// (seed 004 Figs. 20-22). Needs ./dev setup's genomes and memcached; about 2 minutes
+    /// per target on 2 cores.
+    Tiers,
 }
 
 impl Study {
@@ -34,6 +41,7 @@ impl Study {
             Study::Basic => "basic",
             Study::Table5 => "table5",
             Study::Sync => "sync",
+            Study::Tiers => "tiers",
         }
     }
 }
@@ -48,7 +56,77 @@ pub fn steps(study: Study, full: bool) -> Vec<(&'static str, Step)> {
             "synchronisation cost (pmmeter)",
             Step::Sync(sync::Params { full, ..defaults() }),
         )],
+        Study::Tiers => tiers(full),
     }
+}
+
+/// The tier study: bandwidth over every thread count at each access size, the K-mer
+/// tables on each target, memcached by store size. The budget version counts one S. aureus
+/// genome and sweeps two store sizes; `full` counts all five references and sweeps the
+/// store past 1 GiB.
+fn tiers(full: bool) -> Vec<(&'static str, Step)> {
+    let (sizes, reps, duration) = if full {
+        ("64..128KiB:x2", 5, 0.5)
+    } else {
+        ("64..16KiB:x4", 3, 0.1)
+    };
+    let genomes: Vec<String> = crate::kmer::demo::genomes(
+        std::path::Path::new(crate::kmer::demo::RAGOUT),
+        std::path::Path::new(crate::kmer::demo::KAPTIVE),
+    )
+    .map(|(in_group, _)| in_group)
+    .unwrap_or_default()
+    .into_iter()
+    .take(if full { usize::MAX } else { 1 })
+    .map(|g| g.display().to_string())
+    .collect();
+    let mut kmer = vec!["bench", "-k", "31"];
+    kmer.extend(genomes.iter().map(String::as_str));
+    let store_sizes = if full {
+        "64MiB,256MiB,1GiB,4GiB"
+    } else {
+        "64MiB,256MiB"
+    };
+    let app_duration = if full { "5" } else { "1" };
+    vec![
+        (
+            "best thread count per access size",
+            Step::Bandwidth(bandwidth::Params {
+                ops: Some(vec![StreamOp::Read, StreamOp::Write, StreamOp::NtStore]),
+                pattern: Patterns::Seq,
+                sizes: Some(sizes.into()),
+                reps: Some(Count(reps)),
+                duration: Some(Seconds(duration)),
+                ..defaults()
+            }),
+        ),
+        (
+            "K-mer tables side by side (Table 9)",
+            Step::Kmer(parsed(&kmer)),
+        ),
+        (
+            "memcached by store size",
+            Step::App(parsed(&[
+                "memcached",
+                "--store-sizes",
+                store_sizes,
+                "--reps",
+                "3",
+                "--duration",
+                app_duration,
+            ])),
+        ),
+    ]
+}
+
+/// An experiment's parameters as its command line would give them, for steps whose
+/// command takes a required argument (a subcommand, a server).
+fn parsed<P: clap::Args + clap::FromArgMatches>(args: &[&str]) -> P {
+    let cmd = P::augment_args(clap::Command::new("step").no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(args)
+        .unwrap_or_else(|e| panic!("a study's step {args:?} parses: {e}"));
+    P::from_arg_matches(&m).expect("a study's step is valid")
 }
 
 /// The thorough basic study: each experiment's `--full`.
@@ -220,7 +298,7 @@ mod tests {
     /// of its own within its study (the store identifies finished steps by index and name).
     #[test]
     fn every_study_is_made_of_named_steps() {
-        for study in [Study::Basic, Study::Table5, Study::Sync] {
+        for study in [Study::Basic, Study::Table5, Study::Sync, Study::Tiers] {
             for full in [false, true] {
                 let steps = steps(study, full);
                 assert!(!steps.is_empty());
@@ -238,7 +316,7 @@ mod tests {
     fn the_steps_leave_out_ops_this_cpu_lacks() {
         let old = CpuFeatures::baseline();
         let modern = CpuFeatures { clwb: true, ..old };
-        for study in [Study::Basic, Study::Table5, Study::Sync] {
+        for study in [Study::Basic, Study::Table5, Study::Sync, Study::Tiers] {
             for full in [false, true] {
                 for (_, mut step) in steps(study, full) {
                     let mut again = step.clone();
@@ -251,5 +329,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The tier study's K-mer step is the bench, placed on the suite's targets with the
+    /// tables a target cannot hold left out rather than refused.
+    #[test]
+    fn the_tier_study_benches_the_kmer_tables_and_loads_memcached_by_store_size() {
+        let steps = steps(Study::Tiers, false);
+        let mut kmer = steps
+            .iter()
+            .find_map(|(_, s)| match s {
+                Step::Kmer(p) => Some(p.clone()),
+                _ => None,
+            })
+            .expect("a kmer step");
+        let on = crate::Placement {
+            targets: crate::params::TargetArgs {
+                targets: vec!["dram:4k".parse().unwrap()],
+                ..defaults()
+            },
+            cpus: None,
+        };
+        <crate::kmer::Kmer as crate::Experiment>::place(&mut kmer, &on);
+        match &kmer.command {
+            crate::kmer::params::Command::Bench(b) => {
+                assert!(b.skip_refused);
+                assert_eq!(b.targets.targets, on.targets.targets);
+            }
+            other => panic!("the tier study's kmer step is {other:?}"),
+        }
+        let app = steps
+            .iter()
+            .find_map(|(_, s)| match s {
+                Step::App(p) => Some(p.clone()),
+                _ => None,
+            })
+            .expect("an app step");
+        assert_eq!(app.store_sizes.as_deref(), Some("64MiB,256MiB"));
+        assert_eq!(app.reps.map(|r| r.0), Some(3));
+        let Some((_, Step::Bandwidth(bw))) = steps.first() else {
+            panic!("the first step is the bandwidth sweep");
+        };
+        assert_eq!(
+            bw.threads, None,
+            "every thread count, so each size has a best"
+        );
     }
 }

@@ -20,12 +20,17 @@ fn spec(r: &Record) -> &str {
     }
 }
 
-/// A point of a server: `get-heavy 1 KiB`.
+/// A point of a server: `get-heavy 1 KiB`, and `get-heavy 1 KiB, store 256 MiB` in a
+/// store-size sweep (seed 004 Fig. 21), whose points differ only in the store.
 fn point(r: &Record) -> String {
     let workload = r.text(p::WORKLOAD).unwrap_or("?");
-    match r.count(p::VALUE_BYTES) {
+    let point = match r.count(p::VALUE_BYTES) {
         Some(v) => format!("{workload} {}", data::bytes(v as f64)),
         None => workload.to_string(),
+    };
+    match r.count(p::STORE_BYTES) {
+        Some(s) => format!("{point}, store {}", data::bytes(s as f64)),
+        None => point,
     }
 }
 

@@ -22,6 +22,7 @@ use anyhow::{Result, anyhow};
 use clap::Args;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{p, v};
+use pmscope_core::warning::Warning;
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_persist::{PersistChoice, PersistStrategy, Persister};
 use pmscope_workload::kmer::encode::MAX_K;
@@ -59,6 +60,10 @@ pub struct Params {
     /// target after the other, and the summary sets the targets side by side.
     #[command(flatten)]
     pub targets: TargetArgs,
+    /// Set by a suite, whose targets are chosen for every step at once: a table that cannot
+    /// live on a target is left out there, with a warning, instead of refusing the bench.
+    #[arg(skip)]
+    pub skip_refused: bool,
 }
 
 /// The bench, checked: every table possible here, before any is measured.
@@ -72,6 +77,8 @@ pub struct Plan {
     specs: Vec<TargetSpec>,
     map_options: MapOptions,
     genomes: Vec<PathBuf>,
+    /// The tables left out on a target (only with `skip_refused`), and why.
+    skipped: Vec<(TableKind, TargetSpec, String)>,
 }
 
 /// Checks k, the threads, the persister, the targets and every table kind on each.
@@ -95,12 +102,17 @@ pub fn plan(env: &Env, a: &Params) -> Result<Plan> {
     // Every table must be possible here, on every target, before any is measured: without
     // libpmemobj, or with a target tx-pm cannot keep its pool on, the bench stops now, not
     // after counting with two tables.
+    let mut skipped = Vec::new();
     for table in TableKind::ALL {
         table.available().map_err(table_error)?;
         for spec in &specs {
             if let Some(why) = table.refuses(spec) {
                 let reason = why.trim_start_matches("--table ");
                 let reason = reason.split("; ").next().unwrap_or(reason);
+                if a.skip_refused {
+                    skipped.push((table, spec.clone(), reason.to_string()));
+                    continue;
+                }
                 return Err(usage(format!(
                     "-t {spec}: pmscope kmer bench runs every table on every target, but {reason}; give it shm or file:DIR targets without node="
                 )));
@@ -122,6 +134,7 @@ pub fn plan(env: &Env, a: &Params) -> Result<Plan> {
         specs,
         map_options,
         genomes,
+        skipped,
     })
 }
 
@@ -135,10 +148,20 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     if let Some(w) = crate::fallback::persist_note(&p.persister) {
         h.note(w);
     }
+    for (table, spec, reason) in &p.skipped {
+        h.note(Warning::new(
+            "kmer-table-skipped",
+            format!("the {table} table was not measured on {spec}: {reason}"),
+            "give the suite shm or file:DIR targets (without node=) to measure every table on them",
+        ));
+    }
     let mut first: Option<Option<u64>> = None;
     for spec in &p.specs {
         let mut rows: Vec<(TableKind, Report)> = Vec::new();
         for table in TableKind::ALL {
+            if p.skipped.iter().any(|(t, s, _)| *t == table && s == spec) {
+                continue;
+            }
             if human {
                 eprintln!("pmscope kmer bench: counting with the {table} table on {spec} ...");
             }
