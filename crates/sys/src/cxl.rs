@@ -433,6 +433,7 @@ fn dax_devices_of(
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+    use std::path::Path;
 
     /// Two host bridges with a window each, as read in a QEMU 7.2 / Linux 6.1 guest (an
     /// early version of the lab's cxl layout): mem1 and mem2 behind the 1st (region0, 2 ways,
@@ -440,19 +441,41 @@ mod tests {
     /// node 5's window).
     fn cxl_guest_tree() -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
-        let p = t.path();
-        let w = |rel: &str, v: &str| {
-            let f = p.join(rel);
-            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-            std::fs::write(f, v).unwrap();
-        };
-        let link = |target: &str, at: &str| {
-            let at = p.join(at);
-            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-            symlink(p.join(target), at).unwrap();
-        };
-        let acpi = "sys/devices/platform/ACPI0017:00/root0";
-        let bus = "sys/bus/cxl/devices";
+        guest_memdevs_and_decoders(t.path());
+        guest_regions(t.path());
+        t
+    }
+
+    const GUEST_ACPI: &str = "sys/devices/platform/ACPI0017:00/root0";
+    const GUEST_BUS: &str = "sys/bus/cxl/devices";
+
+    /// Writes `v` to `rel` under the fake root `p`.
+    fn put(p: &Path, rel: &str, v: &str) {
+        let f = p.join(rel);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, v).unwrap();
+    }
+
+    /// A symbolic link at `at` to `target`, both under the fake root `p`.
+    fn link(p: &Path, target: &str, at: &str) {
+        let at = p.join(at);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        symlink(p.join(target), at).unwrap();
+    }
+
+    /// The guest's decoders: name, directory under the ACPI root (`.` for the root itself),
+    /// devtype, start, size, ways, target list, region, mode (`-`: none).
+    const GUEST_DECODERS: &str = "
+        decoder0.0 . root 0x410000000 0x100000000 1 12 - -
+        decoder0.1 . root 0x510000000 0x100000000 1 222 - -
+        decoder1.0 port1 switch 0x410000000 0x40000000 2 1,0 region0 -
+        decoder2.0 port2 switch 0x510000000 0x20000000 1 0 region1 -
+        decoder3.0 port2/endpoint3 endpoint 0x510000000 0x20000000 1 - region1 pmem
+        decoder4.0 port1/endpoint4 endpoint 0x410000000 0x40000000 2 - region0 pmem
+        decoder5.0 port1/endpoint5 endpoint 0x410000000 0x40000000 2 - region0 pmem";
+
+    fn guest_memdevs_and_decoders(p: &Path) {
+        let (acpi, bus) = (GUEST_ACPI, GUEST_BUS);
         // Memory devices: (name, pci path, serial).
         for (m, pci, serial) in [
             ("mem0", "pci0000:de/0000:de:00.0/0000:df:00.0", "0x1002"),
@@ -460,110 +483,38 @@ mod tests {
             ("mem2", "pci0000:0c/0000:0c:01.0/0000:0e:00.0", "0x1001"),
         ] {
             let d = format!("sys/devices/{pci}/{m}");
-            w(&format!("{d}/serial"), &format!("{serial}\n"));
-            w(&format!("{d}/pmem/size"), "0x20000000\n");
-            w(&format!("{d}/ram/size"), "0x0\n");
-            w(&format!("{d}/numa_node"), "-1\n");
-            w(&format!("{d}/firmware_version"), "BWFW VERSION 00\n");
-            link(&d, &format!("{bus}/{m}"));
+            put(p, &format!("{d}/serial"), &format!("{serial}\n"));
+            put(p, &format!("{d}/pmem/size"), "0x20000000\n");
+            put(p, &format!("{d}/ram/size"), "0x0\n");
+            put(p, &format!("{d}/numa_node"), "-1\n");
+            put(p, &format!("{d}/firmware_version"), "BWFW VERSION 00\n");
+            link(p, &d, &format!("{bus}/{m}"));
         }
-        // Decoders: (name, dir, devtype, start, size, ways, targets, region, mode).
-        let decoders = [
-            (
-                "decoder0.0",
-                acpi.to_string(),
-                "root",
-                "0x410000000",
-                "0x100000000",
-                "1",
-                Some("12"),
-                "",
-                None,
-            ),
-            (
-                "decoder0.1",
-                acpi.to_string(),
-                "root",
-                "0x510000000",
-                "0x100000000",
-                "1",
-                Some("222"),
-                "",
-                None,
-            ),
-            (
-                "decoder1.0",
-                format!("{acpi}/port1"),
-                "switch",
-                "0x410000000",
-                "0x40000000",
-                "2",
-                Some("1,0"),
-                "region0",
-                None,
-            ),
-            (
-                "decoder2.0",
-                format!("{acpi}/port2"),
-                "switch",
-                "0x510000000",
-                "0x20000000",
-                "1",
-                Some("0"),
-                "region1",
-                None,
-            ),
-            (
-                "decoder3.0",
-                format!("{acpi}/port2/endpoint3"),
-                "endpoint",
-                "0x510000000",
-                "0x20000000",
-                "1",
-                None,
-                "region1",
-                Some("pmem"),
-            ),
-            (
-                "decoder4.0",
-                format!("{acpi}/port1/endpoint4"),
-                "endpoint",
-                "0x410000000",
-                "0x40000000",
-                "2",
-                None,
-                "region0",
-                Some("pmem"),
-            ),
-            (
-                "decoder5.0",
-                format!("{acpi}/port1/endpoint5"),
-                "endpoint",
-                "0x410000000",
-                "0x40000000",
-                "2",
-                None,
-                "region0",
-                Some("pmem"),
-            ),
-        ];
-        for (name, dir, kind, start, size, ways, targets, region, mode) in decoders {
-            let d = format!("{dir}/{name}");
-            w(&format!("{d}/devtype"), &format!("cxl_decoder_{kind}\n"));
-            w(&format!("{d}/start"), &format!("{start}\n"));
-            w(&format!("{d}/size"), &format!("{size}\n"));
-            w(&format!("{d}/interleave_ways"), &format!("{ways}\n"));
-            w(&format!("{d}/interleave_granularity"), "256\n");
-            if let Some(t) = targets {
-                w(&format!("{d}/target_list"), &format!("{t}\n"));
+        for line in GUEST_DECODERS.lines().filter(|l| !l.trim().is_empty()) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let [name, dir, kind, start, size, ways, targets, region, mode] = f[..] else {
+                panic!("a decoder line has 9 fields: {line}");
+            };
+            let d = match dir {
+                "." => format!("{acpi}/{name}"),
+                dir => format!("{acpi}/{dir}/{name}"),
+            };
+            put(p, &format!("{d}/devtype"), &format!("cxl_decoder_{kind}\n"));
+            put(p, &format!("{d}/start"), &format!("{start}\n"));
+            put(p, &format!("{d}/size"), &format!("{size}\n"));
+            put(p, &format!("{d}/interleave_ways"), &format!("{ways}\n"));
+            put(p, &format!("{d}/interleave_granularity"), "256\n");
+            if targets != "-" {
+                put(p, &format!("{d}/target_list"), &format!("{targets}\n"));
             }
             if kind != "root" {
-                w(&format!("{d}/region"), &format!("{region}\n"));
+                let region = if region == "-" { "" } else { region };
+                put(p, &format!("{d}/region"), &format!("{region}\n"));
             }
-            if let Some(m) = mode {
-                w(&format!("{d}/mode"), &format!("{m}\n"));
+            if mode != "-" {
+                put(p, &format!("{d}/mode"), &format!("{mode}\n"));
             }
-            link(&d, &format!("{bus}/{name}"));
+            link(p, &d, &format!("{bus}/{name}"));
         }
         for (e, m) in [
             (
@@ -580,10 +531,14 @@ mod tests {
             ),
         ] {
             let name = e.rsplit('/').next().unwrap();
-            link(&format!("sys/devices/{m}"), &format!("{acpi}/{e}/uport"));
-            link(&format!("{acpi}/{e}"), &format!("{bus}/{name}"));
+            link(p, &format!("sys/devices/{m}"), &format!("{acpi}/{e}/uport"));
+            link(p, &format!("{acpi}/{e}"), &format!("{bus}/{name}"));
         }
-        // Regions (no `mode` file before Linux 6.3), their nd regions and dax devices.
+    }
+
+    /// Regions (no `mode` file before Linux 6.3), their nd regions and dax devices.
+    fn guest_regions(p: &Path) {
+        let (acpi, bus) = (GUEST_ACPI, GUEST_BUS);
         let ndbus = format!("{acpi}/nvdimm-bridge0/ndbus0");
         for (i, root_decoder, start, size, ways, targets, node, driver) in [
             (
@@ -608,30 +563,34 @@ mod tests {
             ),
         ] {
             let r = format!("{acpi}/{root_decoder}/region{i}");
-            w(&format!("{r}/resource"), &format!("{start}\n"));
-            w(&format!("{r}/size"), &format!("{size}\n"));
-            w(&format!("{r}/interleave_ways"), &format!("{ways}\n"));
-            w(&format!("{r}/interleave_granularity"), "256\n");
-            w(&format!("{r}/commit"), "1\n");
+            put(p, &format!("{r}/resource"), &format!("{start}\n"));
+            put(p, &format!("{r}/size"), &format!("{size}\n"));
+            put(p, &format!("{r}/interleave_ways"), &format!("{ways}\n"));
+            put(p, &format!("{r}/interleave_granularity"), "256\n");
+            put(p, &format!("{r}/commit"), "1\n");
             for (k, t) in targets.iter().enumerate() {
-                w(&format!("{r}/target{k}"), &format!("{t}\n"));
+                put(p, &format!("{r}/target{k}"), &format!("{t}\n"));
             }
-            w(&format!("{r}/pmem_region{i}/devtype"), "cxl_pmem_region\n");
-            link(&r, &format!("{bus}/region{i}"));
+            put(
+                p,
+                &format!("{r}/pmem_region{i}/devtype"),
+                "cxl_pmem_region\n",
+            );
+            link(p, &r, &format!("{bus}/region{i}"));
             let nd = format!("{ndbus}/region{i}");
-            w(&format!("{nd}/resource"), &format!("{start}\n"));
-            w(&format!("{nd}/target_node"), &format!("{node}\n"));
-            w(&format!("{nd}/numa_node"), "0\n");
-            link(&nd, &format!("sys/bus/nd/devices/region{i}"));
+            put(p, &format!("{nd}/resource"), &format!("{start}\n"));
+            put(p, &format!("{nd}/target_node"), &format!("{node}\n"));
+            put(p, &format!("{nd}/numa_node"), "0\n");
+            link(p, &nd, &format!("sys/bus/nd/devices/region{i}"));
             let dax = format!("{nd}/dax{i}.0/dax{i}.0");
-            w(&format!("{dax}/target_node"), &format!("{node}\n"));
+            put(p, &format!("{dax}/target_node"), &format!("{node}\n"));
             link(
+                p,
                 &format!("sys/bus/dax/drivers/{driver}"),
                 &format!("{dax}/driver"),
             );
-            link(&dax, &format!("sys/bus/dax/devices/dax{i}.0"));
+            link(p, &dax, &format!("sys/bus/dax/devices/dax{i}.0"));
         }
-        t
     }
 
     #[test]

@@ -1,18 +1,22 @@
 //! `pmscope info` for a person: the same facts as the JSON object, in sections.
 
-use super::Info;
+use super::{Info, opt};
 use pmscope_core::cpulist::format_list;
 use pmscope_core::units::Bytes;
 
 /// Prints every section.
 pub fn print(i: &Info) {
-    for section in [cpu, caches_and_tsc, numa, pages, dax, cxl, platform] {
+    for section in [
+        cpu,
+        caches_and_tsc,
+        numa,
+        pages,
+        dax,
+        super::cxl_section::print,
+        platform,
+    ] {
         section(i);
     }
-}
-
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_else(|| "unknown".into())
 }
 
 /// The CPU: model, vendor, CPUs, the features CPUID reports.
@@ -168,82 +172,6 @@ fn dax(i: &Info) {
             Bytes(r.size_bytes).human(),
             r.numa_node
                 .map(|n| format!(", node {n}"))
-                .unwrap_or_default()
-        );
-    }
-}
-
-/// CXL memory devices, the fixed memory windows and other decoders, and the regions with
-/// what each became (nd region, dax device, node).
-fn cxl(i: &Info) {
-    use pmscope_sys::cxl::DecoderKind;
-    let c = &i.cxl;
-    if c.is_empty() {
-        println!("cxl           none (no /sys/bus/cxl devices)");
-        return;
-    }
-    for m in &c.memdevs {
-        let mut size = Vec::new();
-        if m.pmem_bytes > 0 {
-            size.push(format!("{} persistent", Bytes(m.pmem_bytes).human()));
-        }
-        if m.ram_bytes > 0 {
-            size.push(format!("{} volatile", Bytes(m.ram_bytes).human()));
-        }
-        if size.is_empty() {
-            size.push("no capacity".into());
-        }
-        println!(
-            "cxl device    {}: {}, serial {}, PCI {} behind {}",
-            m.name,
-            size.join(" + "),
-            opt(m.serial.as_ref()),
-            opt(m.pci_device.as_ref()),
-            opt(m.host_bridge.as_ref())
-        );
-    }
-    for d in &c.decoders {
-        let kind = match d.kind {
-            DecoderKind::Root => "window",
-            DecoderKind::Switch => "switch",
-            DecoderKind::Endpoint => "endpoint",
-            DecoderKind::Unknown => "decoder",
-        };
-        let range = match d.start {
-            Some(s) => format!("{} at {s:#x}", Bytes(d.size_bytes).human()),
-            None => "unprogrammed".into(),
-        };
-        let targets = if d.targets.is_empty() {
-            String::new()
-        } else {
-            format!(", targets {}", d.targets.join(","))
-        };
-        let used = d
-            .region
-            .as_ref()
-            .map(|r| format!(", {r}"))
-            .unwrap_or_default();
-        let mode = d
-            .mode
-            .as_ref()
-            .map(|m| format!(", {m}"))
-            .unwrap_or_default();
-        println!(
-            "cxl decoder   {} ({kind}): {range}, {}-way at {} B{targets}{mode}{used}",
-            d.name, d.interleave_ways, d.interleave_granularity
-        );
-    }
-    if c.regions.is_empty() {
-        println!("cxl regions   none (`cxl create-region` makes one)");
-    }
-    for r in &c.regions {
-        println!(
-            "cxl region    {} ({}{})",
-            r.describe(),
-            Bytes(r.size_bytes).human(),
-            r.root_decoder
-                .as_ref()
-                .map(|d| format!(", in {d}"))
                 .unwrap_or_default()
         );
     }

@@ -1,6 +1,7 @@
 //! `pmscope info`: the machine as pmscope sees it. With `--json`, one object holding every
 //! field; the human form prints the same facts in sections.
 
+mod cxl_section;
 mod human;
 
 use crate::output::Sink;
@@ -161,4 +162,9 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
         sink.print_warnings(&info.warnings);
     }
     Ok(())
+}
+
+/// A value, or "unknown", for the human sections.
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "unknown".into())
 }
