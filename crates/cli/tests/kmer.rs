@@ -111,7 +111,7 @@ const MALFORMED: &[(&[&str], i32, &str)] = &[
             "count", "-k", "5", "a.fa", "-t", "dram:4k", "-t", "dram:thp",
         ],
         2,
-        "pmscope: pmscope kmer places its table on one --target; give it once\n",
+        "pmscope: pmscope kmer places its table on one --target; give it once (or once per node with CPUs with --partition nodes)\n",
     ),
     (
         &["count", "-k", "5", "a.fa", "-t", "ram"],
