@@ -32,9 +32,10 @@ fn random_bases(n: usize, mut x: u64) -> String {
         .collect()
 }
 
-/// Two genomes, the second a copy of the first: the distinct k-mers are the first's, so
-/// the volatile table is sized for them and must grow to make room for the second's
-/// worst case (every k-mer new).
+/// Two genomes, the second a copy of the first: the distinct k-mers are the first's, but
+/// the volatile table is sized for the second's worst case (every k-mer new) up front, so
+/// it never grows (growth itself is tested in the workload crate, where an estimate can
+/// be made wrong).
 fn genomes() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let bases = random_bases(40_000, 11);
@@ -88,11 +89,11 @@ fn three_tables_agree_and_each_record_says_how_it_persisted_and_grew() {
 
     let (volatile, static_pm, tx_pm) = (&recs[0], &recs[1], &recs[2]);
     assert_eq!(value(volatile, "mips_vs_volatile"), Some(1.0));
-    assert!(value(volatile, "table_grown").unwrap() >= 1.0);
-    assert!(value(volatile, "grow_ms").unwrap() > 0.0);
-    assert!(
-        value(volatile, "insert_mips").unwrap()
-            > value(volatile, "insert_mips_with_growth").unwrap()
+    assert_eq!(value(volatile, "table_grown"), Some(0.0));
+    assert_eq!(value(volatile, "grow_ms"), Some(0.0));
+    assert_eq!(
+        value(volatile, "insert_mips"),
+        value(volatile, "insert_mips_with_growth")
     );
     assert_eq!(value(volatile, "flushes_per_insert"), Some(0.0));
     assert_eq!(volatile["params"]["persist_means"], "none");

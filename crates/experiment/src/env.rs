@@ -77,11 +77,40 @@ impl Env {
         working_set: Option<u64>,
         times_single_accesses: bool,
     ) -> Result<Harness<'s>> {
-        let m = Measurement {
-            cpus: cpus.to_vec(),
-            working_set,
-            times_single_accesses,
-        };
+        self.start_measurement(
+            out,
+            Measurement {
+                cpus: cpus.to_vec(),
+                working_set,
+                times_single_accesses,
+                wall_clocked: false,
+            },
+        )
+    }
+
+    /// [`Env::start`] for a command that times whole phases with the monotonic clock (a
+    /// K-mer job), not intervals with the TSC.
+    pub fn start_wall_clocked<'s>(
+        &'s mut self,
+        out: &'s mut dyn Output,
+        cpus: &[usize],
+    ) -> Result<Harness<'s>> {
+        self.start_measurement(
+            out,
+            Measurement {
+                cpus: cpus.to_vec(),
+                working_set: None,
+                times_single_accesses: false,
+                wall_clocked: true,
+            },
+        )
+    }
+
+    fn start_measurement<'s>(
+        &'s mut self,
+        out: &'s mut dyn Output,
+        m: Measurement,
+    ) -> Result<Harness<'s>> {
         Harness::start(&mut self.session, out, &m).map_err(|e| {
             // The CPUs come from --cpu, --cpus or --threads, or the default: name the cure.
             usage(format!("{e}: give --cpu or --cpus from that list"))

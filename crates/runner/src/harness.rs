@@ -96,6 +96,11 @@ pub struct Measurement {
     pub working_set: Option<u64>,
     /// Whether single accesses are timed (for the timer-resolution check).
     pub times_single_accesses: bool,
+    /// The command times whole phases (seconds) with the monotonic clock, not intervals
+    /// with the TSC: the TSC and the core clock are measured briefly, for the record only,
+    /// instead of spending a tenth of a second on a precision nothing uses (a K-mer job
+    /// that takes one second would spend a tenth of it here).
+    pub wall_clocked: bool,
 }
 
 /// A started measurement: calibrated timer, environment findings, the sink.
@@ -146,9 +151,14 @@ impl<'s> Harness<'s> {
         } else {
             None
         };
-        let timer = Timer::calibrate(&session.features, Duration::from_millis(100));
+        let (window, clock_budget_ns) = if m.wall_clocked {
+            (Duration::from_millis(10), 4_000_000)
+        } else {
+            (Duration::from_millis(100), 20_000_000)
+        };
+        let timer = Timer::calibrate(&session.features, window);
         session.system.timer = Some(timer.info());
-        let clock = pmscope_sys::coreclock::observe(20_000_000);
+        let clock = pmscope_sys::coreclock::observe(clock_budget_ns);
         session.system.observed_core_ghz = clock.ghz();
         session.system.core_clock_unmeasurable = clock.unmeasurable_reason().map(String::from);
         let mut env = std::mem::take(&mut session.notes);

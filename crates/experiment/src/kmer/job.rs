@@ -286,7 +286,7 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let features = env.features;
     // The environment is judged as for every measuring command; the findings go into the
     // record (the job's workers run on `worker_cpus`).
-    let mut h = env.start(out, &p.worker_cpus, None, false)?;
+    let mut h = env.start_wall_clocked(out, &p.worker_cpus)?;
     let report = job::run(&p.job, kmers_out.as_mut().map(|o| o.writer())).map_err(|e| {
         // A named pool outlives the interrupt, as it outlives a kill: say how to go on.
         if let (JobError::Interrupted(_), Some(pool)) = (&e, &p.job.pool)

@@ -27,6 +27,7 @@ use super::output::{self, Candidate, Format, Region};
 use super::read::{Genome, ReadError, Split, read_genomes};
 pub use super::table::TableFacts;
 use super::table::partition::{NodePlan, PartitionedTable};
+use super::table::volatile;
 use super::table::{
     Create, Entry, Fence, KmerTable, TableError, TableKind, TableRequest, WithTable,
 };
@@ -429,6 +430,26 @@ struct Estimate {
     after: Vec<f64>,
 }
 
+impl Estimate {
+    /// The distinct k-mers to size the table for: the estimate of them all, or more when
+    /// a genome could fill it. Before each genome, [`insert_genomes`] makes room for every
+    /// k-mer of that genome on top of those already in (a wrong estimate must not fill the
+    /// table mid-genome), so a table sized only for the union of genomes that share most
+    /// of their k-mers (an in-group of one species) would be grown, mapped a second time
+    /// and rehashed, after its second genome.
+    fn sizing(&self, left: &[Genome]) -> u64 {
+        let union = (self.total as f64 * 1.02) as u64 + 1024;
+        // The room insert_genomes asks for before genome i, as distinct k-mers at the
+        // volatile table's target load (the others are sized at a lower load).
+        let before = std::iter::once(0.0).chain(self.after.iter().copied());
+        let worst = before
+            .zip(left)
+            .map(|(a, g)| a * 1.03 + g.stats.kmers as f64)
+            .fold(0.0, f64::max);
+        union.max((worst * volatile::TARGET_LOAD / volatile::MAX_LOAD).ceil() as u64)
+    }
+}
+
 /// What the set operation produced, before it is written.
 struct SetResult<const W: usize> {
     sets: Vec<(&'static str, u64)>,
@@ -501,7 +522,7 @@ fn run_words<const W: usize, T: Create<W>>(
 
     interrupt::check()?;
     let t = Stopwatch::start();
-    let expected = (estimate.total as f64 * 1.02) as u64 + 1024;
+    let expected = estimate.sizing(&left);
     let mut table = T::create(&TableRequest {
         pool: job.pool.as_deref(),
         inputs: fingerprint(&left),
@@ -706,8 +727,10 @@ impl<const W: usize> Run<'_, W> {
         })?;
         let intersection: u64 = parts.iter().map(|p| p.len() as u64).sum();
         result.sets.push(("intersection", intersection));
-        // A low load: most out-group lookups miss, and a miss probes to an empty slot.
-        let core = T::create(&self.request(2 * intersection + 1024))?;
+        // Sized for the intersection at the table's usual load: the filter below keeps all
+        // but about 1 % of the out-group k-mers that miss away from it, so a lower load
+        // would buy little and cost a larger mapping (tens of milliseconds of page faults).
+        let core = T::create(&self.request(intersection + intersection / 50 + 1024))?;
         self.driver.insert_lists(&core, &parts)?;
         core.health()?;
         let mut filter = StrandFilter::with_capacity(k, intersection);

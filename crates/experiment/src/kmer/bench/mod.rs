@@ -144,7 +144,7 @@ pub fn plan(env: &Env, a: &Params) -> Result<Plan> {
 pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let human = out.human();
     let features = env.features;
-    let mut h = env.start(out, &p.cpus, None, false)?;
+    let mut h = env.start_wall_clocked(out, &p.cpus)?;
     if let Some(w) = crate::fallback::persist_note(&p.persister) {
         h.note(w);
     }

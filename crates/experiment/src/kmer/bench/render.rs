@@ -51,7 +51,7 @@ pub fn render(records: &[Record]) -> String {
         s += "\n\nnote: tx-pm's pool is not on DAX, so libpmem makes it durable with msync while static-pm uses CPU flushes: set PMEM_IS_PMEM_FORCE=1 to have libpmem flush with CPU instructions as the seed did on emulated pmem, and compare like with like.";
     }
     s += &side_by_side(&rows);
-    s += "\n\nMIPS: million inserts per second in the insert phase (every k-mer of every genome, repeats included), without the time a table spent growing between genomes (the volatile table grows when the next genome could overfill it; static-pm's pool is sized for the whole job up front): that rehash is not an insert cost of the seed's presized tables, and the growth column gives it; one run per table.\n";
+    s += "\n\nMIPS: million inserts per second in the insert phase (every k-mer of every genome, repeats included), without the time a table spent growing between genomes (the volatile table is sized for the job's worst case up front and grows only when the estimate of distinct k-mers fell short; static-pm's pool is sized for the whole job up front): that rehash is not an insert cost of the seed's presized tables, and the growth column gives it; one run per table.\n";
     s
 }
 

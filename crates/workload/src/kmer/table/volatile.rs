@@ -78,6 +78,8 @@ pub struct VolatileTable<const W: usize> {
     chunk_bits: u32,
     /// Slots per chunk (a multiple of `group`).
     chunk_slots: usize,
+    /// Lines (groups of slots) per chunk: what a hash is mapped onto.
+    chunk_groups: usize,
     slot_words: usize,
     /// Key words stored whole in the slot (W, or W-1 when the top one rides in the meta).
     full_words: usize,
@@ -142,6 +144,7 @@ impl<const W: usize> VolatileTable<W> {
             chunks,
             chunk_bits,
             chunk_slots,
+            chunk_groups: chunk_slots / group,
             slot_words,
             full_words: if merged { W - 1 } else { W },
             merged,
@@ -189,10 +192,10 @@ impl<const W: usize> VolatileTable<W> {
     fn locate(&self, hash: u64) -> (usize, usize) {
         let chunk = hash.checked_shr(64 - self.chunk_bits).unwrap_or(0) as usize;
         let rest = hash << self.chunk_bits;
-        // Multiply-shift maps the hash onto any size without a division; placement
-        // follows the hash's high bits (the trait's placement contract).
-        let groups = self.chunk_slots / self.group;
-        let slot = ((rest as u128 * groups as u128) >> 64) as usize * self.group;
+        // Multiply-shift maps the hash onto any size without a division (a division per
+        // probe costs more than the multiply); placement follows the hash's high bits (the
+        // trait's placement contract).
+        let slot = ((rest as u128 * self.chunk_groups as u128) >> 64) as usize * self.group;
         (chunk, slot)
     }
 
