@@ -904,3 +904,46 @@ fn prefetchers_off_is_done_or_explained_in_the_records() {
     let o = pmscope(&["latency", "-t", "dram:4k", "--prefetchers", "sometimes"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Sequential accesses larger than the 64 MiB the measuring loop hands a kernel per call
+/// move their bytes too: every op, a vector write and copy included, reports a positive
+/// figure (an access that fit in no call once read 0.00 GB/s, silently).
+#[test]
+fn sequential_accesses_larger_than_a_call_are_measured() {
+    let o = pmscope(&[
+        "bandwidth",
+        "--json",
+        "--no-store",
+        "-t",
+        "dram:4k",
+        "--ops",
+        "write,ntstore,copy,ntcopy",
+        "--pattern",
+        "seq",
+        "--sizes",
+        "128MiB",
+        "--region",
+        "512MiB",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+        "--precision",
+        "0",
+        "--duration",
+        "0.01",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rates: Vec<(String, f64)> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["experiment"] == "bandwidth")
+        .map(|r| {
+            let v = &r["values"];
+            let gbs = v["read_gb_s"].as_f64().unwrap() + v["write_gb_s"].as_f64().unwrap();
+            (r["params"]["op"].as_str().unwrap_or("?").to_string(), gbs)
+        })
+        .collect();
+    assert_eq!(rates.len(), 4, "{rates:?}");
+    assert!(rates.iter().all(|(_, gbs)| *gbs > 0.1), "{rates:?}");
+}

@@ -263,13 +263,21 @@ const SEQ_CHUNK: usize = 64 << 20;
 /// slower than in one 1 GiB call (issue 29, on an AMD EPYC with ERMS).
 const STRING_CHUNK: usize = 1 << 30;
 
-/// The bytes of a sequential call of `s`.
+/// The bytes of a sequential call of `s`: whole accesses (a copy's are a read half and a
+/// write half), at least one. An access larger than the chunk would fit in no call, and
+/// every call would move nothing: 128 MiB writes once measured 0.00 GB/s this way.
 fn seq_chunk(s: &Streamer) -> usize {
-    if s.op().string() {
+    let chunk = if s.op().string() {
         STRING_CHUNK
     } else {
         SEQ_CHUNK
-    }
+    };
+    let unit = if s.op().copies() {
+        2 * s.access()
+    } else {
+        s.access()
+    };
+    chunk.div_ceil(unit) * unit
 }
 
 /// Random accesses between two looks at the clock.
@@ -559,6 +567,35 @@ mod tests {
     fn streamer(op: StreamOp, access: usize) -> Streamer {
         let f = CpuFeatures::detect();
         Streamer::new(op, Streamer::widest(&f), access, &f).unwrap()
+    }
+
+    /// A sequential call holds at least one whole access of every op, however large the
+    /// access: a chunk smaller than one moved nothing and the point read 0 GB/s.
+    #[test]
+    fn a_sequential_call_holds_whole_accesses_of_any_size() {
+        let f = CpuFeatures::detect();
+        for op in [
+            StreamOp::Write,
+            StreamOp::NtStore,
+            StreamOp::Read,
+            StreamOp::Copy,
+        ] {
+            for access in [
+                64usize,
+                192,
+                64 << 10,
+                48 << 20,
+                64 << 20,
+                128 << 20,
+                1 << 30,
+            ] {
+                let s = Streamer::new(op, Streamer::widest(&f), access, &f).unwrap();
+                let chunk = seq_chunk(&s);
+                assert!(s.block_count(chunk) >= 1, "{op:?} {access}: {chunk}");
+                assert_eq!(chunk % access, 0, "{op:?} {access}: {chunk}");
+                assert!(chunk >= SEQ_CHUNK);
+            }
+        }
     }
 
     /// Each worker's bytes are whole passes over its own view (sequential), whole blocks

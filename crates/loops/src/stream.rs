@@ -288,6 +288,11 @@ impl Streamer {
         self.op
     }
 
+    /// Bytes per access.
+    pub fn access(&self) -> usize {
+        self.access
+    }
+
     /// The vector width in bytes.
     pub fn width(&self) -> usize {
         self.width
