@@ -431,16 +431,21 @@ struct Estimate {
 }
 
 impl Estimate {
-    /// The distinct k-mers to size the table for: the estimate of them all, or more when
-    /// a genome could fill it. Before each genome, [`insert_genomes`] makes room for every
+    /// The distinct k-mers of all genomes, with 2 % to spare.
+    fn union(&self) -> u64 {
+        (self.total as f64 * 1.02) as u64 + 1024
+    }
+
+    /// The distinct k-mers to size a volatile table for: the estimate of them all, or more
+    /// when a genome could fill it. Before each genome, [`insert_genomes`] makes room for every
     /// k-mer of that genome on top of those already in (a wrong estimate must not fill the
     /// table mid-genome), so a table sized only for the union of genomes that share most
     /// of their k-mers (an in-group of one species) would be grown, mapped a second time
     /// and rehashed, after its second genome.
     fn sizing(&self, left: &[Genome]) -> u64 {
-        let union = (self.total as f64 * 1.02) as u64 + 1024;
+        let union = self.union();
         // The room insert_genomes asks for before genome i, as distinct k-mers at the
-        // volatile table's target load (the others are sized at a lower load).
+        // volatile table's target load.
         let before = std::iter::once(0.0).chain(self.after.iter().copied());
         let worst = before
             .zip(left)
@@ -522,7 +527,13 @@ fn run_words<const W: usize, T: Create<W>>(
 
     interrupt::check()?;
     let t = Stopwatch::start();
-    let expected = estimate.sizing(&left);
+    // Only the volatile table grows; a static-pm pool's capacity (a power of two at load
+    // 0.5) already holds that room, and a tx-pm pool grows in place.
+    let expected = if T::KIND == TableKind::Volatile {
+        estimate.sizing(&left)
+    } else {
+        estimate.union()
+    };
     let mut table = T::create(&TableRequest {
         pool: job.pool.as_deref(),
         inputs: fingerprint(&left),
