@@ -1252,3 +1252,74 @@ fn partition_by_node_counts_like_one_table_and_refuses_what_it_cannot_place() {
         assert!(!d.join("refused.tsv").exists() && !d.join("p.pool").exists());
     }
 }
+
+/// `--method binned` writes the table method's k-mers on real genomes (hundreds of bins,
+/// the minimizers' real skew, k = 31 and 100), records its method and bins, shows its own
+/// phases, and refuses the options that shape the one table rather than ignore them.
+#[test]
+fn binned_counts_the_debian_genomes_like_the_table_and_refuses_table_options() {
+    let refs = Path::new("/usr/share/doc/ragout/examples/H.Pylori/references");
+    assert!(
+        refs.is_dir(),
+        "the Debian example genomes are missing: run ./dev setup (it installs ragout-examples)"
+    );
+    let mut files: Vec<String> = std::fs::read_dir(refs)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".fasta.gz"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 5);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for k in ["31", "100"] {
+        let mut outputs = Vec::new();
+        for method in ["table", "binned"] {
+            let (out, rec) = (format!("{method}-{k}.tsv"), format!("{method}-{k}.json"));
+            let mut args = vec!["kmer", "count", "-k", k, "--sorted", "--method", method];
+            args.extend(["--kmers", out.as_str(), "-o", rec.as_str()]);
+            args.extend(files.iter().map(|f| f.as_str()));
+            let o = pmscope(d, &args);
+            assert!(o.status.success(), "{method} k={k}: {}", stderr(&o));
+            let r: serde_json::Value =
+                serde_json::from_str(read(d, &rec).lines().next().unwrap()).unwrap();
+            assert_eq!(r["params"]["method"], method);
+            if method == "binned" {
+                assert!(stdout(&o).contains("split into bins"), "{}", stdout(&o));
+                assert!(r["values"]["bins"].as_f64().unwrap() >= 100.0, "{r}");
+                assert!(r["values"]["super_kmers"].as_f64().unwrap() > 0.0);
+                assert!(r["values"]["split_ms"].as_f64().is_some());
+                assert_eq!(r["params"]["table"], "binned");
+                assert_eq!(r["params"]["minimizer_bases"], 15);
+                // No estimate was made: the record does not pretend one.
+                assert!(r["values"].get("estimated_distinct_kmers").is_none());
+            }
+            outputs.push((r, read(d, &out)));
+        }
+        let ((table, truth), (binned, got)) = (&outputs[0], &outputs[1]);
+        assert!(truth.lines().count() > 1_000_000, "k={k}: too few k-mers");
+        assert!(got == truth, "k={k}: binned k-mers differ from the table's");
+        for key in ["union_kmers", "intersection_kmers", "inserts"] {
+            assert_eq!(binned["values"][key], table["values"][key], "{key}");
+        }
+        assert_eq!(
+            binned["params"]["genome_count_histogram"],
+            table["params"]["genome_count_histogram"]
+        );
+    }
+    for (extra, option) in [
+        (vec!["--table", "static-pm"], "--table static-pm"),
+        (vec!["--partition", "nodes"], "--partition nodes"),
+        (vec!["--persist", "clwb"], "--persist"),
+    ] {
+        let mut args = vec!["kmer", "count", "--method", "binned", files[0].as_str()];
+        args.extend(extra);
+        let o = pmscope(d, &args);
+        assert_eq!(o.status.code(), Some(2), "{option}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("{option} shapes the one table of --method table")),
+            "{}",
+            stderr(&o)
+        );
+    }
+}

@@ -14,7 +14,7 @@ use anyhow::{Result, anyhow};
 use pmscope_mapping::TargetSpec;
 use pmscope_persist::PersistChoice;
 use pmscope_workload::kmer::encode::MAX_K;
-use pmscope_workload::kmer::job::{self, Job, JobError, Operation};
+use pmscope_workload::kmer::job::{self, Job, JobError, Method, Operation};
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::table::partition::NodePlan;
 use pmscope_workload::kmer::table::{Fence, TableKind};
@@ -45,6 +45,7 @@ pub fn plan(
     env: &Env,
     r: &RunArgs,
     operation: Operation,
+    method: Method,
     default_k: usize,
     intro: Option<String>,
 ) -> Result<Plan> {
@@ -63,6 +64,9 @@ pub fn plan(
     // The rule of every command: one pinned thread per CPU.
     check_threads(threads, &allowed).map_err(usage)?;
     let table = r.table;
+    if method == Method::Binned {
+        binned_alone(r)?;
+    }
     let persist = r
         .persist
         .map_or(PersistChoice::Default, PersistChoice::Named);
@@ -106,6 +110,7 @@ pub fn plan(
     table.available().map_err(table_error)?;
     let job = Job {
         operation,
+        method,
         k,
         threads,
         split: if r.genome_per_record {
@@ -132,6 +137,30 @@ pub fn plan(
         record: r.record.clone(),
         intro,
     })
+}
+
+/// `--method binned` counts in tables of its own, one per worker: the options that shape
+/// the one table are refused with it rather than ignored.
+fn binned_alone(r: &RunArgs) -> Result<()> {
+    let clash = if r.table != TableKind::Volatile {
+        Some(format!("--table {}", r.table))
+    } else if r.pool.is_some() {
+        Some("--pool".to_string())
+    } else if r.partition == Partition::Nodes {
+        Some("--partition nodes".to_string())
+    } else if r.fence.is_some() {
+        Some("--fence".to_string())
+    } else if r.persist.is_some() {
+        Some("--persist".to_string())
+    } else {
+        None
+    };
+    match clash {
+        Some(option) => Err(usage(format!(
+            "{option} shapes the one table of --method table, but --method binned counts in a small volatile table per thread; drop {option} or use --method table"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `--pool PATH` through the one path resolver: an existing pool (reopened to resume) or a

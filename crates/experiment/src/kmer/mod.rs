@@ -35,7 +35,7 @@ use pmscope_core::achieved::Achieved;
 use pmscope_core::record::Record;
 use pmscope_persist::PersistStrategy;
 use pmscope_sys::cpu::CpuFeatures;
-use pmscope_workload::kmer::job::{JobError, Operation, TableFacts};
+use pmscope_workload::kmer::job::{JobError, Method, Operation, TableFacts};
 use pmscope_workload::kmer::table::{Durability, TableError, TableKind};
 
 pub use params::Command;
@@ -61,9 +61,12 @@ pub enum Plan {
 }
 
 fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
-    let table_job = |run, op, k, intro| -> Result<Plan> {
-        Ok(Plan::Job(Box::new(job::plan(env, run, op, k, intro)?)))
+    let job = |run, op, method, k, intro| -> Result<Plan> {
+        Ok(Plan::Job(Box::new(job::plan(
+            env, run, op, method, k, intro,
+        )?)))
     };
+    let table_job = |run, op, k, intro| job(run, op, Method::Table, k, intro);
     match &a.command {
         Command::Primers(p) => {
             let op = Operation::Primers {
@@ -72,27 +75,23 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
             };
             table_job(&p.run, op, 100, None)
         }
-        Command::Count(s) => table_job(
-            &s.run,
-            Operation::Count {
+        Command::Count(s) => {
+            let op = Operation::Count {
                 genomes: s.genomes.clone(),
-            },
-            31,
-            None,
-        ),
-        Command::Union(s) => table_job(
-            &s.run,
-            Operation::Union {
+            };
+            job(&s.run, op, s.method, 31, None)
+        }
+        Command::Union(s) => {
+            let op = Operation::Union {
                 genomes: s.genomes.clone(),
-            },
-            31,
-            None,
-        ),
+            };
+            job(&s.run, op, s.method, 31, None)
+        }
         Command::Intersect(s) => {
             let op = Operation::Intersect {
                 genomes: s.genomes.clone(),
             };
-            table_job(&s.run, op, 31, None)
+            job(&s.run, op, s.method, 31, None)
         }
         Command::Subtract(s) => {
             let op = Operation::Subtract {

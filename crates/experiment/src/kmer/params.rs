@@ -9,6 +9,7 @@ use crate::params::Count;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use pmscope_persist::PersistStrategy;
+use pmscope_workload::kmer::job::Method;
 use pmscope_workload::kmer::output::Format;
 use pmscope_workload::kmer::table::{Fence, TableKind};
 use std::path::PathBuf;
@@ -58,6 +59,12 @@ pub enum Command {
 fn table_kinds() -> impl TypedValueParser<Value = TableKind> {
     PossibleValuesParser::new(TableKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
         .map(|s| s.parse::<TableKind>().expect("a listed kind parses"))
+}
+
+/// `--method`: the workload's counting methods, each with its help line.
+fn methods() -> impl TypedValueParser<Value = Method> {
+    PossibleValuesParser::new(Method::ALL.map(|m| PossibleValue::new(m.name()).help(m.about())))
+        .map(|s| s.parse::<Method>().expect("a listed method parses"))
 }
 
 /// `--format`: the workload's formats, each with its help line.
@@ -132,6 +139,11 @@ pub struct SetArgs {
     /// FASTA or gzipped FASTA files, one genome each.
     #[arg(required = true, value_name = "FILES")]
     pub genomes: Vec<PathBuf>,
+    /// How to count: one table on the target (what `kmer bench` compares across tables and
+    /// targets), or minimizer bins counted one by one in tables the size of the L2 cache.
+    /// The results are the same.
+    #[arg(long, default_value = "table", value_parser = methods())]
+    pub method: Method,
     /// Run options.
     #[command(flatten)]
     pub run: RunArgs,

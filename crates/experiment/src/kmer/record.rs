@@ -27,6 +27,19 @@ pub fn job(rec: Record, r: &Report, job: &Job) -> Record {
     if !r.histogram.is_empty() {
         rec = rec.param(p::GENOME_COUNT_HISTOGRAM, r.histogram.clone());
     }
+    rec = rec.param(p::METHOD, r.method.name());
+    if let Some(b) = &r.bins {
+        rec = rec
+            .param(p::MINIMIZER_BASES, b.minimizer_bases)
+            .value(v::BINS, b.bins as f64)
+            .value(v::SUPER_KMERS, b.super_kmers as f64)
+            .value(v::LARGEST_BIN_KMERS, b.largest_bin_kmers as f64)
+            .value(v::SPLIT_MS, r.phases.split.as_secs_f64() * 1e3)
+            .value(v::SPLIT_CPU_MS, r.cpu.split.as_secs_f64() * 1e3);
+    } else {
+        // The one-table method sized its table from the estimate; the binned one has none.
+        rec = rec.value(v::ESTIMATED_DISTINCT_KMERS, r.estimated_distinct as f64);
+    }
     rec = rec.param(
         p::PARTITION,
         if partition.is_some() { "nodes" } else { "none" },
@@ -76,7 +89,6 @@ fn figures(rec: Record, r: &Report) -> Record {
             v::SKIPPED_KMERS,
             r.genomes.iter().map(|g| g.skipped_kmers).sum::<u64>() as f64,
         )
-        .value(v::ESTIMATED_DISTINCT_KMERS, r.estimated_distinct as f64)
         .value(v::RESULT_KMERS, r.result_kmers as f64)
         .value(v::PARSE_MS, ms(r.phases.parse))
         .value(v::ESTIMATE_MS, ms(r.phases.estimate))

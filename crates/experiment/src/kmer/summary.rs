@@ -71,13 +71,16 @@ fn header(r: &Report) -> String {
         "subtract" => format!("{in_n} genomes minus {}", r.genomes.len() - in_n),
         _ => format!("{in_n} genomes"),
     };
+    let tables = match r.bins {
+        Some(_) => "minimizer bins, a table per thread".to_string(),
+        None => format!("table {}", r.table.kind),
+    };
     format!(
-        "pmscope kmer {}: {group}, {:.1} Mbp, k = {}, {} threads, table {} on {} ({pages})\n\n",
+        "pmscope kmer {}: {group}, {:.1} Mbp, k = {}, {} threads, {tables} on {} ({pages})\n\n",
         r.operation,
         bases as f64 / 1e6,
         r.k,
         r.threads,
-        r.table.kind,
         r.table.target.spec
     )
 }
@@ -171,17 +174,26 @@ fn preview(r: &Report) -> String {
 /// Wall and CPU time of each phase.
 fn phases(r: &Report) -> Table {
     let (p, c) = (&r.phases, &r.cpu);
-    let cpu_total = c.parse + c.estimate + c.map + c.insert + c.setops + c.output;
+    let cpu_total = c.parse + c.estimate + c.split + c.map + c.insert + c.setops + c.output;
     let mut t = Table::new(&["phase", "wall", "cpu"]);
-    for (name, d, cpu) in [
-        ("parse", p.parse, c.parse),
-        ("estimate", p.estimate, c.estimate),
-        ("map table", p.map, c.map),
-        ("insert", p.insert, c.insert),
-        ("set operations", p.setops, c.setops),
-        ("output", p.output, c.output),
-        ("total", r.total(), cpu_total),
-    ] {
+    let rows = match r.bins {
+        Some(_) => vec![
+            ("parse", p.parse, c.parse),
+            ("split into bins", p.split, c.split),
+            ("map tables", p.map, c.map),
+            ("count bins", p.insert, c.insert),
+            ("output", p.output, c.output),
+        ],
+        None => vec![
+            ("parse", p.parse, c.parse),
+            ("estimate", p.estimate, c.estimate),
+            ("map table", p.map, c.map),
+            ("insert", p.insert, c.insert),
+            ("set operations", p.setops, c.setops),
+            ("output", p.output, c.output),
+        ],
+    };
+    for (name, d, cpu) in rows.into_iter().chain([("total", r.total(), cpu_total)]) {
         t.row(vec![
             name.into(),
             format!("{:.3} s", d.as_secs_f64()),
@@ -193,6 +205,25 @@ fn phases(r: &Report) -> Table {
 
 /// Million inserts per second, the table's geometry and growth, and the peak RSS.
 fn throughput(r: &Report) -> String {
+    let peak = pmscope_sys::rusage::peak_rss_bytes()
+        .map(|b| Bytes(b).human())
+        .unwrap_or_else(|| "unknown".into());
+    if let Some(b) = &r.bins {
+        return format!(
+            "\n\n{:.1} million k-mers counted per second; {} bins by {}-base minimizer, {} super-k-mers, the largest bin {} k-mers; {} tables of {} slots × {} B = {} (load {:.2} on average, doubled {} times); peak RSS {peak}",
+            r.mips(),
+            thousands(b.bins),
+            b.minimizer_bases,
+            thousands(b.super_kmers),
+            thousands(b.largest_bin_kmers),
+            r.threads,
+            thousands(r.table.slots),
+            r.table.slot_bytes,
+            Bytes(r.table.footprint_bytes / r.threads.max(1) as u64).human(),
+            r.table.load_factor,
+            r.table.grown,
+        );
+    }
     format!(
         "\n\n{:.1} million inserts per second; table {} slots × {} B = {} (load {:.2}, {}); peak RSS {}",
         r.mips(),
@@ -208,9 +239,7 @@ fn throughput(r: &Report) -> String {
                 r.mips_excluding_growth()
             ),
         },
-        pmscope_sys::rusage::peak_rss_bytes()
-            .map(|b| Bytes(b).human())
-            .unwrap_or_else(|| "unknown".into())
+        peak
     )
 }
 

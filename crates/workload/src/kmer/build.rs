@@ -91,6 +91,11 @@ impl Workers {
         Ok(Workers { cpus })
     }
 
+    /// The CPUs, worker by worker.
+    pub fn cpus(&self) -> &[usize] {
+        &self.cpus
+    }
+
     /// Number of workers.
     pub fn len(&self) -> usize {
         self.cpus.len()

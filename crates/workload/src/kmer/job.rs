@@ -103,11 +103,59 @@ impl Operation {
     }
 }
 
+/// How a count, union or intersection is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Method {
+    /// One table holding every k-mer, on the target: the memory-tier study's workload.
+    #[default]
+    Table,
+    /// Minimizer bins, each counted in a table the size of the core's L2 cache (KMC's
+    /// method; [`super::binned`]).
+    Binned,
+}
+
+impl Method {
+    /// Every method, in the order help lists them.
+    pub const ALL: [Method; 2] = [Method::Table, Method::Binned];
+
+    /// Its name, as the CLI spells it and records carry it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Table => "table",
+            Method::Binned => "binned",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Method::Table => {
+                "One table for all the k-mers, on the target (the memory-tier workload; --table chooses it)"
+            }
+            Method::Binned => {
+                "Split into minimizer bins, each counted in an L2-sized table on the target (KMC's method; the fastest count)"
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Method, String> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("no method {s}: table or binned"))
+    }
+}
+
 /// A job: the operation and how to run it.
 #[derive(Debug, Clone)]
 pub struct Job {
     /// What to compute.
     pub operation: Operation,
+    /// One table, or minimizer bins (count, union and intersect only).
+    pub method: Method,
     /// K-mer length, 1..=[`super::encode::MAX_K`].
     pub k: usize,
     /// Worker threads.
@@ -204,6 +252,9 @@ pub struct Phases {
     pub map: Duration,
     /// Inserting the k-mers (including any growth).
     pub insert: Duration,
+    /// Splitting the genomes into super-k-mers by minimizer bin ([`Method::Binned`] only;
+    /// its `insert` is counting the bins).
+    pub split: Duration,
     /// The part of `insert` spent growing the table between genomes (mapping a larger
     /// table and rehashing into it); not counted again in [`Report::total`].
     pub grow: Duration,
@@ -211,6 +262,19 @@ pub struct Phases {
     pub setops: Duration,
     /// Formatting and writing the result.
     pub output: Duration,
+}
+
+/// How a binned job split its k-mers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BinFacts {
+    /// Bins.
+    pub bins: u64,
+    /// Bases of the minimizer.
+    pub minimizer_bases: usize,
+    /// Super-k-mers (runs of consecutive k-mers in one bin) over all bins.
+    pub super_kmers: u64,
+    /// k-mers (with repeats) of the largest bin.
+    pub largest_bin_kmers: u64,
 }
 
 /// Measures a phase's wall time and the CPU time the process used meanwhile.
@@ -239,6 +303,10 @@ impl Stopwatch {
 pub struct Report {
     /// The operation.
     pub operation: &'static str,
+    /// How it was computed.
+    pub method: Method,
+    /// The bins, for [`Method::Binned`].
+    pub bins: Option<BinFacts>,
     /// K.
     pub k: usize,
     /// Worker threads.
@@ -278,7 +346,7 @@ impl Report {
     /// Total wall time of the phases.
     pub fn total(&self) -> Duration {
         let p = &self.phases;
-        p.parse + p.estimate + p.map + p.insert + p.setops + p.output
+        p.parse + p.estimate + p.split + p.map + p.insert + p.setops + p.output
     }
 
     /// Million inserts per second during the insert phase (the seed's MIPS).
@@ -313,18 +381,30 @@ impl Report {
 pub fn run(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
     // A table this machine cannot make is refused before the genomes are read.
     job.table.available()?;
+    if job.method == Method::Binned {
+        return match words_for(job.k) {
+            1 => run_binned::<1>(job, out),
+            2 => run_binned::<2>(job, out),
+            3 => run_binned::<3>(job, out),
+            4 => run_binned::<4>(job, out),
+            _ => Err(k_out_of_range(job.k)),
+        };
+    }
     let words = Words { job, out };
     match words_for(job.k) {
         1 => job.table.with::<1, _>(words),
         2 => job.table.with::<2, _>(words),
         3 => job.table.with::<3, _>(words),
         4 => job.table.with::<4, _>(words),
-        _ => Err(JobError::Usage(format!(
-            "k = {} is out of range: k must be between 1 and {}",
-            job.k,
-            super::encode::MAX_K
-        ))),
+        _ => Err(k_out_of_range(job.k)),
     }
+}
+
+fn k_out_of_range(k: usize) -> JobError {
+    JobError::Usage(format!(
+        "k = {k} is out of range: k must be between 1 and {}",
+        super::encode::MAX_K
+    ))
 }
 
 /// The job at one key width, handed the table type by the registry.
@@ -557,21 +637,13 @@ fn run_words<const W: usize, T: Create<W>>(
     let written = run.output(&table, &left, result.kept, &result.candidates, out)?;
     t.stop(&mut phases.output, &mut cpu.output);
 
-    let summary = |g: &Genome, role| GenomeSummary {
-        name: g.name.clone(),
-        path: g.path.clone(),
-        role,
-        bases: g.stats.bases,
-        kmers: g.stats.kmers,
-        skipped_kmers: g.stats.skipped_kmers,
-    };
-    let mut genomes: Vec<GenomeSummary> = left.iter().map(|g| summary(g, "in")).collect();
-    genomes.extend(right.iter().map(|g| summary(g, "out")));
     Ok(Report {
         operation: job.operation.name(),
+        method: Method::Table,
+        bins: None,
         k,
         threads: job.threads,
-        genomes,
+        genomes: summaries(&left, &right),
         inserts: left.iter().map(|g| g.stats.kmers).sum(),
         lookups: right.iter().map(|g| g.stats.kmers).sum(),
         lookup_hits: result.lookup_hits,
@@ -586,6 +658,21 @@ fn run_words<const W: usize, T: Create<W>>(
         table: table.facts(),
         placements,
     })
+}
+
+/// The genomes as the report lists them.
+fn summaries(left: &[Genome], right: &[Genome]) -> Vec<GenomeSummary> {
+    let summary = |g: &Genome, role| GenomeSummary {
+        name: g.name.clone(),
+        path: g.path.clone(),
+        role,
+        bases: g.stats.bases,
+        kmers: g.stats.kmers,
+        skipped_kmers: g.stats.skipped_kmers,
+    };
+    let mut genomes: Vec<GenomeSummary> = left.iter().map(|g| summary(g, "in")).collect();
+    genomes.extend(right.iter().map(|g| summary(g, "out")));
+    genomes
 }
 
 impl<const W: usize> Run<'_, W> {
@@ -830,21 +917,191 @@ impl<const W: usize> Run<'_, W> {
             let parts = scan_slots(table, self.driver.workers(), |it| it.collect::<Vec<_>>())?;
             kept = self.sorted(parts.into_iter().flatten().collect());
         }
-        if let Some(out) = out {
-            output::write_kmers(out, job.format, k, &kept)?;
-            out.flush()?;
-        }
-        let preview = kept[..job.preview.min(kept.len())]
-            .iter()
-            .map(|(x, e)| row(&|l| output::kmer_row(l, k, x, e)))
-            .collect();
-        Ok(Written {
-            preview,
-            regions: Vec::new(),
-            result_kmers: match job.operation {
-                Operation::Count { .. } | Operation::Union { .. } => table.distinct(),
-                _ => kept.len() as u64,
-            },
+        let result_kmers = match job.operation {
+            Operation::Count { .. } | Operation::Union { .. } => table.distinct(),
+            _ => kept.len() as u64,
+        };
+        write_set(job, &kept, out, result_kmers)
+    }
+}
+
+/// Writes a k-mer set (count, union, intersect, subtract) and keeps its first rows (as TSV
+/// rows) for display.
+fn write_set<const W: usize>(
+    job: &Job,
+    kept: &[(Kmer<W>, Entry)],
+    out: Option<&mut dyn Write>,
+    result_kmers: u64,
+) -> Result<Written, JobError> {
+    let k = job.k;
+    if let Some(out) = out {
+        output::write_kmers(out, job.format, k, kept)?;
+        out.flush()?;
+    }
+    let preview = kept[..job.preview.min(kept.len())]
+        .iter()
+        .map(|(x, e)| {
+            let mut line = Vec::new();
+            output::kmer_row(&mut line, k, x, e);
+            String::from_utf8_lossy(&line).into_owned()
         })
+        .collect();
+    Ok(Written {
+        preview,
+        regions: Vec::new(),
+        result_kmers,
+    })
+}
+
+/// A count, union or intersection by minimizer bins ([`super::binned`]): parse, split the
+/// genomes into super-k-mers by bin, map each worker's bin table on the target, count the
+/// bins (the insert phase), write the set.
+fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
+    use super::binned;
+    let k = job.k;
+    let keep = binned_keep(&job.operation, out.is_some())?;
+    let workers = Workers::new(job.threads)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(job.threads)
+        .build()
+        .map_err(|e| JobError::Workers(PinError(e.to_string())))?;
+    let mut phases = Phases::default();
+    let mut cpu = Phases::default();
+
+    let t = Stopwatch::start();
+    let (files, _) = job.operation.files();
+    let left = pool.install(|| read_all(files, job.split, k))?;
+    t.stop(&mut phases.parse, &mut cpu.parse);
+    binned_limits(&left)?;
+
+    interrupt::check()?;
+    let t = Stopwatch::start();
+    let slot_bytes = binned::slot_words::<W>() * 8;
+    let inserts: u64 = left.iter().map(|g| g.stats.kmers).sum();
+    let count = binned::bins_for(inserts, slot_bytes, binned::l2_bytes(), job.threads);
+    let (bins, _) = binned::split(&workers, &left, k, count)?;
+    t.stop(&mut phases.split, &mut cpu.split);
+
+    interrupt::check()?;
+    let t = Stopwatch::start();
+    let slots = binned::table_slots(&bins);
+    let mut mappings = (0..job.threads)
+        .map(|_| {
+            pmscope_mapping::map_chosen(&job.target, (slots * slot_bytes) as u64, &job.map_options)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(TableError::from)?;
+    t.stop(&mut phases.map, &mut cpu.map);
+
+    interrupt::check()?;
+    let t = Stopwatch::start();
+    let mut tables = mappings
+        .iter_mut()
+        .map(|m| m.slice_mut::<u64>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(TableError::from)?;
+    let mut counted = binned::count::<W>(&workers, &bins, &left, k, &mut tables, keep)?;
+    drop(tables);
+    t.stop(&mut phases.insert, &mut cpu.insert);
+
+    interrupt::check()?;
+    let t = Stopwatch::start();
+    let n = left.len();
+    let distinct: u64 = counted.histogram.iter().sum();
+    let mut sets = vec![("union", distinct)];
+    match job.operation {
+        Operation::Count { .. } => sets.push(("intersection", counted.histogram[n])),
+        Operation::Intersect { .. } => sets.push(("intersection", counted.kept.len() as u64)),
+        _ => {}
+    }
+    if job.sorted {
+        pool.install(|| counted.kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
+    }
+    let result_kmers = match job.operation {
+        Operation::Intersect { .. } => counted.kept.len() as u64,
+        _ => distinct,
+    };
+    let written = write_set(job, &counted.kept, out, result_kmers)?;
+    t.stop(&mut phases.output, &mut cpu.output);
+
+    let mut warnings: Vec<pmscope_core::warning::Warning> = Vec::new();
+    for w in mappings.iter().flat_map(|m| m.warnings()) {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    Ok(Report {
+        operation: job.operation.name(),
+        method: Method::Binned,
+        bins: Some(BinFacts {
+            bins: bins.count as u64,
+            minimizer_bases: bins.m,
+            super_kmers: bins.super_kmers(),
+            largest_bin_kmers: bins.largest(),
+        }),
+        k,
+        threads: job.threads,
+        genomes: summaries(&left, &[]),
+        inserts,
+        lookups: 0,
+        lookup_hits: 0,
+        estimated_distinct: 0,
+        sets,
+        histogram: match job.operation {
+            Operation::Count { .. } => counted.histogram,
+            _ => Vec::new(),
+        },
+        result_kmers: written.result_kmers,
+        regions: written.regions,
+        preview: written.preview,
+        phases,
+        cpu,
+        table: TableFacts {
+            kind: "binned",
+            slots: slots as u64,
+            slot_bytes: slot_bytes as u64,
+            footprint_bytes: mappings.iter().map(|m| m.len() as u64).sum(),
+            load_factor: distinct as f64 / counted.slots_used.max(1) as f64,
+            grown: counted.grown,
+            target: mappings[0].record(),
+            warnings,
+            persist: None,
+            persister: None,
+            parts: Vec::new(),
+        },
+        placements: counted.placements,
+    })
+}
+
+/// What a binned job keeps besides the histogram; subtract and primers need the one table.
+fn binned_keep(operation: &Operation, writing: bool) -> Result<super::binned::Keep, JobError> {
+    use super::binned::Keep;
+    match (operation, writing) {
+        (Operation::Count { .. }, false) => Ok(Keep::Nothing),
+        (Operation::Count { .. }, true) | (Operation::Union { .. }, _) => Ok(Keep::All),
+        (Operation::Intersect { .. }, _) => Ok(Keep::InEvery),
+        (op, _) => Err(JobError::Usage(format!(
+            "--method binned counts, unites and intersects; {} needs --method table",
+            op.name()
+        ))),
+    }
+}
+
+/// The widths of a super-k-mer's fields: genomes and bases per genome.
+fn binned_limits(left: &[Genome]) -> Result<(), JobError> {
+    use super::binned::{MAX_GENOME_BASES, MAX_GENOMES};
+    if left.len() > MAX_GENOMES {
+        return Err(JobError::Usage(format!(
+            "{} genomes are more than --method binned counts ({MAX_GENOMES}); split the job or use --method table",
+            left.len(),
+        )));
+    }
+    match left.iter().find(|g| g.seq.len() >= MAX_GENOME_BASES) {
+        Some(g) => Err(JobError::Usage(format!(
+            "{}: {} bases are more than --method binned addresses in one genome ({MAX_GENOME_BASES}); use --method table",
+            g.path.display(),
+            g.seq.len(),
+        ))),
+        None => Ok(()),
     }
 }

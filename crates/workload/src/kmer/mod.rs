@@ -15,11 +15,13 @@
 //! * [`estimate`] — a HyperLogLog estimate of distinct k-mers that sizes the table;
 //! * [`table`] — the table interface and the volatile table;
 //! * [`filter`] — a Bloom filter that answers most out-group lookups from the cache;
+//! * [`binned`] — counting by minimizer bins in L2-sized tables (KMC's method, `--method binned`);
 //! * [`build`] — inserting, marking and scanning with pinned threads;
 //! * [`job`] — the operations (count, union, intersect, subtract, primers) in timed phases;
 //! * [`output`] — TSV and FASTA writers, candidate regions;
 //! * [`synth`] — synthetic reference and strains for scale tests.
 
+pub mod binned;
 pub mod build;
 pub mod encode;
 pub mod estimate;

@@ -1,7 +1,7 @@
 //! The set operations against a brute-force `HashSet` implementation on random small
 //! genomes, through the whole job (files, threads, table on a real target).
 
-use super::job::{Job, Operation, run};
+use super::job::{Job, Method, Operation, run};
 use super::output::Format;
 use super::read::Split;
 use super::synth::random_bases;
@@ -60,6 +60,7 @@ fn write(dir: &std::path::Path, name: &str, records: &[Vec<u8>]) -> PathBuf {
 fn job(operation: Operation, k: usize, threads: usize) -> Job {
     Job {
         operation,
+        method: Default::default(),
         k,
         threads,
         split: Split::PerFile,
@@ -673,4 +674,74 @@ fn tx_pm_pool_resumes_and_refuses_what_it_does_not_recognise() {
         "{m}"
     );
     assert_eq!(file_digest(&spm), digest);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// `--method binned` writes what the brute force and the one-table method write, with
+    /// the same histogram and set sizes: count, union and intersect, from one thread to
+    /// three (several workers' lists of a bin merged genome by genome).
+    #[test]
+    fn binned_jobs_equal_brute_force_and_the_table(
+        genomes in prop::collection::vec(genome(), 2..6),
+        k in prop::sample::select(vec![1usize, 3, 5, 12, 15, 16, 33, 70]),
+        threads in 1usize..4,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let genomes: Vec<_> = genomes.into_iter().filter(|g| !kmer_set(g, k).is_empty()).collect();
+        prop_assume!(genomes.len() >= 2);
+        let paths: Vec<PathBuf> =
+            genomes.iter().enumerate().map(|(i, g)| write(dir.path(), &format!("g{i}"), g)).collect();
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for g in &genomes {
+            for x in kmer_set(g, k) { *counts.entry(x).or_default() += 1; }
+        }
+        let mut want: Vec<(String, String)> =
+            counts.iter().map(|(x, n)| (x.clone(), n.to_string())).collect();
+        want.sort();
+        for operation in [
+            Operation::Count { genomes: paths.clone() },
+            Operation::Union { genomes: paths.clone() },
+            Operation::Intersect { genomes: paths.clone() },
+        ] {
+            let table = job(operation.clone(), k, threads);
+            let binned = Job { method: Method::Binned, ..table.clone() };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let want_report = run(&table, Some(&mut a)).unwrap();
+            let report = run(&binned, Some(&mut b)).unwrap();
+            prop_assert_eq!(String::from_utf8_lossy(&b), String::from_utf8_lossy(&a), "{}", operation.name());
+            prop_assert_eq!(&report.histogram, &want_report.histogram);
+            prop_assert_eq!(&report.sets, &want_report.sets);
+            prop_assert_eq!(report.result_kmers, want_report.result_kmers);
+            prop_assert_eq!(report.table.kind, "binned");
+            prop_assert!(report.bins.is_some());
+        }
+        prop_assert_eq!(written(&Job { method: Method::Binned, ..job(Operation::Count { genomes: paths }, k, threads) }), want);
+    }
+}
+
+/// Subtract and primers need the one table: a binned job of theirs is refused before any
+/// genome is read.
+#[test]
+fn binned_subtract_and_primers_are_refused() {
+    let missing = PathBuf::from("/nonexistent/genome.fa");
+    for operation in [
+        Operation::Subtract {
+            genomes: vec![missing.clone()],
+            minus: vec![missing.clone()],
+        },
+        Operation::Primers {
+            in_group: vec![missing.clone()],
+            out_group: vec![missing.clone()],
+        },
+    ] {
+        let j = Job {
+            method: Method::Binned,
+            ..job(operation, 31, 1)
+        };
+        let e = run(&j, None).expect_err("refused");
+        assert!(e.is_usage(), "{e}");
+        assert!(e.to_string().contains("--method table"), "{e}");
+    }
 }

@@ -203,6 +203,7 @@ fn job(
         operation: Operation::Count {
             genomes: p.genomes.clone(),
         },
+        method: Default::default(),
         k: p.k,
         threads: p.threads,
         split: Split::PerFile,
