@@ -5,7 +5,10 @@
 #   bench/vs-jellyfish.sh [ROUNDS]      (default 3 rounds; results in bench/out/kmer/)
 #
 # For K = 31 and 100 and 2 threads it runs, alternately and ROUNDS times each:
-#   count:   jellyfish count -C | kmc -ci1 | pmscope kmer count       (all 24 genomes)
+#   count:   jellyfish count -C | kmc -ci1 | pmscope kmer count --method binned (the row
+#            `pmscope`: KMC's own method, minimizer bins in L2-sized tables) and
+#            --method table (the row `pm-table`: one table for every k-mer, the
+#            memory-tier workload)                                   (all 24 genomes)
 #   primers: kmc + kmc_tools (intersect, kmers_subtract) | pmscope kmer primers
 #            (in-group: the 5 S. aureus references; out-group: the other 19 genomes)
 # and prints, per case, the distinct k-mers (or candidates) each tool reports (they must
@@ -80,12 +83,13 @@ run_kmc_count() { # K
 	awk '/No. of unique counted k-mers/ {print $NF}' "$OUT/kmc-count-$k.stdout" >"$OUT/kmc-count-$k.result"
 }
 
-run_pmscope_count() { # K
-	local k=$1
+run_pmscope_count() { # K METHOD TOOL
+	local k=$1 method=$2 tool=$3
 	rm -f "$OUT/pm.json"
-	timed "pmscope-count-$k" "$PMSCOPE" kmer count -k "$k" --threads $THREADS -o "$OUT/pm.json" $(cat "$OUT/all.lst")
-	json_value "$OUT/pm.json" union_kmers >"$OUT/pmscope-count-$k.result"
-	cp "$OUT/pm.json" "$OUT/pmscope-count-$k.json"
+	timed "$tool-count-$k" "$PMSCOPE" kmer count -k "$k" --method "$method" --threads $THREADS \
+		-o "$OUT/pm.json" $(cat "$OUT/all.lst")
+	json_value "$OUT/pm.json" union_kmers >"$OUT/$tool-count-$k.result"
+	cp "$OUT/pm.json" "$OUT/$tool-count-$k.json"
 }
 
 # The seed's pipeline with KMC: a database per in-group genome, one for the out-group
@@ -151,7 +155,8 @@ for k in 31 100; do
 		log "k=$k round $r/$ROUNDS: count"
 		run_jellyfish_count "$k"
 		run_kmc_count "$k"
-		run_pmscope_count "$k"
+		run_pmscope_count "$k" binned pmscope
+		run_pmscope_count "$k" table pm-table
 		log "k=$k round $r/$ROUNDS: primers"
 		run_kmc_primers "$k"
 		run_pmscope_primers "$k"
@@ -164,20 +169,22 @@ echo "(ratio = the tool's wall time / pmscope's; above 1 means pmscope is faster
 echo
 printf '%-8s %4s  %-10s %12s  %10s  %11s  %6s\n' case k tool "k-mers" wall "peak RSS" ratio
 for k in 31 100; do
-	report count "$k" pmscope kmc jellyfish
+	report count "$k" pmscope pm-table kmc jellyfish
 	report primers "$k" pmscope kmc
 done
 echo
 echo "pmscope phases (the last run's record, in $OUT/pmscope-*.json):"
-for f in "$OUT"/pmscope-*-31.json "$OUT"/pmscope-*-100.json; do
+for f in "$OUT"/pmscope-*-31.json "$OUT"/pm-table-*-31.json "$OUT"/pmscope-*-100.json "$OUT"/pm-table-*-100.json; do
 	python3 - "$f" <<'EOF'
 import json, sys
 r = json.loads(open(sys.argv[1]).readline())
 v = r["values"]
-phases = " ".join(f"{p}={v[p + '_ms'] / 1000:.2f}s" for p in ["parse", "estimate", "map", "insert", "setops", "output"])
-t = r["target"]["achieved"]
-print(f"  {r['params']['operation']:8s} k={r['params']['k']:<3} {phases}  MIPS={v['insert_mips']:.1f}  "
-      f"table={v['table_bytes'] / 2**20:.0f} MiB on {r['target']['spec']}")
+names = ["parse", "estimate", "split", "map", "insert", "setops", "output"]
+phases = " ".join(f"{p}={v[p + '_ms'] / 1000:.2f}s" for p in names if p + "_ms" in v)
+method = r["params"].get("method", "table")
+tables = "tables" if method == "binned" else "table"
+print(f"  {r['params']['operation']:8s} k={r['params']['k']:<3} {method:6s} {phases}  MIPS={v['insert_mips']:.1f}  "
+      f"{tables}={v['table_bytes'] / 2**20:.0f} MiB on {r['target']['spec']}")
 EOF
 done
 exit $status

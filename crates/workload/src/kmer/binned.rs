@@ -94,6 +94,12 @@ fn mix(x: u64) -> u64 {
     h ^ (h >> 31)
 }
 
+/// The bin of a minimizer's hash.
+#[inline(always)]
+fn bin_of(min_hash: u64, bins: usize) -> usize {
+    ((mix(min_hash) as u128 * bins as u128) >> 64) as usize
+}
+
 /// Calls `emit(start, run, bin)` for every super-k-mer of `seq`: each maximal run of up to
 /// [`MAX_RUN`] consecutive k-mers made of A, C, G, T only whose minimizers fall in one of
 /// `bins` bins; `start` is the index of the run's first base in `seq`. Every such k-mer is
@@ -118,6 +124,8 @@ pub fn super_kmers(
     let (mut fwd, mut rev, mut valid) = (0u64, 0u64, 0usize);
     let (mut min_hash, mut min_pos) = (u64::MAX, 0usize);
     let (mut run_start, mut run_len, mut run_bin) = (0usize, 0usize, usize::MAX);
+    // The bin of the last minimizer seen, computed again only when the minimizer changes.
+    let (mut binned_hash, mut bin) = (u64::MAX, bin_of(u64::MAX, bins));
     for (i, &b) in seq.iter().enumerate() {
         let code = BASE_CODE[b as usize];
         if code > 3 {
@@ -154,9 +162,11 @@ pub fn super_kmers(
                 }
             }
         }
-        // The smallest of w hashes is far from uniform (it sits near 0), so the bin comes
-        // from a second hash of it: uniform over the distinct minimizers.
-        let bin = ((mix(min_hash) as u128 * bins as u128) >> 64) as usize;
+        if min_hash != binned_hash {
+            // The smallest of w hashes is far from uniform (it sits near 0), so the bin
+            // comes from a second hash of it: uniform over the distinct minimizers.
+            (binned_hash, bin) = (min_hash, bin_of(min_hash, bins));
+        }
         if bin == run_bin && run_len > 0 && run_len < MAX_RUN {
             run_len += 1;
         } else {
@@ -236,8 +246,12 @@ pub fn split(
         }
     }
     let next = AtomicUsize::new(0);
+    // A new minimizer every (w + 1) / 2 k-mers on average: room for that many runs, a
+    // quarter more, so the lists are rarely copied as they grow.
+    let runs = kmers as f64 * 2.0 / (k - m + 2) as f64;
+    let room = (runs * 1.25 / (bins * workers.len()) as f64) as usize + 16;
     let (parts, placements) = workers.run(|_| {
-        let mut lists: Vec<Vec<SuperKmer>> = vec![Vec::new(); bins];
+        let mut lists: Vec<Vec<SuperKmer>> = (0..bins).map(|_| Vec::with_capacity(room)).collect();
         let mut kmers = vec![0u64; bins];
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -269,6 +283,43 @@ pub fn split(
     ))
 }
 
+/// The genomes' sequences copied back to back into one mapping with 2 MiB pages: a bin's
+/// super-k-mers start anywhere in the genomes, and with 4 KiB pages nearly each one's
+/// text costs a TLB miss (a third of the count's time at k = 31) that its prefetch cannot
+/// hide.
+pub struct Text {
+    mapping: pmscope_mapping::Mapping,
+    /// Where each genome starts in it (and, last, the end).
+    starts: Vec<usize>,
+}
+
+impl Text {
+    /// Copies `genomes` into a `dram:thp` mapping.
+    pub fn of(
+        genomes: &[Genome],
+        opts: &pmscope_mapping::MapOptions,
+    ) -> Result<Text, pmscope_mapping::TargetError> {
+        let mut starts = vec![0usize];
+        for g in genomes {
+            starts.push(starts.last().unwrap() + g.seq.len());
+        }
+        let spec: pmscope_mapping::TargetSpec = "dram:thp".parse().expect("a valid spec");
+        let total = (*starts.last().unwrap()).max(1) as u64;
+        let mut mapping = pmscope_mapping::map_chosen(&spec, total, opts)?;
+        let bytes = mapping.bytes_mut();
+        for (g, &at) in genomes.iter().zip(&starts) {
+            bytes[at..at + g.seq.len()].copy_from_slice(&g.seq);
+        }
+        Ok(Text { mapping, starts })
+    }
+
+    /// Each genome's sequence, in input order.
+    pub fn genomes(&mut self) -> Vec<&[u8]> {
+        let bytes: &[u8] = self.mapping.bytes_mut();
+        self.starts.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
+    }
+}
+
 /// Words of a slot of a bin table: the key, then `count | last genome << 32` (0: empty).
 pub const fn slot_words<const W: usize>() -> usize {
     W + 1
@@ -287,6 +338,8 @@ pub fn table_slots(bins: &Bins) -> usize {
 struct BinTable<'a, const W: usize> {
     words: &'a mut [u64],
     bits: u32,
+    /// The k-mers at which it doubles ([`GROW_AT`] of its slots).
+    limit: usize,
     len: usize,
     grown: u32,
     spill: Vec<u64>,
@@ -299,6 +352,7 @@ impl<'a, const W: usize> BinTable<'a, W> {
         BinTable {
             words,
             bits: 6,
+            limit: (64.0 * GROW_AT) as usize,
             len: 0,
             grown: 0,
             spill: Vec::new(),
@@ -318,22 +372,41 @@ impl<'a, const W: usize> BinTable<'a, W> {
     fn size_for(&mut self, expected: f64) {
         debug_assert_eq!(self.len, 0);
         let want = ((expected / LOAD).ceil() as usize).next_power_of_two();
-        self.bits = want.clamp(64, self.max_slots()).ilog2();
+        self.resize(want.clamp(64, self.max_slots()).ilog2());
     }
 
+    fn resize(&mut self, bits: u32) {
+        self.bits = bits;
+        self.limit = ((1usize << bits) as f64 * GROW_AT) as usize;
+    }
+
+    /// The first slot to probe for a k-mer of hash `hash`.
     #[inline(always)]
-    fn home(&self, key: &Kmer<W>) -> usize {
-        (key.hash() >> (64 - self.bits)) as usize
+    fn slot_of(&self, hash: u64) -> usize {
+        (hash >> (64 - self.bits)) as usize
+    }
+
+    /// Starts loading the line of the first slot for `hash` (an L2 hit costs more than the
+    /// work between two inserts).
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        pmscope_sys::prefetch::prefetch(&self.words[self.slot_of(hash) * Self::S]);
     }
 
     /// Counts genome `genome` (1, 2, ...) for `key`, once.
-    #[inline(always)]
+    #[cfg(test)]
     fn insert(&mut self, key: &Kmer<W>, genome: u32) {
-        if self.len + 1 > (self.slots() as f64 * GROW_AT) as usize {
+        self.insert_hashed(key, key.hash(), genome)
+    }
+
+    /// [`Self::insert`] with the key's hash already computed.
+    #[inline(always)]
+    fn insert_hashed(&mut self, key: &Kmer<W>, hash: u64, genome: u32) {
+        if self.len >= self.limit {
             self.grow();
         }
         let mask = self.slots() - 1;
-        let mut i = self.home(key);
+        let mut i = self.slot_of(hash);
         loop {
             let slot = &mut self.words[i * Self::S..(i + 1) * Self::S];
             let meta = slot[W];
@@ -369,13 +442,13 @@ impl<'a, const W: usize> BinTable<'a, W> {
                 slot.fill(0);
             }
         }
-        self.bits += 1;
+        self.resize(self.bits + 1);
         self.grown += 1;
         let mask = self.slots() - 1;
         for e in self.spill.chunks_exact(s) {
             let mut key = Kmer::<W>::ZERO;
             key.0.copy_from_slice(&e[..W]);
-            let mut i = self.home(&key);
+            let mut i = self.slot_of(key.hash());
             while self.words[i * s + W] != 0 {
                 i = (i + 1) & mask;
             }
@@ -423,21 +496,65 @@ pub struct Counted<const W: usize> {
     pub placements: Vec<ThreadPlacement>,
 }
 
+/// k-mers between a prefetch of their first slot and their insert.
+const RING: usize = 8;
+
+/// The k-mers (and hashes) whose first slot was prefetched, inserted [`RING`] k-mers later.
+struct Ring<const W: usize> {
+    buf: [(Kmer<W>, u64); RING],
+    head: usize,
+    len: usize,
+}
+
+impl<const W: usize> Default for Ring<W> {
+    fn default() -> Self {
+        Ring {
+            buf: [(Kmer::ZERO, 0); RING],
+            head: 0,
+            len: 0,
+        }
+    }
+}
+
+impl<const W: usize> Ring<W> {
+    /// Adds `item`; once full, returns the oldest.
+    #[inline(always)]
+    fn push(&mut self, item: (Kmer<W>, u64)) -> Option<(Kmer<W>, u64)> {
+        let slot = (self.head + self.len) % RING;
+        if self.len < RING {
+            self.buf[slot] = item;
+            self.len += 1;
+            return None;
+        }
+        let oldest = std::mem::replace(&mut self.buf[self.head], item);
+        self.head = (self.head + 1) % RING;
+        Some(oldest)
+    }
+
+    /// Hands out every item, oldest first.
+    fn drain(&mut self, mut f: impl FnMut((Kmer<W>, u64))) {
+        for i in 0..self.len {
+            f(self.buf[(self.head + i) % RING]);
+        }
+        (self.head, self.len) = (0, 0);
+    }
+}
+
 /// Super-k-mers ahead whose genome text is prefetched: the text of a bin's runs lies
 /// anywhere in the genomes, so each run's first lines would otherwise be a cache miss.
 const TEXT_AHEAD: usize = 8;
 
 /// Counts every bin, each worker in its own table (`tables[w]`, words of its mapping),
-/// the largest bins first.
+/// the largest bins first. `texts[g]` is genome g's sequence ([`Text`]).
 pub fn count<const W: usize>(
     workers: &super::build::Workers,
     bins: &Bins,
-    genomes: &[Genome],
+    texts: &[&[u8]],
     k: usize,
     tables: &mut [&mut [u64]],
     keep: Keep,
 ) -> Result<Counted<W>, PinError> {
-    let n = genomes.len();
+    let n = texts.len();
     let mut order: Vec<usize> = (0..bins.count).filter(|&b| bins.kmers[b] > 0).collect();
     order.sort_unstable_by_key(|&b| std::cmp::Reverse(bins.kmers[b]));
     let next = AtomicUsize::new(0);
@@ -448,6 +565,7 @@ pub fn count<const W: usize>(
         let (mut seen_kmers, mut seen_distinct, mut slots_used) = (0u64, 0u64, 0u64);
         let mut roller = Roller::<W>::new(k);
         let mut heads = vec![0usize; bins.lists.len()];
+        let mut ring = Ring::<W>::default();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(&b) = order.get(i) else { break };
@@ -468,7 +586,7 @@ pub fn count<const W: usize>(
                     .filter_map(|(l, &h)| l[b].get(h).map(|s| s.genome()))
                     .min();
                 let Some(genome) = genome else { break };
-                let seq = &genomes[genome].seq;
+                let seq = texts[genome];
                 for (list, head) in bins.lists.iter().zip(heads.iter_mut()) {
                     let list = &list[b];
                     while let Some(&s) = list.get(*head) {
@@ -476,7 +594,7 @@ pub fn count<const W: usize>(
                             break;
                         }
                         if let Some(ahead) = list.get(*head + TEXT_AHEAD) {
-                            let text = &genomes[ahead.genome()].seq;
+                            let text = texts[ahead.genome()];
                             pmscope_sys::prefetch::prefetch(&text[ahead.start()]);
                             let end = (ahead.start() + 64).min(text.len() - 1);
                             pmscope_sys::prefetch::prefetch(&text[end]);
@@ -485,12 +603,19 @@ pub fn count<const W: usize>(
                         let bases = &seq[s.start()..s.start() + s.run() + k - 1];
                         for &base in bases {
                             if roller.push(BASE_CODE[base as usize]) {
-                                table.insert(&roller.canonical().0, genome as u32 + 1);
+                                let key = roller.canonical().0;
+                                let hash = key.hash();
+                                table.prefetch(hash);
+                                if let Some((key, hash)) = ring.push((key, hash)) {
+                                    table.insert_hashed(&key, hash, genome as u32 + 1);
+                                }
                             }
                         }
                         *head += 1;
                     }
                 }
+                // The k-mers still in the ring are this genome's: in before the next one's.
+                ring.drain(|(key, hash)| table.insert_hashed(&key, hash, genome as u32 + 1));
             }
             seen_kmers += bins.kmers[b];
             seen_distinct += table.len as u64;

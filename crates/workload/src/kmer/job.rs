@@ -991,6 +991,7 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(TableError::from)?;
+    let mut text = binned::Text::of(&left, &job.map_options).map_err(TableError::from)?;
     t.stop(&mut phases.map, &mut cpu.map);
 
     interrupt::check()?;
@@ -1000,7 +1001,9 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         .map(|m| m.slice_mut::<u64>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(TableError::from)?;
-    let mut counted = binned::count::<W>(&workers, &bins, &left, k, &mut tables, keep)?;
+    let texts = text.genomes();
+    let mut counted = binned::count::<W>(&workers, &bins, &texts, k, &mut tables, keep)?;
+    drop(texts);
     drop(tables);
     t.stop(&mut phases.insert, &mut cpu.insert);
 
