@@ -9,7 +9,8 @@
 #            `pmscope`: KMC's own method, minimizer bins in L2-sized tables) and
 #            --method table (the row `pm-table`: one table for every k-mer, the
 #            memory-tier workload)                                   (all 24 genomes)
-#   primers: kmc + kmc_tools (intersect, kmers_subtract) | pmscope kmer primers
+#   primers: kmc + kmc_tools (intersect, kmers_subtract) | pmscope kmer primers, again
+#            --method binned (`pmscope`) and --method table (`pm-table`)
 #            (in-group: the 5 S. aureus references; out-group: the other 19 genomes)
 # and prints, per case, the distinct k-mers (or candidates) each tool reports (they must
 # agree: the script exits 1 if not), the median wall time, the peak memory (max RSS of the
@@ -119,14 +120,14 @@ run_kmc_primers() { # K
 	wc -l <"$OUT/kp/candidates.txt" >"$OUT/kmc-primers-$k.result"
 }
 
-run_pmscope_primers() { # K
-	local k=$1
+run_pmscope_primers() { # K METHOD TOOL
+	local k=$1 method=$2 tool=$3
 	rm -f "$OUT/pm.json" "$OUT/candidates.tsv"
-	timed "pmscope-primers-$k" "$PMSCOPE" kmer primers -k "$k" --threads $THREADS \
+	timed "$tool-primers-$k" "$PMSCOPE" kmer primers -k "$k" --method "$method" --threads $THREADS \
 		--in-group $(cat "$OUT/in.lst") --out-group $(cat "$OUT/out.lst") \
 		--kmers "$OUT/candidates.tsv" -o "$OUT/pm.json"
-	json_value "$OUT/pm.json" candidates_kmers >"$OUT/pmscope-primers-$k.result"
-	cp "$OUT/pm.json" "$OUT/pmscope-primers-$k.json"
+	json_value "$OUT/pm.json" candidates_kmers >"$OUT/$tool-primers-$k.result"
+	cp "$OUT/pm.json" "$OUT/$tool-primers-$k.json"
 }
 
 status=0
@@ -159,7 +160,8 @@ for k in 31 100; do
 		run_pmscope_count "$k" table pm-table
 		log "k=$k round $r/$ROUNDS: primers"
 		run_kmc_primers "$k"
-		run_pmscope_primers "$k"
+		run_pmscope_primers "$k" binned pmscope
+		run_pmscope_primers "$k" table pm-table
 	done
 done
 
@@ -170,7 +172,7 @@ echo
 printf '%-8s %4s  %-10s %12s  %10s  %11s  %6s\n' case k tool "k-mers" wall "peak RSS" ratio
 for k in 31 100; do
 	report count "$k" pmscope pm-table kmc jellyfish
-	report primers "$k" pmscope kmc
+	report primers "$k" pmscope pm-table kmc
 done
 echo
 echo "pmscope phases (the last run's record, in $OUT/pmscope-*.json):"

@@ -1253,11 +1253,12 @@ fn partition_by_node_counts_like_one_table_and_refuses_what_it_cannot_place() {
     }
 }
 
-/// `--method binned` writes the table method's k-mers on real genomes (hundreds of bins,
-/// the minimizers' real skew, k = 31 and 100), records its method and bins, shows its own
-/// phases, and refuses the options that shape the one table rather than ignore them.
+/// `--method binned` writes the table method's k-mers and primer candidates on real genomes
+/// (hundreds of bins, the minimizers' real skew, k = 31 and 100), records its method and
+/// bins, shows its own phases, and refuses the options that shape the one table rather
+/// than ignore them.
 #[test]
-fn binned_counts_the_debian_genomes_like_the_table_and_refuses_table_options() {
+fn binned_jobs_on_the_debian_genomes_equal_the_tables_and_refuse_table_options() {
     let refs = Path::new("/usr/share/doc/ragout/examples/H.Pylori/references");
     assert!(
         refs.is_dir(),
@@ -1307,6 +1308,21 @@ fn binned_counts_the_debian_genomes_like_the_table_and_refuses_table_options() {
             table["params"]["genome_count_histogram"]
         );
     }
+    // Primers: the in-group's bins, then the out-group looked up in the intersection.
+    let mut candidates = Vec::new();
+    for method in ["table", "binned"] {
+        let out = format!("primers-{method}.tsv");
+        let mut args = vec!["kmer", "primers", "-k", "31", "--method", method];
+        args.extend(["--kmers", out.as_str(), "--in-group"]);
+        args.extend(files[..3].iter().map(|f| f.as_str()));
+        args.push("--out-group");
+        args.extend(files[3..].iter().map(|f| f.as_str()));
+        let o = pmscope(d, &args);
+        assert!(o.status.success(), "primers {method}: {}", stderr(&o));
+        candidates.push(read(d, &out));
+    }
+    assert!(candidates[0].lines().count() > 100, "too few candidates");
+    assert!(candidates[1] == candidates[0], "binned candidates differ");
     for (extra, option) in [
         (vec!["--table", "static-pm"], "--table static-pm"),
         (vec!["--partition", "nodes"], "--partition nodes"),

@@ -73,7 +73,7 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
                 in_group: p.in_group.clone(),
                 out_group: p.out_group.clone(),
             };
-            table_job(&p.run, op, 100, None)
+            job(&p.run, op, p.method, 100, None)
         }
         Command::Count(s) => {
             let op = Operation::Count {
@@ -98,7 +98,7 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
                 genomes: s.genomes.clone(),
                 minus: s.minus.clone(),
             };
-            table_job(&s.run, op, 31, None)
+            job(&s.run, op, s.method, 31, None)
         }
         Command::Demo(d) => {
             let (op, intro) = demo::operation(&d.ragout, &d.kaptive)?;

@@ -158,6 +158,11 @@ pub struct SubtractArgs {
     /// Genomes whose k-mers are removed.
     #[arg(long, required = true, num_args = 1.., value_name = "FILES")]
     pub minus: Vec<PathBuf>,
+    /// How to count: one table on the target (what `kmer bench` compares across tables and
+    /// targets), or minimizer bins counted one by one in tables the size of the L2 cache.
+    /// The results are the same.
+    #[arg(long, default_value = "table", value_parser = methods())]
+    pub method: Method,
     /// Run options.
     #[command(flatten)]
     pub run: RunArgs,
@@ -172,6 +177,11 @@ pub struct PrimersArgs {
     /// Genomes that must not be detected.
     #[arg(long, required = true, num_args = 1.., value_name = "FILES")]
     pub out_group: Vec<PathBuf>,
+    /// How to count: one table on the target (what `kmer bench` compares across tables and
+    /// targets), or minimizer bins counted one by one in tables the size of the L2 cache.
+    /// The results are the same.
+    #[arg(long, default_value = "table", value_parser = methods())]
+    pub method: Method,
     /// Run options.
     #[command(flatten)]
     pub run: RunArgs,

@@ -195,9 +195,11 @@ pub struct Bins {
     pub count: usize,
     /// Minimizer length.
     pub m: usize,
+    /// Genomes whose k-mers are inserted (the first ones); the others' are looked up.
+    pub inserted: usize,
     /// `lists[worker][bin]`: that worker's super-k-mers of that bin, in genome order.
     lists: Vec<Vec<Vec<SuperKmer>>>,
-    /// k-mers (with repeats) of each bin.
+    /// k-mers (with repeats) of the inserted genomes in each bin: what sizes its table.
     pub kmers: Vec<u64>,
 }
 
@@ -207,7 +209,7 @@ impl Bins {
         self.lists.iter().flatten().map(|l| l.len() as u64).sum()
     }
 
-    /// k-mers (with repeats) of the largest bin.
+    /// Inserted k-mers (with repeats) of the largest bin.
     pub fn largest(&self) -> u64 {
         self.kmers.iter().copied().max().unwrap_or(0)
     }
@@ -222,10 +224,11 @@ struct Piece {
 }
 
 /// Splits `genomes` into super-k-mers in `bins` bins, the pieces shared out among the
-/// workers in genome order.
+/// workers in genome order; the first `inserted` genomes are the ones counted.
 pub fn split(
     workers: &super::build::Workers,
     genomes: &[Genome],
+    inserted: usize,
     k: usize,
     bins: usize,
 ) -> Result<(Bins, Vec<ThreadPlacement>), PinError> {
@@ -257,9 +260,10 @@ pub fn split(
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(p) = pieces.get(i) else { break };
             let seq = &genomes[p.genome].seq[p.from..p.from + p.starts + k - 1];
+            let counted = (p.genome < inserted) as u64;
             super_kmers(seq, k, m, bins, |start, run, bin| {
                 lists[bin].push(SuperKmer::new(p.genome, p.from + start, run));
-                kmers[bin] += run as u64;
+                kmers[bin] += counted * run as u64;
             });
         }
         (lists, kmers)
@@ -276,6 +280,7 @@ pub fn split(
         Bins {
             count: bins,
             m,
+            inserted,
             lists,
             kmers: total,
         },
@@ -320,10 +325,16 @@ impl Text {
     }
 }
 
-/// Words of a slot of a bin table: the key, then `count | last genome << 32` (0: empty).
+/// Words of a slot of a bin table: the key, then `count | MARK | last genome << 32` (0:
+/// empty).
 pub const fn slot_words<const W: usize>() -> usize {
     W + 1
 }
+
+/// The mark a looked-up k-mer leaves in its slot (the top bit of the count, which counts at
+/// most [`MAX_GENOMES`]). Marks come after every insert of the bin (genome order), so a
+/// count never runs into it.
+const MARK: u64 = 1 << 31;
 
 /// Slots a worker's table needs for the largest bin of `bins`: every k-mer distinct, at
 /// [`LOAD`], a power of two.
@@ -456,14 +467,33 @@ impl<'a, const W: usize> BinTable<'a, W> {
         }
     }
 
-    /// Hands every k-mer and its genome count to `f` and empties the table.
-    fn drain(&mut self, mut f: impl FnMut(Kmer<W>, u32)) {
+    /// Marks `key` if it is in the table; returns whether it was.
+    #[inline(always)]
+    fn mark_hashed(&mut self, key: &Kmer<W>, hash: u64) -> bool {
+        let mask = self.slots() - 1;
+        let mut i = self.slot_of(hash);
+        loop {
+            let slot = &mut self.words[i * Self::S..(i + 1) * Self::S];
+            if slot[W] == 0 {
+                return false;
+            }
+            if slot[..W] == key.0 {
+                slot[W] |= MARK;
+                return true;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Hands every k-mer, its genome count and its mark to `f` and empties the table.
+    fn drain(&mut self, mut f: impl FnMut(Kmer<W>, u32, bool)) {
         let (s, slots) = (Self::S, self.slots());
         for slot in self.words[..slots * s].chunks_exact_mut(s) {
             if slot[W] != 0 {
                 let mut key = Kmer::<W>::ZERO;
                 key.0.copy_from_slice(&slot[..W]);
-                f(key, slot[W] as u32);
+                let meta = slot[W] as u32;
+                f(key, meta & !(MARK as u32), meta & MARK as u32 != 0);
                 slot.fill(0);
             }
         }
@@ -478,16 +508,31 @@ pub enum Keep {
     Nothing,
     /// Every k-mer (count and union with `--kmers`).
     All,
-    /// The k-mers of every genome (intersect).
+    /// The k-mers of every inserted genome (intersect).
     InEvery,
+    /// The k-mers no looked-up genome has (subtract).
+    Unmarked,
+}
+
+impl Keep {
+    fn wants(self, genomes: u32, marked: bool, inserted: usize) -> bool {
+        match self {
+            Keep::Nothing => false,
+            Keep::All => true,
+            Keep::InEvery => genomes as usize == inserted,
+            Keep::Unmarked => !marked,
+        }
+    }
 }
 
 /// What counting the bins found.
 pub struct Counted<const W: usize> {
-    /// k-mers by the number of genomes they occur in (index = genomes).
+    /// k-mers by the number of inserted genomes they occur in (index = genomes).
     pub histogram: Vec<u64>,
     /// The kept k-mers, bin by bin.
     pub kept: Vec<(Kmer<W>, Entry)>,
+    /// k-mers of the looked-up genomes found in the table.
+    pub hits: u64,
     /// Times a bin's table doubled.
     pub grown: u32,
     /// The bin tables' slots, summed over the bins (the load is distinct / this).
@@ -544,6 +589,93 @@ impl<const W: usize> Ring<W> {
 /// anywhere in the genomes, so each run's first lines would otherwise be a cache miss.
 const TEXT_AHEAD: usize = 8;
 
+/// One worker's state across the bins it counts.
+struct Worker<'a, const W: usize> {
+    table: BinTable<'a, W>,
+    roller: Roller<W>,
+    ring: Ring<W>,
+    heads: Vec<usize>,
+    histogram: Vec<u64>,
+    kept: Vec<(Kmer<W>, Entry)>,
+    hits: u64,
+    seen_kmers: u64,
+    seen_distinct: u64,
+    slots_used: u64,
+}
+
+impl<const W: usize> Worker<'_, W> {
+    /// Counts bin `b`: the inserted genomes' k-mers into the table, genome by genome, then
+    /// the looked-up genomes' k-mers mark theirs; the scan keeps what `keep` asks.
+    fn bin(&mut self, bins: &Bins, b: usize, texts: &[&[u8]], k: usize, keep: Keep) {
+        let inserted = bins.inserted;
+        // Sized from the share of distinct k-mers in the bins counted so far.
+        let distinct_share = if self.seen_kmers == 0 {
+            1.0
+        } else {
+            (self.seen_distinct as f64 / self.seen_kmers as f64 * 1.2).min(1.0)
+        };
+        self.table.size_for(bins.kmers[b] as f64 * distinct_share);
+        self.heads.fill(0);
+        // Merge the workers' lists of this bin genome by genome.
+        loop {
+            let genome = bins
+                .lists
+                .iter()
+                .zip(&self.heads)
+                .filter_map(|(l, &h)| l[b].get(h).map(|s| s.genome()))
+                .min();
+            let Some(genome) = genome else { break };
+            let (table, ring, hits) = (&mut self.table, &mut self.ring, &mut self.hits);
+            let apply = |table: &mut BinTable<W>, hits: &mut u64, (key, hash): (Kmer<W>, u64)| {
+                if genome < inserted {
+                    table.insert_hashed(&key, hash, genome as u32 + 1);
+                } else if table.mark_hashed(&key, hash) {
+                    *hits += 1;
+                }
+            };
+            let seq = texts[genome];
+            for (list, head) in bins.lists.iter().zip(self.heads.iter_mut()) {
+                let list = &list[b];
+                while let Some(&s) = list.get(*head) {
+                    if s.genome() != genome {
+                        break;
+                    }
+                    if let Some(ahead) = list.get(*head + TEXT_AHEAD) {
+                        let text = texts[ahead.genome()];
+                        pmscope_sys::prefetch::prefetch(&text[ahead.start()]);
+                        let end = (ahead.start() + 64).min(text.len() - 1);
+                        pmscope_sys::prefetch::prefetch(&text[end]);
+                    }
+                    self.roller.reset();
+                    for &base in &seq[s.start()..s.start() + s.run() + k - 1] {
+                        if self.roller.push(BASE_CODE[base as usize]) {
+                            let key = self.roller.canonical().0;
+                            let hash = key.hash();
+                            table.prefetch(hash);
+                            if let Some(item) = ring.push((key, hash)) {
+                                apply(table, hits, item);
+                            }
+                        }
+                    }
+                    *head += 1;
+                }
+            }
+            // The k-mers still in the ring are this genome's: in before the next one's.
+            ring.drain(|item| apply(table, hits, item));
+        }
+        self.seen_kmers += bins.kmers[b];
+        self.seen_distinct += self.table.len as u64;
+        self.slots_used += self.table.slots() as u64;
+        let (histogram, kept) = (&mut self.histogram, &mut self.kept);
+        self.table.drain(|key, genomes, marked| {
+            histogram[genomes as usize] += 1;
+            if keep.wants(genomes, marked, inserted) {
+                kept.push((key, Entry { genomes, marked }));
+            }
+        });
+    }
+}
+
 /// Counts every bin, each worker in its own table (`tables[w]`, words of its mapping),
 /// the largest bins first. `texts[g]` is genome g's sequence ([`Text`]).
 pub fn count<const W: usize>(
@@ -554,102 +686,42 @@ pub fn count<const W: usize>(
     tables: &mut [&mut [u64]],
     keep: Keep,
 ) -> Result<Counted<W>, PinError> {
-    let n = texts.len();
+    let n = bins.inserted;
     let mut order: Vec<usize> = (0..bins.count).filter(|&b| bins.kmers[b] > 0).collect();
     order.sort_unstable_by_key(|&b| std::cmp::Reverse(bins.kmers[b]));
     let next = AtomicUsize::new(0);
     let out = pmscope_runner::pin::run_pinned_each(workers.cpus(), tables, |_, words| {
-        let mut table = BinTable::<W>::new(words);
-        let mut histogram = vec![0u64; n + 1];
-        let mut kept = Vec::new();
-        let (mut seen_kmers, mut seen_distinct, mut slots_used) = (0u64, 0u64, 0u64);
-        let mut roller = Roller::<W>::new(k);
-        let mut heads = vec![0usize; bins.lists.len()];
-        let mut ring = Ring::<W>::default();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&b) = order.get(i) else { break };
-            // Sized from the share of distinct k-mers in the bins counted so far.
-            let distinct_share = if seen_kmers == 0 {
-                1.0
-            } else {
-                (seen_distinct as f64 / seen_kmers as f64 * 1.2).min(1.0)
-            };
-            table.size_for(bins.kmers[b] as f64 * distinct_share);
-            heads.fill(0);
-            // Merge the workers' lists of this bin genome by genome.
-            loop {
-                let genome = bins
-                    .lists
-                    .iter()
-                    .zip(&heads)
-                    .filter_map(|(l, &h)| l[b].get(h).map(|s| s.genome()))
-                    .min();
-                let Some(genome) = genome else { break };
-                let seq = texts[genome];
-                for (list, head) in bins.lists.iter().zip(heads.iter_mut()) {
-                    let list = &list[b];
-                    while let Some(&s) = list.get(*head) {
-                        if s.genome() != genome {
-                            break;
-                        }
-                        if let Some(ahead) = list.get(*head + TEXT_AHEAD) {
-                            let text = texts[ahead.genome()];
-                            pmscope_sys::prefetch::prefetch(&text[ahead.start()]);
-                            let end = (ahead.start() + 64).min(text.len() - 1);
-                            pmscope_sys::prefetch::prefetch(&text[end]);
-                        }
-                        roller.reset();
-                        let bases = &seq[s.start()..s.start() + s.run() + k - 1];
-                        for &base in bases {
-                            if roller.push(BASE_CODE[base as usize]) {
-                                let key = roller.canonical().0;
-                                let hash = key.hash();
-                                table.prefetch(hash);
-                                if let Some((key, hash)) = ring.push((key, hash)) {
-                                    table.insert_hashed(&key, hash, genome as u32 + 1);
-                                }
-                            }
-                        }
-                        *head += 1;
-                    }
-                }
-                // The k-mers still in the ring are this genome's: in before the next one's.
-                ring.drain(|(key, hash)| table.insert_hashed(&key, hash, genome as u32 + 1));
-            }
-            seen_kmers += bins.kmers[b];
-            seen_distinct += table.len as u64;
-            slots_used += table.slots() as u64;
-            table.drain(|key, genomes| {
-                histogram[genomes as usize] += 1;
-                let wanted = match keep {
-                    Keep::Nothing => false,
-                    Keep::All => true,
-                    Keep::InEvery => genomes as usize == n,
-                };
-                if wanted {
-                    let entry = Entry {
-                        genomes,
-                        marked: false,
-                    };
-                    kept.push((key, entry));
-                }
-            });
+        let mut w = Worker {
+            table: BinTable::<W>::new(words),
+            roller: Roller::<W>::new(k),
+            ring: Ring::default(),
+            heads: vec![0usize; bins.lists.len()],
+            histogram: vec![0u64; n + 1],
+            kept: Vec::new(),
+            hits: 0,
+            seen_kmers: 0,
+            seen_distinct: 0,
+            slots_used: 0,
+        };
+        while let Some(&b) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            w.bin(bins, b, texts, k, keep);
         }
-        (histogram, kept, table.grown, slots_used)
+        (w.histogram, w.kept, w.hits, w.table.grown, w.slots_used)
     })?;
     let mut counted = Counted {
         histogram: vec![0u64; n + 1],
         kept: Vec::new(),
+        hits: 0,
         grown: 0,
         slots_used: 0,
         placements: Vec::new(),
     };
-    for ((histogram, kept, grown, slots), placement) in out {
+    for ((histogram, kept, hits, grown, slots), placement) in out {
         for (a, b) in counted.histogram.iter_mut().zip(histogram) {
             *a += b;
         }
         counted.kept.extend(kept);
+        counted.hits += hits;
         counted.grown += grown;
         counted.slots_used += slots;
         counted.placements.push(placement);
@@ -784,7 +856,7 @@ mod tests {
         }
         assert!(t.grown >= 6, "grew {} times", t.grown);
         let mut seen = Vec::new();
-        t.drain(|k, n| seen.push((k.0[0], n)));
+        t.drain(|k, n, _| seen.push((k.0[0], n)));
         seen.sort_unstable();
         let want: Vec<(u64, u32)> = (0..5000).map(|i| (key(i).0[0], 2)).collect();
         assert_eq!(seen, want);

@@ -816,13 +816,27 @@ impl<const W: usize> Run<'_, W> {
         right: &[Genome],
         result: &mut SetResult<W>,
     ) -> Result<(), JobError> {
-        let (k, workers) = (self.job.k, self.driver.workers());
+        let workers = self.driver.workers();
         let n_left = left.len() as u32;
         let parts = scan_slots(table, workers, |it| {
             it.filter(|(_, e)| e.genomes == n_left)
                 .map(|(x, _)| x)
                 .collect::<Vec<_>>()
         })?;
+        self.out_group::<T>(parts, left, right, result)
+    }
+
+    /// The rest of [`Self::primers`], from the in-group intersection (in lists, any split):
+    /// its own table behind a Bloom filter, the out-group marking it, the first in-group
+    /// genome listing the unmarked ones in its order.
+    fn out_group<T: Create<W>>(
+        &self,
+        parts: Vec<Vec<Kmer<W>>>,
+        left: &[Genome],
+        right: &[Genome],
+        result: &mut SetResult<W>,
+    ) -> Result<(), JobError> {
+        let k = self.job.k;
         let intersection: u64 = parts.iter().map(|p| p.len() as u64).sum();
         result.sets.push(("intersection", intersection));
         // Sized for the intersection at the table's usual load: the filter below keeps all
@@ -886,32 +900,8 @@ impl<const W: usize> Run<'_, W> {
         out: Option<&mut dyn Write>,
     ) -> Result<Written, JobError> {
         let job = self.job;
-        let k = job.k;
-        let row = |f: &dyn Fn(&mut Vec<u8>)| {
-            let mut line = Vec::new();
-            f(&mut line);
-            String::from_utf8_lossy(&line).into_owned()
-        };
         if let Operation::Primers { .. } = job.operation {
-            let first = &left[0];
-            let names: Vec<String> = first.contigs.iter().map(|c| c.name.clone()).collect();
-            if let Some(out) = out {
-                output::write_candidates(out, job.format, k, &first.name, &names, candidates)?;
-                out.flush()?;
-            }
-            let preview = candidates[..job.preview.min(candidates.len())]
-                .iter()
-                .map(|c| row(&|l| output::candidate_row(l, k, &first.name, &names, c)))
-                .collect();
-            let regions = output::regions(candidates, k)
-                .into_iter()
-                .map(|r| (names[r.contig].clone(), r))
-                .collect();
-            return Ok(Written {
-                preview,
-                regions,
-                result_kmers: candidates.len() as u64,
-            });
+            return write_primers(job, &left[0], candidates, out);
         }
         if let (Operation::Count { .. }, Some(_)) = (&job.operation, &out) {
             let parts = scan_slots(table, self.driver.workers(), |it| it.collect::<Vec<_>>())?;
@@ -923,6 +913,39 @@ impl<const W: usize> Run<'_, W> {
         };
         write_set(job, &kept, out, result_kmers)
     }
+}
+
+/// Writes the primer candidates and keeps their first rows (as TSV rows) for display, and
+/// the regions of overlapping candidates.
+fn write_primers<const W: usize>(
+    job: &Job,
+    first: &Genome,
+    candidates: &[Candidate<W>],
+    out: Option<&mut dyn Write>,
+) -> Result<Written, JobError> {
+    let k = job.k;
+    let names: Vec<String> = first.contigs.iter().map(|c| c.name.clone()).collect();
+    if let Some(out) = out {
+        output::write_candidates(out, job.format, k, &first.name, &names, candidates)?;
+        out.flush()?;
+    }
+    let preview = candidates[..job.preview.min(candidates.len())]
+        .iter()
+        .map(|c| {
+            let mut line = Vec::new();
+            output::candidate_row(&mut line, k, &first.name, &names, c);
+            String::from_utf8_lossy(&line).into_owned()
+        })
+        .collect();
+    let regions = output::regions(candidates, k)
+        .into_iter()
+        .map(|r| (names[r.contig].clone(), r))
+        .collect();
+    Ok(Written {
+        preview,
+        regions,
+        result_kmers: candidates.len() as u64,
+    })
 }
 
 /// Writes a k-mer set (count, union, intersect, subtract) and keeps its first rows (as TSV
@@ -953,13 +976,14 @@ fn write_set<const W: usize>(
     })
 }
 
-/// A count, union or intersection by minimizer bins ([`super::binned`]): parse, split the
-/// genomes into super-k-mers by bin, map each worker's bin table on the target, count the
-/// bins (the insert phase), write the set.
+/// A k-mer job by minimizer bins ([`super::binned`]): parse, split the genomes into
+/// super-k-mers by bin, map each worker's bin table and the genomes' text, count the bins
+/// (the insert phase: the left genomes inserted, the right ones looked up), write the set
+/// or the candidates.
 fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
     use super::binned;
     let k = job.k;
-    let keep = binned_keep(&job.operation, out.is_some())?;
+    let keep = binned_keep(&job.operation, out.is_some());
     let workers = Workers::new(job.threads)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(job.threads)
@@ -969,17 +993,29 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     let mut cpu = Phases::default();
 
     let t = Stopwatch::start();
-    let (files, _) = job.operation.files();
-    let left = pool.install(|| read_all(files, job.split, k))?;
+    let (left_files, right_files) = job.operation.files();
+    let (mut genomes, right) = pool.install(|| {
+        Ok::<_, ReadError>((
+            read_all(left_files, job.split, k)?,
+            read_all(right_files, job.split, k)?,
+        ))
+    })?;
+    let n = genomes.len();
+    genomes.extend(right);
     t.stop(&mut phases.parse, &mut cpu.parse);
-    binned_limits(&left)?;
+    binned_limits(&genomes)?;
+    let (left, right) = genomes.split_at(n);
+    // Primers bin the in-group only: the out-group is looked up in the intersection, behind
+    // the one-table method's Bloom filter, which answers most of it from the cache.
+    let primers = matches!(job.operation, Operation::Primers { .. });
+    let binned_genomes = if primers { left } else { &genomes[..] };
 
     interrupt::check()?;
     let t = Stopwatch::start();
     let slot_bytes = binned::slot_words::<W>() * 8;
     let inserts: u64 = left.iter().map(|g| g.stats.kmers).sum();
     let count = binned::bins_for(inserts, slot_bytes, binned::l2_bytes(), job.threads);
-    let (bins, _) = binned::split(&workers, &left, k, count)?;
+    let (bins, _) = binned::split(&workers, binned_genomes, n, k, count)?;
     t.stop(&mut phases.split, &mut cpu.split);
 
     interrupt::check()?;
@@ -991,7 +1027,7 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(TableError::from)?;
-    let mut text = binned::Text::of(&left, &job.map_options).map_err(TableError::from)?;
+    let mut text = binned::Text::of(binned_genomes, &job.map_options).map_err(TableError::from)?;
     t.stop(&mut phases.map, &mut cpu.map);
 
     interrupt::check()?;
@@ -1003,36 +1039,34 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         .map_err(TableError::from)?;
     let texts = text.genomes();
     let mut counted = binned::count::<W>(&workers, &bins, &texts, k, &mut tables, keep)?;
-    drop(texts);
-    drop(tables);
+    drop((texts, tables));
     t.stop(&mut phases.insert, &mut cpu.insert);
 
     interrupt::check()?;
     let t = Stopwatch::start();
-    let n = left.len();
     let distinct: u64 = counted.histogram.iter().sum();
-    let mut sets = vec![("union", distinct)];
-    match job.operation {
-        Operation::Count { .. } => sets.push(("intersection", counted.histogram[n])),
-        Operation::Intersect { .. } => sets.push(("intersection", counted.kept.len() as u64)),
-        _ => {}
-    }
-    if job.sorted {
-        pool.install(|| counted.kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
-    }
-    let result_kmers = match job.operation {
-        Operation::Intersect { .. } => counted.kept.len() as u64,
-        _ => distinct,
+    let sets = binned_sets(&job.operation, distinct, &counted.histogram, &counted.kept);
+    let mut lookup_hits = counted.hits;
+    let written = if primers {
+        let intersection = std::mem::take(&mut counted.kept);
+        let (sets, written, hits) =
+            binned_primers(job, pool, workers, intersection, sets, left, right, out)?;
+        lookup_hits = hits;
+        (sets, written)
+    } else {
+        if job.sorted {
+            pool.install(|| counted.kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
+        }
+        let result_kmers = match job.operation {
+            Operation::Count { .. } | Operation::Union { .. } => distinct,
+            _ => counted.kept.len() as u64,
+        };
+        (sets, write_set(job, &counted.kept, out, result_kmers)?)
     };
-    let written = write_set(job, &counted.kept, out, result_kmers)?;
+    let (sets, written) = written;
     t.stop(&mut phases.output, &mut cpu.output);
 
-    let mut warnings: Vec<pmscope_core::warning::Warning> = Vec::new();
-    for w in mappings.iter().flat_map(|m| m.warnings()) {
-        if !warnings.contains(w) {
-            warnings.push(w.clone());
-        }
-    }
+    let table = bin_table_facts(&mappings, slots, slot_bytes, distinct, &counted);
     Ok(Report {
         operation: job.operation.name(),
         method: Method::Binned,
@@ -1044,10 +1078,10 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         }),
         k,
         threads: job.threads,
-        genomes: summaries(&left, &[]),
+        genomes: summaries(left, right),
         inserts,
-        lookups: 0,
-        lookup_hits: 0,
+        lookups: right.iter().map(|g| g.stats.kmers).sum(),
+        lookup_hits,
         estimated_distinct: 0,
         sets,
         histogram: match job.operation {
@@ -1059,34 +1093,108 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         preview: written.preview,
         phases,
         cpu,
-        table: TableFacts {
-            kind: "binned",
-            slots: slots as u64,
-            slot_bytes: slot_bytes as u64,
-            footprint_bytes: mappings.iter().map(|m| m.len() as u64).sum(),
-            load_factor: distinct as f64 / counted.slots_used.max(1) as f64,
-            grown: counted.grown,
-            target: mappings[0].record(),
-            warnings,
-            persist: None,
-            persister: None,
-            parts: Vec::new(),
-        },
+        table,
         placements: counted.placements,
     })
 }
 
-/// What a binned job keeps besides the histogram; subtract and primers need the one table.
-fn binned_keep(operation: &Operation, writing: bool) -> Result<super::binned::Keep, JobError> {
+/// Named set sizes, in order.
+type Sets = Vec<(&'static str, u64)>;
+
+/// Primers from the binned in-group intersection: the one-table method's out-group step
+/// ([`Run::out_group`]) on a volatile table of the intersection. Returns the set sizes,
+/// what was written, and the out-group k-mers found in the intersection.
+#[allow(clippy::too_many_arguments)]
+fn binned_primers<const W: usize>(
+    job: &Job,
+    pool: rayon::ThreadPool,
+    workers: Workers,
+    intersection: Vec<(Kmer<W>, Entry)>,
+    mut sets: Sets,
+    left: &[Genome],
+    right: &[Genome],
+    out: Option<&mut dyn Write>,
+) -> Result<(Sets, Written, u64), JobError> {
+    // One list per worker, as the one-table method scans the intersection.
+    let mut parts: Vec<Vec<Kmer<W>>> = vec![Vec::new(); job.threads];
+    for (i, (x, _)) in intersection.into_iter().enumerate() {
+        parts[i % job.threads].push(x);
+    }
+    let run = Run::<W> {
+        job,
+        pool,
+        driver: Driver::<W>::new(workers).claiming(true),
+    };
+    sets.truncate(1);
+    let mut result = SetResult {
+        sets,
+        histogram: Vec::new(),
+        kept: Vec::new(),
+        candidates: Vec::new(),
+        lookup_hits: 0,
+    };
+    run.out_group::<volatile::VolatileTable<W>>(parts, left, right, &mut result)?;
+    let written = write_primers(job, &left[0], &result.candidates, out)?;
+    Ok((result.sets, written, result.lookup_hits))
+}
+
+/// The workers' bin tables, as a report gives a table.
+fn bin_table_facts<const W: usize>(
+    mappings: &[pmscope_mapping::Mapping],
+    slots: usize,
+    slot_bytes: usize,
+    distinct: u64,
+    counted: &super::binned::Counted<W>,
+) -> TableFacts {
+    let mut warnings: Vec<pmscope_core::warning::Warning> = Vec::new();
+    for w in mappings.iter().flat_map(|m| m.warnings()) {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    TableFacts {
+        kind: "binned",
+        slots: slots as u64,
+        slot_bytes: slot_bytes as u64,
+        footprint_bytes: mappings.iter().map(|m| m.len() as u64).sum(),
+        load_factor: distinct as f64 / counted.slots_used.max(1) as f64,
+        grown: counted.grown,
+        target: mappings[0].record(),
+        warnings,
+        persist: None,
+        persister: None,
+        parts: Vec::new(),
+    }
+}
+
+/// The set sizes a binned job reports, named as the one-table method names them.
+fn binned_sets<const W: usize>(
+    operation: &Operation,
+    distinct: u64,
+    histogram: &[u64],
+    kept: &[(Kmer<W>, Entry)],
+) -> Vec<(&'static str, u64)> {
+    let mut sets = vec![("union", distinct)];
+    let n = histogram.len() - 1;
+    match operation {
+        Operation::Count { .. } | Operation::Primers { .. } => {
+            sets.push(("intersection", histogram[n]))
+        }
+        Operation::Intersect { .. } => sets.push(("intersection", kept.len() as u64)),
+        Operation::Subtract { .. } => sets.push(("difference", kept.len() as u64)),
+        Operation::Union { .. } => {}
+    }
+    sets
+}
+
+/// What a binned job keeps besides the histogram.
+fn binned_keep(operation: &Operation, writing: bool) -> super::binned::Keep {
     use super::binned::Keep;
     match (operation, writing) {
-        (Operation::Count { .. }, false) => Ok(Keep::Nothing),
-        (Operation::Count { .. }, true) | (Operation::Union { .. }, _) => Ok(Keep::All),
-        (Operation::Intersect { .. }, _) => Ok(Keep::InEvery),
-        (op, _) => Err(JobError::Usage(format!(
-            "--method binned counts, unites and intersects; {} needs --method table",
-            op.name()
-        ))),
+        (Operation::Count { .. }, false) => Keep::Nothing,
+        (Operation::Count { .. }, true) | (Operation::Union { .. }, _) => Keep::All,
+        (Operation::Intersect { .. } | Operation::Primers { .. }, _) => Keep::InEvery,
+        (Operation::Subtract { .. }, _) => Keep::Unmarked,
     }
 }
 

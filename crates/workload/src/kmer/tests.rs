@@ -680,7 +680,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// `--method binned` writes what the brute force and the one-table method write, with
-    /// the same histogram and set sizes: count, union and intersect, from one thread to
+    /// the same histogram, set sizes and lookup hits: every operation, from one thread to
     /// three (several workers' lists of a bin merged genome by genome).
     #[test]
     fn binned_jobs_equal_brute_force_and_the_table(
@@ -700,10 +700,13 @@ proptest! {
         let mut want: Vec<(String, String)> =
             counts.iter().map(|(x, n)| (x.clone(), n.to_string())).collect();
         want.sort();
+        let cut = paths.len() / 2;
         for operation in [
             Operation::Count { genomes: paths.clone() },
             Operation::Union { genomes: paths.clone() },
             Operation::Intersect { genomes: paths.clone() },
+            Operation::Subtract { genomes: paths[..cut].to_vec(), minus: paths[cut..].to_vec() },
+            Operation::Primers { in_group: paths[..cut].to_vec(), out_group: paths[cut..].to_vec() },
         ] {
             let table = job(operation.clone(), k, threads);
             let binned = Job { method: Method::Binned, ..table.clone() };
@@ -714,34 +717,12 @@ proptest! {
             prop_assert_eq!(&report.histogram, &want_report.histogram);
             prop_assert_eq!(&report.sets, &want_report.sets);
             prop_assert_eq!(report.result_kmers, want_report.result_kmers);
+            prop_assert_eq!(report.lookups, want_report.lookups);
+            prop_assert_eq!(report.lookup_hits, want_report.lookup_hits, "{}", operation.name());
+            prop_assert_eq!(&report.regions, &want_report.regions);
             prop_assert_eq!(report.table.kind, "binned");
             prop_assert!(report.bins.is_some());
         }
         prop_assert_eq!(written(&Job { method: Method::Binned, ..job(Operation::Count { genomes: paths }, k, threads) }), want);
-    }
-}
-
-/// Subtract and primers need the one table: a binned job of theirs is refused before any
-/// genome is read.
-#[test]
-fn binned_subtract_and_primers_are_refused() {
-    let missing = PathBuf::from("/nonexistent/genome.fa");
-    for operation in [
-        Operation::Subtract {
-            genomes: vec![missing.clone()],
-            minus: vec![missing.clone()],
-        },
-        Operation::Primers {
-            in_group: vec![missing.clone()],
-            out_group: vec![missing.clone()],
-        },
-    ] {
-        let j = Job {
-            method: Method::Binned,
-            ..job(operation, 31, 1)
-        };
-        let e = run(&j, None).expect_err("refused");
-        assert!(e.is_usage(), "{e}");
-        assert!(e.to_string().contains("--method table"), "{e}");
     }
 }
