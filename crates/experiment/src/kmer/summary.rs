@@ -177,13 +177,20 @@ fn phases(r: &Report) -> Table {
     let cpu_total = c.parse + c.estimate + c.split + c.map + c.insert + c.setops + c.output;
     let mut t = Table::new(&["phase", "wall", "cpu"]);
     let rows = match r.bins {
-        Some(_) => vec![
-            ("parse", p.parse, c.parse),
-            ("split into bins", p.split, c.split),
-            ("map tables", p.map, c.map),
-            ("count bins", p.insert, c.insert),
-            ("output", p.output, c.output),
-        ],
+        Some(_) => {
+            let mut rows = vec![
+                ("parse", p.parse, c.parse),
+                ("split into bins", p.split, c.split),
+                ("map tables", p.map, c.map),
+                ("count bins", p.insert, c.insert),
+            ];
+            // Primers look the out-group up in the intersection's own table.
+            if r.operation == "primers" {
+                rows.push(("set operations", p.setops, c.setops));
+            }
+            rows.push(("output", p.output, c.output));
+            rows
+        }
         None => vec![
             ("parse", p.parse, c.parse),
             ("estimate", p.estimate, c.estimate),

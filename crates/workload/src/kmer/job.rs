@@ -993,15 +993,7 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     let mut cpu = Phases::default();
 
     let t = Stopwatch::start();
-    let (left_files, right_files) = job.operation.files();
-    let (mut genomes, right) = pool.install(|| {
-        Ok::<_, ReadError>((
-            read_all(left_files, job.split, k)?,
-            read_all(right_files, job.split, k)?,
-        ))
-    })?;
-    let n = genomes.len();
-    genomes.extend(right);
+    let (genomes, n) = read_both(job, &pool)?;
     t.stop(&mut phases.parse, &mut cpu.parse);
     binned_limits(&genomes)?;
     let (left, right) = genomes.split_at(n);
@@ -1021,10 +1013,9 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     interrupt::check()?;
     let t = Stopwatch::start();
     let slots = binned::table_slots(&bins);
+    let bytes = (slots * slot_bytes) as u64;
     let mut mappings = (0..job.threads)
-        .map(|_| {
-            pmscope_mapping::map_chosen(&job.target, (slots * slot_bytes) as u64, &job.map_options)
-        })
+        .map(|_| pmscope_mapping::map_chosen(&job.target, bytes, &job.map_options))
         .collect::<Result<Vec<_>, _>>()
         .map_err(TableError::from)?;
     let mut text = binned::Text::of(binned_genomes, &job.map_options).map_err(TableError::from)?;
@@ -1043,17 +1034,21 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     t.stop(&mut phases.insert, &mut cpu.insert);
 
     interrupt::check()?;
-    let t = Stopwatch::start();
     let distinct: u64 = counted.histogram.iter().sum();
     let sets = binned_sets(&job.operation, distinct, &counted.histogram, &counted.kept);
-    let mut lookup_hits = counted.hits;
-    let written = if primers {
+    let (sets, written, lookup_hits) = if primers {
+        // The out-group step is the set operation, then the candidates are written.
+        let t = Stopwatch::start();
         let intersection = std::mem::take(&mut counted.kept);
-        let (sets, written, hits) =
-            binned_primers(job, pool, workers, intersection, sets, left, right, out)?;
-        lookup_hits = hits;
-        (sets, written)
+        let (sets, candidates, hits) =
+            binned_primers(job, pool, workers, intersection, sets, left, right)?;
+        t.stop(&mut phases.setops, &mut cpu.setops);
+        let t = Stopwatch::start();
+        let written = write_primers(job, &left[0], &candidates, out)?;
+        t.stop(&mut phases.output, &mut cpu.output);
+        (sets, written, hits)
     } else {
+        let t = Stopwatch::start();
         if job.sorted {
             pool.install(|| counted.kept.par_sort_unstable_by(|a, b| a.0.cmp(&b.0)));
         }
@@ -1061,10 +1056,10 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
             Operation::Count { .. } | Operation::Union { .. } => distinct,
             _ => counted.kept.len() as u64,
         };
-        (sets, write_set(job, &counted.kept, out, result_kmers)?)
+        let written = write_set(job, &counted.kept, out, result_kmers)?;
+        t.stop(&mut phases.output, &mut cpu.output);
+        (sets, written, counted.hits)
     };
-    let (sets, written) = written;
-    t.stop(&mut phases.output, &mut cpu.output);
 
     let table = bin_table_facts(&mappings, slots, slot_bytes, distinct, &counted);
     Ok(Report {
@@ -1098,13 +1093,28 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     })
 }
 
+/// Reads both groups of files; returns their genomes, the left ones first, and how many
+/// are left ones.
+fn read_both(job: &Job, pool: &rayon::ThreadPool) -> Result<(Vec<Genome>, usize), JobError> {
+    let (left_files, right_files) = job.operation.files();
+    let (mut genomes, right) = pool.install(|| {
+        Ok::<_, ReadError>((
+            read_all(left_files, job.split, job.k)?,
+            read_all(right_files, job.split, job.k)?,
+        ))
+    })?;
+    let n = genomes.len();
+    genomes.extend(right);
+    Ok((genomes, n))
+}
+
 /// Named set sizes, in order.
 type Sets = Vec<(&'static str, u64)>;
 
 /// Primers from the binned in-group intersection: the one-table method's out-group step
 /// ([`Run::out_group`]) on a volatile table of the intersection. Returns the set sizes,
-/// what was written, and the out-group k-mers found in the intersection.
-#[allow(clippy::too_many_arguments)]
+/// the candidates in the first in-group genome's order, and the out-group k-mers found in
+/// the intersection.
 fn binned_primers<const W: usize>(
     job: &Job,
     pool: rayon::ThreadPool,
@@ -1113,8 +1123,7 @@ fn binned_primers<const W: usize>(
     mut sets: Sets,
     left: &[Genome],
     right: &[Genome],
-    out: Option<&mut dyn Write>,
-) -> Result<(Sets, Written, u64), JobError> {
+) -> Result<(Sets, Vec<Candidate<W>>, u64), JobError> {
     // One list per worker, as the one-table method scans the intersection.
     let mut parts: Vec<Vec<Kmer<W>>> = vec![Vec::new(); job.threads];
     for (i, (x, _)) in intersection.into_iter().enumerate() {
@@ -1134,8 +1143,7 @@ fn binned_primers<const W: usize>(
         lookup_hits: 0,
     };
     run.out_group::<volatile::VolatileTable<W>>(parts, left, right, &mut result)?;
-    let written = write_primers(job, &left[0], &result.candidates, out)?;
-    Ok((result.sets, written, result.lookup_hits))
+    Ok((result.sets, result.candidates, result.lookup_hits))
 }
 
 /// The workers' bin tables, as a report gives a table.
