@@ -1,4 +1,4 @@
-//! Counting by minimizer bins, KMC's method (`kmer count|union|intersect --method binned`).
+//! Counting by minimizer bins, KMC's method (`kmer ... --method binned`).
 //!
 //! The one-table method inserts every k-mer into a table as large as the k-mer set: each
 //! insert is a random cache miss, and on a fresh or virtual machine the table's first touch
@@ -7,11 +7,12 @@
 //! its own, in a table small enough for the core's L2 cache:
 //!
 //! ```text
-//!  genomes ──split: minimizer = smallest hash of the canonical m-mers; bin = that hash's
-//!     high bits──▶ per worker and bin: super-k-mers (genome, start, k-mers) in genome order
+//!  genomes ──split: minimizer = smallest hash of the canonical m-mers; bin = a second
+//!     hash of it──▶ per worker and bin: super-k-mers (genome, start, k-mers) in genome order
 //!  bins ──count: a worker takes a bin (largest first), expands its super-k-mers from the
-//!     genome text into its table on the target (a few hundred KiB)──▶ scan: histogram (and
-//!     the k-mers); the scan clears the table for the next bin
+//!     genome text into its table on the target (a few hundred KiB): the inserted genomes'
+//!     k-mers counted, then the looked-up genomes' marking theirs──▶ scan: histogram (and
+//!     the kept k-mers); the scan clears the table for the next bin
 //! ```
 //!
 //! Why a bin can be counted alone: a k-mer's bin depends only on the set of its canonical
@@ -23,7 +24,7 @@
 //! method's contract has it.
 //!
 //! A super-k-mer is a reference into the genome text, not a copy: 8 bytes for a run of up
-//! to 255 k-mers (about k − m + 1 of them on average).
+//! to 255 k-mers (about (k − m + 2) / 2 of them on average: 9 at k = 31, 44 at k = 100).
 
 use super::encode::{BASE_CODE, Kmer, Roller};
 use super::read::Genome;
