@@ -1120,7 +1120,7 @@ fn binned_primers<const W: usize>(
     pool: rayon::ThreadPool,
     workers: Workers,
     intersection: Vec<(Kmer<W>, Entry)>,
-    mut sets: Sets,
+    sets: Sets,
     left: &[Genome],
     right: &[Genome],
 ) -> Result<(Sets, Vec<Candidate<W>>, u64), JobError> {
@@ -1134,7 +1134,6 @@ fn binned_primers<const W: usize>(
         pool,
         driver: Driver::<W>::new(workers).claiming(true),
     };
-    sets.truncate(1);
     let mut result = SetResult {
         sets,
         histogram: Vec::new(),
@@ -1181,16 +1180,15 @@ fn binned_sets<const W: usize>(
     distinct: u64,
     histogram: &[u64],
     kept: &[(Kmer<W>, Entry)],
-) -> Vec<(&'static str, u64)> {
+) -> Sets {
     let mut sets = vec![("union", distinct)];
     let n = histogram.len() - 1;
     match operation {
-        Operation::Count { .. } | Operation::Primers { .. } => {
-            sets.push(("intersection", histogram[n]))
-        }
+        Operation::Count { .. } => sets.push(("intersection", histogram[n])),
         Operation::Intersect { .. } => sets.push(("intersection", kept.len() as u64)),
         Operation::Subtract { .. } => sets.push(("difference", kept.len() as u64)),
-        Operation::Union { .. } => {}
+        // The out-group step names the intersection and the candidates.
+        Operation::Union { .. } | Operation::Primers { .. } => {}
     }
     sets
 }
