@@ -14,8 +14,8 @@
 #
 # pmscope runs the same shape: --region 1GiB per thread, seq, 64 KiB accesses, REPS x 0.15 s.
 # Each figure is the best repetition and the typical (median) one; each line gives the
-# medians over RUNS alternating runs. Families: write, stosb-write and ntstore against
-# memset; copy, movsb-copy, ntcopy and ntcopy-pages against memcpy. The last line of each
+# medians over RUNS alternating runs. Families: write, stosb-write, ntstore and
+# ntstore-ahead against memset; copy, movsb-copy, ntcopy and ntcopy-pages against memcpy. The last line of each
 # family sets its best op against the peer: the acceptance of issue 29 is >= 1.00 there.
 #
 #   bench/vs-libc.sh [RUNS]          (default 3)
@@ -126,7 +126,7 @@ pmscope_gbs() { # op width threads -> "best typical" GB/s
 # The variants: op:width (the string ops have no vector width; they run once).
 variants() { # family
 	local ops
-	if [ "$1" = write ]; then ops="write ntstore"; else ops="copy ntcopy ntcopy-pages"; fi
+	if [ "$1" = write ]; then ops="write ntstore ntstore-ahead"; else ops="copy ntcopy ntcopy-pages"; fi
 	for op in $ops; do for w in $WIDTHS; do echo "$op:$w"; done; done
 	if [ "$STRING_OPS" = 1 ]; then
 		if [ "$1" = write ]; then echo "stosb-write:$WIDEST"; else echo "movsb-copy:$WIDEST"; fi

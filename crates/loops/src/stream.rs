@@ -1,5 +1,5 @@
 //! Bandwidth streams: read, write (ordinary stores), stosb-write (`rep stosb`), ntstore,
-//! store+clwb (a `clwb` per line and an `sfence` per access), copy, movsb-copy (`rep movsb`),
+//! ntstore-ahead (ntstore with each page's table walk started 4 pages ahead), store+clwb (a `clwb` per line and an `sfence` per access), copy, movsb-copy (`rep movsb`),
 //! ntcopy (copy with non-temporal stores) and ntcopy-pages (ntcopy over four pages at a
 //! time, glibc memcpy's large-copy loop), sequential over a region or over random aligned
 //! blocks of the access size. Each call returns the bytes it read and wrote, counted as
@@ -24,6 +24,9 @@ pub enum StreamOp {
     StosbWrite,
     /// Non-temporal vector stores (`vmovntdq`), `sfence` at the end of each call.
     NtStore,
+    /// As ntstore, with a `prefetcht0` of the page 4 pages ahead before each 4 KiB page, so
+    /// that its table walk is done when its stores arrive.
+    NtStoreAhead,
     /// Ordinary stores, `clwb` per line, `sfence` per access.
     StoreClwb,
     /// Load from the first half of the region, store to the second.
@@ -38,11 +41,12 @@ pub enum StreamOp {
 }
 
 /// Every op, in the order tables list them.
-pub const STREAM_OPS: [StreamOp; 9] = [
+pub const STREAM_OPS: [StreamOp; 10] = [
     StreamOp::Read,
     StreamOp::Write,
     StreamOp::StosbWrite,
     StreamOp::NtStore,
+    StreamOp::NtStoreAhead,
     StreamOp::StoreClwb,
     StreamOp::Copy,
     StreamOp::MovsbCopy,
@@ -58,6 +62,7 @@ impl StreamOp {
             StreamOp::Write => "write",
             StreamOp::StosbWrite => "stosb-write",
             StreamOp::NtStore => "ntstore",
+            StreamOp::NtStoreAhead => "ntstore-ahead",
             StreamOp::StoreClwb => "store+clwb",
             StreamOp::Copy => "copy",
             StreamOp::MovsbCopy => "movsb-copy",
@@ -75,6 +80,9 @@ impl StreamOp {
                 "one rep stosb per access (glibc's memset at large sizes), the low byte of the value"
             }
             StreamOp::NtStore => "non-temporal vector stores, an sfence per call",
+            StreamOp::NtStoreAhead => {
+                "ntstore with a prefetcht0 4 pages ahead once per 4 KiB page (its table walk done early)"
+            }
             StreamOp::StoreClwb => "vector stores, a clwb per line, an sfence per access",
             StreamOp::Copy => "the region's first half into its second, ordinary stores",
             StreamOp::MovsbCopy => "copy, one rep movsb per access",
@@ -114,7 +122,7 @@ impl StreamOp {
     pub fn nontemporal(self) -> bool {
         matches!(
             self,
-            StreamOp::NtStore | StreamOp::NtCopy | StreamOp::NtCopyPages
+            StreamOp::NtStore | StreamOp::NtStoreAhead | StreamOp::NtCopy | StreamOp::NtCopyPages
         )
     }
 
@@ -332,6 +340,9 @@ impl Streamer {
                 (StreamOp::NtStore, 64) => k::ntstore64(p, bytes, v),
                 (StreamOp::NtStore, 32) => k::ntstore32(p, bytes, v),
                 (StreamOp::NtStore, _) => k::ntstore16(p, bytes, v),
+                (StreamOp::NtStoreAhead, 64) => k::ntstore64_ahead(p, bytes, v),
+                (StreamOp::NtStoreAhead, 32) => k::ntstore32_ahead(p, bytes, v),
+                (StreamOp::NtStoreAhead, _) => k::ntstore16_ahead(p, bytes, v),
                 (StreamOp::StoreClwb, w) => {
                     match w {
                         64 => k::store_clwb64(p, bytes, v),
@@ -611,7 +622,8 @@ mod tests {
     fn op_names_for_messages() {
         assert_eq!(
             StreamOp::names(),
-            "read, write, stosb-write, ntstore, store+clwb, copy, movsb-copy, ntcopy or ntcopy-pages"
+            "read, write, stosb-write, ntstore, ntstore-ahead, store+clwb, copy, movsb-copy, ntcopy or \
+             ntcopy-pages"
         );
         for op in STREAM_OPS {
             assert_eq!(op.name().parse::<StreamOp>(), Ok(op));
@@ -619,8 +631,8 @@ mod tests {
         assert_eq!(
             "load".parse::<StreamOp>(),
             Err(
-                "not a stream op: use read, write, stosb-write, ntstore, store+clwb, copy, \
-                 movsb-copy, ntcopy or ntcopy-pages"
+                "not a stream op: use read, write, stosb-write, ntstore, ntstore-ahead, store+clwb, \
+                 copy, movsb-copy, ntcopy or ntcopy-pages"
                     .into()
             )
         );
@@ -766,6 +778,55 @@ mod tests {
         for (k, r) in &results[1..] {
             assert!(r == &results[0].1, "{k:?} differs from {:?}", results[0].0);
         }
+    }
+
+    /// Every storing op at every width this CPU has fills exactly its span in one pass, over
+    /// regions long enough for ntstore-ahead's page loop (pages whose page ahead lies in the
+    /// region), its plain last pages and a tail, and nothing beyond them.
+    #[test]
+    fn the_fill_kernels_store_exactly_the_span_through_the_streamer() {
+        let f = CpuFeatures::detect();
+        let ahead = k::AHEAD_PAGES;
+        let mut ran = 0;
+        for w in widths(&f) {
+            for op in STREAM_OPS
+                .into_iter()
+                .filter(|o| *o != StreamOp::Read && !o.copies())
+            {
+                if op.feature().is_some_and(|x| !f.has(x)) {
+                    continue;
+                }
+                for len in [
+                    (ahead + 1) * 4096,
+                    (ahead + 3) * 4096 + 192,
+                    (ahead + 9) * 4096 + 64,
+                ] {
+                    let s = Streamer::new(op, w, 64, &f).unwrap();
+                    let mut b = Box::new(Buf([0x11; 1 << 16]));
+                    let t = s.pass(
+                        StreamView::of(&mut Region::from_slice(&mut b.0[..len]), 1, false)[0],
+                        0x0102_0304_0506_0708,
+                    );
+                    assert_eq!(t.written, len as u64, "{} {w} {len}", op.name());
+                    let want = if op.string() {
+                        0x0808_0808_0808_0808
+                    } else {
+                        0x0102_0304_0506_0708
+                    };
+                    let ws = words(&b.0[..len]);
+                    if let Some(i) = ws.iter().position(|&x| x != want) {
+                        panic!("{} {w} {len}: byte {} not stored", op.name(), i * 8);
+                    }
+                    assert!(
+                        b.0[len..].iter().all(|&x| x == 0x11),
+                        "{} {w} {len}: stored past the span",
+                        op.name()
+                    );
+                    ran += 1;
+                }
+            }
+        }
+        assert!(ran >= 9, "{ran}");
     }
 
     #[test]

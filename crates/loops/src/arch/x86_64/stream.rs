@@ -198,6 +198,84 @@ stream16!(
     "movdqa [{p}], xmm0\nmovdqa [{p} + 16], xmm0\nmovdqa [{p} + 32], xmm0\nmovdqa [{p} + 48], xmm0\nclwb [{p}]"
 );
 
+/// How far ahead of its stores [`ntstore64_ahead`] and its kin touch the memory: 4 pages.
+/// On 4 KiB pages a non-temporal fill stalls on each page's table walk when its first store
+/// arrives; a `prefetcht0` of the page 4 ahead has the walk done by then (measured on the Zen 4
+/// guest: 2-5 % more GB/s at 1 and 2 threads for any distance from 1 to 16 pages, none on
+/// 2 MiB pages, where there is one walk per 512 pages). The prefetch reads one line in 64.
+pub const AHEAD_PAGES: usize = 4;
+
+macro_rules! ntstore_ahead {
+    ($name:ident, $tail:ident, $feat:literal, $splat:literal, $body4:literal, $clobber:tt) => {
+        /// As the plain non-temporal fill of the same width, page by page, with a `prefetcht0`
+        /// of the first line [`AHEAD_PAGES`] pages ahead before each page's stores (the table walk of the page done before its stores arrive). The last pages, whose
+        /// page ahead lies past `bytes`, and a tail shorter than a page, are done by the plain
+        /// loop, so nothing outside `[p, p + bytes)` is touched. The caller drains with an
+        /// `sfence`.
+        ///
+        /// # Safety
+        #[doc = concat!("`p` is 64-byte aligned and valid for `bytes` bytes (a multiple of 64); the CPU has ", $feat, ".")]
+        #[target_feature(enable = $feat)]
+        pub unsafe fn $name(p: *mut u8, bytes: usize, v: u64) {
+            let pages = (bytes / PAGE).saturating_sub(AHEAD_PAGES);
+            // SAFETY: each of the `pages` pages and the page AHEAD_PAGES after it lie in
+            // [p, p + bytes); the rest is the plain loop's, on the caller's range.
+            unsafe {
+                if pages > 0 {
+                    asm!(
+                        $splat,
+                        ".p2align 6",
+                        "2:",
+                        "prefetcht0 [{p} + {ahead}]",
+                        "mov {i}, 16",
+                        "3:",
+                        $body4,
+                        "add {p}, 256",
+                        "dec {i}",
+                        "jnz 3b",
+                        "dec {n}",
+                        "jnz 2b",
+                        p = inout(reg) p => _,
+                        n = inout(reg) pages => _,
+                        i = out(reg) _,
+                        v = in(reg) v,
+                        ahead = const AHEAD_PAGES * PAGE,
+                        out($clobber) _,
+                        options(nostack),
+                    );
+                }
+                let done = pages * PAGE;
+                $tail(p.add(done), bytes - done, v);
+            }
+        }
+    };
+}
+
+ntstore_ahead!(
+    ntstore64_ahead,
+    ntstore64,
+    "avx512f",
+    "vpbroadcastq zmm0, {v}",
+    "vmovntdq [{p}], zmm0\nvmovntdq [{p} + 64], zmm0\nvmovntdq [{p} + 128], zmm0\nvmovntdq [{p} + 192], zmm0",
+    "zmm0"
+);
+ntstore_ahead!(
+    ntstore32_ahead,
+    ntstore32,
+    "avx2",
+    "vmovq xmm0, {v}\nvpbroadcastq ymm0, xmm0",
+    "vmovntdq [{p}], ymm0\nvmovntdq [{p} + 32], ymm0\nvmovntdq [{p} + 64], ymm0\nvmovntdq [{p} + 96], ymm0\nvmovntdq [{p} + 128], ymm0\nvmovntdq [{p} + 160], ymm0\nvmovntdq [{p} + 192], ymm0\nvmovntdq [{p} + 224], ymm0",
+    "ymm0"
+);
+ntstore_ahead!(
+    ntstore16_ahead,
+    ntstore16,
+    "sse2",
+    "movq xmm0, {v}\npunpcklqdq xmm0, xmm0",
+    "movntdq [{p}], xmm0\nmovntdq [{p} + 16], xmm0\nmovntdq [{p} + 32], xmm0\nmovntdq [{p} + 48], xmm0\nmovntdq [{p} + 64], xmm0\nmovntdq [{p} + 80], xmm0\nmovntdq [{p} + 96], xmm0\nmovntdq [{p} + 112], xmm0\nmovntdq [{p} + 128], xmm0\nmovntdq [{p} + 144], xmm0\nmovntdq [{p} + 160], xmm0\nmovntdq [{p} + 176], xmm0\nmovntdq [{p} + 192], xmm0\nmovntdq [{p} + 208], xmm0\nmovntdq [{p} + 224], xmm0\nmovntdq [{p} + 240], xmm0",
+    "xmm0"
+);
+
 macro_rules! copy64 {
     ($(#[$doc:meta])* $name:ident, $store:literal) => {
         $(#[$doc])*
