@@ -1,5 +1,5 @@
-//! Bandwidth streams: read, write (ordinary stores), stosb-write (`rep stosb`), ntstore,
-//! ntstore-ahead (ntstore with each page's table walk started 4 pages ahead), store+clwb (a `clwb` per line and an `sfence` per access), copy, movsb-copy (`rep movsb`),
+//! Bandwidth streams: read, read-ahead and ntstore-ahead (read and ntstore with each page's
+//! table walk started 4 pages ahead), write (ordinary stores), stosb-write (`rep stosb`), ntstore, store+clwb (a `clwb` per line and an `sfence` per access), copy, movsb-copy (`rep movsb`),
 //! ntcopy (copy with non-temporal stores) and ntcopy-pages (ntcopy over four pages at a
 //! time, glibc memcpy's large-copy loop), sequential over a region or over random aligned
 //! blocks of the access size. Each call returns the bytes it read and wrote, counted as
@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 pub enum StreamOp {
     /// Vector loads.
     Read,
+    /// As read, with a `prefetcht0` of the page 4 pages ahead before each 4 KiB page (its
+    /// table walk done and its first line on the way when the loads arrive).
+    ReadAhead,
     /// Ordinary vector stores.
     Write,
     /// One `rep stosb` per access (glibc's memset at large sizes; needs ERMS).
@@ -41,8 +44,9 @@ pub enum StreamOp {
 }
 
 /// Every op, in the order tables list them.
-pub const STREAM_OPS: [StreamOp; 10] = [
+pub const STREAM_OPS: [StreamOp; 11] = [
     StreamOp::Read,
+    StreamOp::ReadAhead,
     StreamOp::Write,
     StreamOp::StosbWrite,
     StreamOp::NtStore,
@@ -59,6 +63,7 @@ impl StreamOp {
     pub fn name(self) -> &'static str {
         match self {
             StreamOp::Read => "read",
+            StreamOp::ReadAhead => "read-ahead",
             StreamOp::Write => "write",
             StreamOp::StosbWrite => "stosb-write",
             StreamOp::NtStore => "ntstore",
@@ -75,6 +80,9 @@ impl StreamOp {
     pub fn doc(self) -> &'static str {
         match self {
             StreamOp::Read => "vector loads",
+            StreamOp::ReadAhead => {
+                "read with a prefetcht0 4 pages ahead once per 4 KiB page (its table walk done early)"
+            }
             StreamOp::Write => "ordinary vector stores (each line read for ownership first)",
             StreamOp::StosbWrite => {
                 "one rep stosb per access (glibc's memset at large sizes), the low byte of the value, never 0"
@@ -107,6 +115,11 @@ impl StreamOp {
     /// Whether one string instruction does each access (the vector width does not apply).
     pub fn string(self) -> bool {
         matches!(self, StreamOp::StosbWrite | StreamOp::MovsbCopy)
+    }
+
+    /// Whether the op stores (every op but the reads).
+    pub fn writes(self) -> bool {
+        !matches!(self, StreamOp::Read | StreamOp::ReadAhead)
     }
 
     /// Whether the op reads a source (the region's first half) and writes a destination
@@ -343,6 +356,9 @@ impl Streamer {
                 (StreamOp::Read, 64) => k::read64(p, bytes, v),
                 (StreamOp::Read, 32) => k::read32(p, bytes, v),
                 (StreamOp::Read, _) => k::read16(p, bytes, v),
+                (StreamOp::ReadAhead, 64) => k::read64_ahead(p, bytes, v),
+                (StreamOp::ReadAhead, 32) => k::read32_ahead(p, bytes, v),
+                (StreamOp::ReadAhead, _) => k::read16_ahead(p, bytes, v),
                 (StreamOp::Write, 64) => k::write64(p, bytes, v),
                 (StreamOp::Write, 32) => k::write32(p, bytes, v),
                 (StreamOp::Write, _) => k::write16(p, bytes, v),
@@ -378,7 +394,7 @@ impl Streamer {
     fn traffic(&self, accesses: u64) -> Traffic {
         let b = accesses * self.access as u64;
         match self.op {
-            StreamOp::Read => Traffic {
+            op if !op.writes() => Traffic {
                 read: b,
                 written: 0,
             },
@@ -631,8 +647,8 @@ mod tests {
     fn op_names_for_messages() {
         assert_eq!(
             StreamOp::names(),
-            "read, write, stosb-write, ntstore, ntstore-ahead, store+clwb, copy, movsb-copy, ntcopy or \
-             ntcopy-pages"
+            "read, read-ahead, write, stosb-write, ntstore, ntstore-ahead, store+clwb, copy, \
+             movsb-copy, ntcopy or ntcopy-pages"
         );
         for op in STREAM_OPS {
             assert_eq!(op.name().parse::<StreamOp>(), Ok(op));
@@ -640,8 +656,8 @@ mod tests {
         assert_eq!(
             "load".parse::<StreamOp>(),
             Err(
-                "not a stream op: use read, write, stosb-write, ntstore, ntstore-ahead, store+clwb, \
-                 copy, movsb-copy, ntcopy or ntcopy-pages"
+                "not a stream op: use read, read-ahead, write, stosb-write, ntstore, ntstore-ahead, \
+                 store+clwb, copy, movsb-copy, ntcopy or ntcopy-pages"
                     .into()
             )
         );
@@ -688,8 +704,8 @@ mod tests {
                         (o >= access && o < 2 * access) || (o >= 3 * access && o < 4 * access)
                     };
                     match op {
-                        StreamOp::Read => {
-                            assert_eq!(b.0.to_vec(), before, "read changed memory");
+                        op if !op.writes() => {
+                            assert_eq!(b.0.to_vec(), before, "{} changed memory", op.name());
                             assert_eq!(
                                 t,
                                 Traffic {
@@ -798,10 +814,7 @@ mod tests {
         let ahead = k::AHEAD_PAGES;
         let mut ran = 0;
         for w in widths(&f) {
-            for op in STREAM_OPS
-                .into_iter()
-                .filter(|o| *o != StreamOp::Read && !o.copies())
-            {
+            for op in STREAM_OPS.into_iter().filter(|o| o.writes() && !o.copies()) {
                 if op.feature().is_some_and(|x| !f.has(x)) {
                     continue;
                 }
@@ -836,6 +849,64 @@ mod tests {
             }
         }
         assert!(ran >= 9, "{ran}");
+    }
+
+    /// The reads load every page of their span: a pass over fresh memory (a new anonymous
+    /// mapping, no page present) leaves every page present in /proc/self/pagemap, so a page
+    /// loop that skips lines and falls behind (and reads then count bytes they never loaded)
+    /// shows as pages never loaded.
+    #[test]
+    fn the_read_kernels_load_every_page_of_the_span() {
+        use std::io::{Read, Seek, SeekFrom};
+        let f = CpuFeatures::detect();
+        let pages = k::AHEAD_PAGES + 40;
+        let present = |addr: usize, n: usize| -> Vec<bool> {
+            let mut pm = std::fs::File::open("/proc/self/pagemap").unwrap();
+            pm.seek(SeekFrom::Start((addr / 4096 * 8) as u64)).unwrap();
+            let mut raw = vec![0u8; n * 8];
+            pm.read_exact(&mut raw).unwrap();
+            raw.chunks(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap()) >> 63 == 1)
+                .collect()
+        };
+        for w in widths(&f) {
+            for op in STREAM_OPS.into_iter().filter(|o| !o.writes()) {
+                let len = pages * 4096;
+                // SAFETY: a fresh private anonymous mapping, checked, unmapped below; the
+                // slice made of it is its only reference.
+                let (addr, span) = unsafe {
+                    let m = libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    );
+                    assert_ne!(m, libc::MAP_FAILED);
+                    (
+                        m as usize,
+                        std::slice::from_raw_parts_mut(m as *mut u8, len),
+                    )
+                };
+                assert!(
+                    present(addr, pages).iter().all(|&x| !x),
+                    "the test's memory was touched before the pass"
+                );
+                let s = Streamer::new(op, w, 64, &f).unwrap();
+                let t = s.pass(
+                    StreamView::of(&mut Region::from_slice(span), 1, false)[0],
+                    1,
+                );
+                assert_eq!(t.read, (pages * 4096) as u64);
+                let loaded = present(addr, pages);
+                // SAFETY: the mapping made above; `span` is not used again.
+                unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+                if let Some(i) = loaded.iter().position(|&x| !x) {
+                    panic!("{} {w}: page {i} of {pages} never loaded", op.name());
+                }
+            }
+        }
     }
 
     /// rep stosb never fills with zeros, which some machines write faster than other data:

@@ -1,4 +1,4 @@
-//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, write, stosb-write, ntstore, ntstore-ahead,
+//! `pmscope bandwidth`: GB/s (10^9 B/s) of read, read-ahead, write, stosb-write, ntstore, ntstore-ahead,
 //! store+clwb, copy, movsb-copy, ntcopy and ntcopy-pages streams, sequential or over random blocks of the access
 //! size, by thread count and access size, each thread on its own part of the target (or all on one shared region), and mixed
 //! reads and writes (seed 004 Figures 9-13): a split of k readers and n-k writers, or every
@@ -34,8 +34,8 @@ fn ops_help() -> String {
     format!(
         "Ops (comma list): {} (store+clwb: a clwb per line, an sfence per access; copy and \
          ntcopy: the region's first half into its second, ntcopy with non-temporal stores; \
-         ntstore-ahead: ntstore touching a line 4 pages ahead of each 4 KiB page, so its \
-         table walk is done before its stores arrive; ntcopy-pages: ntcopy over 4 pages at a time, as glibc's large memcpy; stosb-write \
+         read-ahead and ntstore-ahead: read and ntstore touching a line 4 pages ahead of each \
+         4 KiB page, so its table walk is done before its accesses arrive; ntcopy-pages: ntcopy over 4 pages at a time, as glibc's large memcpy; stosb-write \
          and movsb-copy: one rep stosb or rep movsb per access, with ERMS only; \
          `pmscope list ops` describes each). Default: all (with --mix: write, the op of the \
          writers)",
@@ -173,11 +173,7 @@ fn streamers(
     features: &CpuFeatures,
 ) -> Result<(Streamer, Streamer, Streamer)> {
     let mk = |o: StreamOp| Streamer::new(o, width, size, features);
-    let writer = if op == StreamOp::Read {
-        StreamOp::Write
-    } else {
-        op
-    };
+    let writer = if !op.writes() { StreamOp::Write } else { op };
     Ok((mk(op)?, mk(StreamOp::Read)?, mk(writer)?))
 }
 

@@ -84,20 +84,23 @@ pub(super) fn traffic(a: &Params, f: &CpuFeatures) -> Result<(TrafficMix, Rw)> {
     // The traffic's writer: --traffic-op (a stream op, or a catalog row that streams as
     // one), ordinary stores by default; `read` asks for read-only traffic.
     let op = a.traffic_op;
-    let writing = op.filter(|&o| o != StreamOp::Read);
+    let writing = op.filter(|&o| o.writes());
+    // read-ahead asks for read-only traffic too, read by its own loop.
+    let reader = op.filter(|&o| !o.writes()).unwrap_or(StreamOp::Read);
     let rw = a.rw.unwrap_or(Rw {
         reads: u32::from(writing.is_none()),
         writes: u32::from(writing.is_some()),
     });
-    if op == Some(StreamOp::Read) && rw.writes > 0 {
+    if writing.is_none() && op.is_some() && rw.writes > 0 {
         return Err(usage(format!(
-            "--rw {rw} asks for writes but --traffic-op read writes nothing: give a writing op (write, ntstore, store+clwb)"
+            "--rw {rw} asks for writes but --traffic-op {} writes nothing: give a writing op (write, ntstore, store+clwb)",
+            reader.name()
         )));
     }
     let access_bytes = a.traffic_access.0 as usize;
     let width = Streamer::widest(f);
     let mix = TrafficMix {
-        read: Streamer::new(StreamOp::Read, width, access_bytes, f)?,
+        read: Streamer::new(reader, width, access_bytes, f)?,
         write: Streamer::new(writing.unwrap_or(StreamOp::Write), width, access_bytes, f)?,
         reads: rw.reads,
         writes: rw.writes,
