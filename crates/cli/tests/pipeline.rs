@@ -87,6 +87,7 @@ fn loaded_traffic_of_every_op_and_pattern() {
     for (op, rw, written) in [
         (None, None, "read"),
         (Some("read"), None, "read"),
+        (Some("read-ahead"), None, "read-ahead"),
         (Some("write"), Some("2:1"), "write"),
         (Some("ntstore"), None, "ntstore"),
         (Some("store+clwb"), Some("1:1"), "store+clwb"),
@@ -128,7 +129,11 @@ fn loaded_traffic_of_every_op_and_pattern() {
             assert!(o.status.success(), "{a:?}: {}", stderr(&o));
             let rs = records(&o);
             check_all("loaded", &rs, "dram:4k");
-            let want_rw = rw.unwrap_or(if written == "read" { "1:0" } else { "0:1" });
+            let want_rw = rw.unwrap_or(if written.starts_with("read") {
+                "1:0"
+            } else {
+                "0:1"
+            });
             assert_eq!(rs.len(), 3, "idle and two delays");
             for r in &rs {
                 assert_eq!(r.params["traffic_op"], written, "{a:?}");
@@ -145,16 +150,25 @@ fn loaded_traffic_of_every_op_and_pattern() {
                 pattern == "rand",
                 "{text}"
             );
+            assert_eq!(
+                text.contains("traffic read-ahead reads"),
+                written == "read-ahead",
+                "{text}"
+            );
         }
     }
     for (args, msg) in [
         (
             &["--traffic-op", "load+mfence"][..],
-            "pmscope: --traffic-op load+mfence: use read, write, stosb-write, ntstore",
+            "pmscope: --traffic-op load+mfence: use read, read-ahead, write, stosb-write, ntstore",
         ),
         (
             &["--traffic-op", "read", "--rw", "1:1"][..],
             "pmscope: --rw 1:1 asks for writes but --traffic-op read writes nothing",
+        ),
+        (
+            &["--traffic-op", "read-ahead", "--rw", "2:1"][..],
+            "pmscope: --rw 2:1 asks for writes but --traffic-op read-ahead writes nothing",
         ),
         // A word outside a closed set: one sentence naming the choices (exit 2).
         (

@@ -1,8 +1,9 @@
-//! Bandwidth streams: read, read-ahead and ntstore-ahead (read and ntstore with each page's
-//! table walk started 4 pages ahead), write (ordinary stores), stosb-write (`rep stosb`), ntstore, store+clwb (a `clwb` per line and an `sfence` per access), copy, movsb-copy (`rep movsb`),
-//! ntcopy (copy with non-temporal stores) and ntcopy-pages (ntcopy over four pages at a
-//! time, glibc memcpy's large-copy loop), sequential over a region or over random aligned
-//! blocks of the access size. Each call returns the bytes it read and wrote, counted as
+//! Bandwidth streams: read, write (ordinary stores), stosb-write (`rep stosb`), ntstore,
+//! read-ahead and ntstore-ahead (read and ntstore with each page's table walk started 4 pages
+//! ahead), store+clwb (a `clwb` per line and an `sfence` per access), copy, movsb-copy
+//! (`rep movsb`), ntcopy (copy with non-temporal stores) and ntcopy-pages (ntcopy over four
+//! pages at a time, glibc memcpy's large-copy loop), sequential over a region or over random
+//! aligned blocks of the access size. Each call returns the bytes it read and wrote, counted as
 //! likwid-bench counts them (a store counts its bytes once; copy counts its reads and its
 //! writes).
 #![allow(unsafe_code)]

@@ -116,10 +116,11 @@ impl Plan {
         self.cpus.len() - 1
     }
 
-    /// What the traffic writes with, or `read` when it only reads.
+    /// What the traffic writes with, or what it reads with (`read`, `read-ahead`) when it
+    /// only reads.
     fn traffic_op(&self) -> &'static str {
         if self.traffic.writes == 0 {
-            StreamOp::Read.name()
+            self.traffic.read.op().name()
         } else {
             self.traffic.write.op().name()
         }

@@ -71,6 +71,8 @@ fn title(spec: &str, points: &[&Record]) -> String {
         format!("reads and {written}")
     } else if writes {
         written
+    } else if first.text(p::TRAFFIC_OP) == Some("read-ahead") {
+        "read-ahead reads".into()
     } else {
         "reads".into()
     };
