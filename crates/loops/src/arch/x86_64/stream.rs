@@ -204,7 +204,9 @@ stream16!(
 /// the page 4 ahead has its table walk done, and its first line on the way, when the stream
 /// arrives. Measured on the Zen 4 guest in C side by side: non-temporal fills 2-5 % more GB/s
 /// at 1 and 2 threads for any distance from 1 to 16 pages (none on 2 MiB pages, where there is
-/// one walk per 512 pages), one-thread reads 12-21 % for 4 to 16 pages.
+/// one walk per 512 pages), one-thread reads 12-21 % for 4 to 16 pages. On 2 MiB pages
+/// `read-ahead` read 14 % slower than `read` in pmscope (cause not found): these are 4 KiB
+/// page ops.
 pub const AHEAD_PAGES: usize = 4;
 
 macro_rules! page_ahead {
