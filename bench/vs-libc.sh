@@ -18,10 +18,14 @@
 # the threads' rates read 29.4 GB/s where bytes over time read 27.6, 2 threads, 2026-11-27).
 #
 # pmscope runs the same shape: --region 1GiB per thread, seq, 64 KiB accesses, REPS x 0.15 s.
-# Each figure is the best repetition and the typical (median) one; each line gives the
-# medians over RUNS alternating runs. Families: write, stosb-write, ntstore and
-# ntstore-ahead against memset; copy, movsb-copy, ntcopy and ntcopy-pages against memcpy. The last line of each
-# family sets its best op against the peer: the acceptance of issue 29 is >= 1.00 there.
+# Each figure is the best repetition and the typical (median) one. The runs go peer, then
+# each variant followed by the peer, RUNS times over; each line gives the medians over the
+# runs, their ratios to the peer's medians, and `bracketed`: the median over the variant's
+# runs of its figure over the mean of the two peer runs around it, kept only where those two
+# agree within 10 % (bench/lib.sh says why; `kept` counts them). Families: fill
+# (write, stosb-write, ntstore and ntstore-ahead) against memset; copy (copy, movsb-copy,
+# ntcopy and ntcopy-pages) against memcpy. The `best` line of each family sets its best op (by bracketed
+# typical ratio) against the peer: the acceptance of issue 29 is >= 1.00 there.
 #
 #   bench/vs-libc.sh [RUNS]          (default 3)
 #
@@ -30,6 +34,7 @@
 # shared machine: flock /tmp/pmscope-bench.lock bench/vs-libc.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 RUNS=${1:-3}
 TARGET=${PMSCOPE_TARGET:-dram:4k}
 THREADS=${PMSCOPE_THREADS:-1 2}
@@ -126,9 +131,6 @@ fi
 cargo build --release -q -p pmscope
 PMSCOPE=./target/release/pmscope
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-
 pmscope_gbs() { # op width threads -> "best typical" GB/s
 	"$PMSCOPE" bandwidth -t "$TARGET" --ops "$1" --width "$2" --pattern seq --sizes 64KiB \
 		--threads "$3" --region 1GiB --duration "$DURATION" --reps "$REPS" --precision 0 --json --no-store 2>/dev/null |
@@ -138,41 +140,52 @@ pmscope_gbs() { # op width threads -> "best typical" GB/s
 # The variants: op:width (the string ops have no vector width; they run once).
 variants() { # family
 	local ops
-	if [ "$1" = write ]; then ops="write ntstore ntstore-ahead"; else ops="copy ntcopy ntcopy-pages"; fi
+	if [ "$1" = fill ]; then ops="write ntstore ntstore-ahead"; else ops="copy ntcopy ntcopy-pages"; fi
 	for op in $ops; do for w in $WIDTHS; do echo "$op:$w"; done; done
 	if [ "$STRING_OPS" = 1 ]; then
-		if [ "$1" = write ]; then echo "stosb-write:$WIDEST"; else echo "movsb-copy:$WIDEST"; fi
+		if [ "$1" = fill ]; then echo "stosb-write:$WIDEST"; else echo "movsb-copy:$WIDEST"; fi
 	fi
 }
 
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(ldd --version | head -1 | sed 's/^ldd //'), pmscope $TARGET, 1 GiB per thread, best/typical of $REPS x $DURATION s, medians of $RUNS alternating runs"
-printf '%-7s %-6s %-16s %8s %8s %-7s %8s %8s %7s %7s\n' threads family variant best typical peer best typical b/peer t/peer
+vname() { # op:width -> how the lines name it (the string ops have no vector width)
+	case ${1%%:*} in stosb-write | movsb-copy) echo "${1%%:*}" ;; *) echo "${1%%:*}/${1#*:}" ;; esac
+}
+
+echo "# $(cpu_name), $(ldd --version | head -1 | sed 's/^ldd //'), pmscope $TARGET, 1 GiB per thread, best/typical of $REPS x $DURATION s, $RUNS runs of each variant, each between two peer runs"
+printf '%-7s %-6s %-16s %8s %8s %-7s %8s %8s %7s %7s %9s %9s %5s\n' threads family variant best typical peer best typical b/peer t/peer b_brack t_brack kept
 for threads in $THREADS; do
-	for family in write copy; do
-		if [ $family = write ]; then peer=memset; else peer=memcpy; fi
+	for family in fill copy; do
+		if [ $family = fill ]; then peer=memset; else peer=memcpy; fi
 		mapfile -t vs < <(variants $family)
-		declare -A B=() T=()
-		pb=() pt=()
+		declare -A B=() T=() TB=() TT=()
+		read -r b t <<<"$("$bin" $peer "$threads" $((1 << 30)) $DURATION "$REPS")"
+		pb=("$b") pt=("$t")
 		for _ in $(seq "$RUNS"); do
-			read -r b t <<<"$("$bin" $peer "$threads" $((1 << 30)) $DURATION "$REPS")"
-			pb+=("$b"); pt+=("$t")
 			for v in "${vs[@]}"; do
 				read -r b t <<<"$(pmscope_gbs "${v%%:*}" "${v#*:}" "$threads")"
-				B[$v]="${B[$v]:-} $b"; T[$v]="${T[$v]:-} $t"
+				B[$v]="${B[$v]:-} $b" T[$v]="${T[$v]:-} $t"
+				before_b=${pb[-1]} before_t=${pt[-1]}
+				read -r after_b after_t <<<"$("$bin" $peer "$threads" $((1 << 30)) $DURATION "$REPS")"
+				pb+=("$after_b") pt+=("$after_t")
+				TB[$v]+="$before_b $b $after_b"$'\n' TT[$v]+="$before_t $t $after_t"$'\n'
 			done
 		done
 		peerb=$(printf '%s\n' "${pb[@]}" | median)
 		peert=$(printf '%s\n' "${pt[@]}" | median)
-		bestv="" bestb=0 bestt=0
+		bestv="" bestr=-1 bestline=""
 		for v in "${vs[@]}"; do
 			mb=$(printf '%s\n' ${B[$v]} | median)
 			mt=$(printf '%s\n' ${T[$v]} | median)
-			printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s\n' "$threads" $family "${v%%:*}/${v#*:}" \
-				"$mb" "$mt" $peer "$peerb" "$peert" "$(ratio "$mb" "$peerb")" "$(ratio "$mt" "$peert")"
-			if awk -v a="$mt" -v b="$bestt" 'BEGIN { exit !(a > b) }'; then bestv=$v bestb=$mb bestt=$mt; fi
+			read -r brb _ _ <<<"$(printf '%s' "${TB[$v]}" | bracket_triples)"
+			read -r brt kept of <<<"$(printf '%s' "${TT[$v]}" | bracket_triples)"
+			line=$(printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s %9s %9s %5s' "$threads" $family "$(vname "$v")" \
+				"$mb" "$mt" $peer "$peerb" "$peert" "$(ratio "$mb" "$peerb")" "$(ratio "$mt" "$peert")" "$brb" "$brt" "$kept/$of")
+			echo "$line"
+			if [ "$brt" != n/a ] && awk -v a="$brt" -v b="$bestr" 'BEGIN { exit !(a > b) }'; then bestv=$v bestr=$brt bestline="$kept/$of"; fi
 		done
-		printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s   <- best variant (by typical)\n' "$threads" $family "${bestv%%:*}/${bestv#*:}" \
-			"$bestb" "$bestt" $peer "$peerb" "$peert" "$(ratio "$bestb" "$peerb")" "$(ratio "$bestt" "$peert")"
-		unset B T
+		if [ -n "$bestv" ]; then bestname=$(vname "$bestv"); else bestname=none bestr=n/a bestline=0; fi
+		printf 'best %-5s threads %s: %-16s against %-7s bracketed %s (%s kept, typical)\n' $family "$threads" \
+			"$bestname" $peer "$bestr" "$bestline"
+		unset B T TB TT
 	done
 done

@@ -13,11 +13,17 @@
 # iterations, so pmscope runs 19 repetitions of the same length as one STREAM iteration
 # (--duration 0.15) and its best (`max`) is set against STREAM's best; the *typical* figures
 # are pmscope's median repetition against STREAM's rate at its average time. Each line gives
-# the medians over RUNS alternating runs and the two ratios pmscope / STREAM.
+# the medians over the runs and the two ratios of those medians, pmscope / STREAM. The runs
+# go STREAM, then copy, ntcopy and STREAM in turn RUNS times, and the `bracketed` columns
+# set each pmscope run against the mean of the STREAM runs around it, kept only where those
+# two agree within 10 % (bench/lib.sh says why): the median ratio and how many were kept.
+# The `best` line sets the better of copy and ntcopy (by bracketed typical ratio) against
+# STREAM Copy: issue 29's acceptance is >= 1.00 there.
 #
 #   bench/vs-stream.sh [RUNS]        (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 RUNS=${1:-3}
 TARGET=${PMSCOPE_TARGET:-dram:4k}
 N=${STREAM_ARRAY_SIZE:-200000000}
@@ -42,8 +48,6 @@ fi
 cargo build --release -q -p pmscope
 PMSCOPE=./target/release/pmscope
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
-
 stream_copy_gbs() { # threads -> "best typical" GB/s (typical: 16 bytes x N at the average time)
 	OMP_NUM_THREADS=$1 OMP_PROC_BIND=close "$bin" |
 		awk -v n="$N" '/^Copy:/ {printf "%s %s\n", $2 / 1000, 16 * n / $3 / 1e9}'
@@ -55,22 +59,31 @@ pmscope_gbs() { # op threads -> "best typical" GB/s
 		python3 -c 'import json,sys; s=[json.loads(l) for l in sys.stdin][-1]["summary"]; print(s["max"], s["p50"])'
 }
 
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), STREAM $N elements per array (gcc -O3 -march=native -fopenmp, best of 19), pmscope $TARGET 1 GiB per thread (19 x 0.15 s), medians of $RUNS alternating runs"
-printf '%-8s %-8s %10s %10s %10s %12s %14s\n' threads figure copy ntcopy STREAM copy/STREAM ntcopy/STREAM
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+echo "# $(cpu_name), STREAM $N elements per array (gcc -O3 -march=native -fopenmp, best of 19), pmscope $TARGET 1 GiB per thread (19 x 0.15 s), $RUNS pmscope runs bracketed by $((RUNS + 1)) STREAM runs"
+printf '%-8s %-8s %8s %8s %8s %11s %13s %17s %19s\n' threads figure copy ntcopy STREAM copy/STREAM ntcopy/STREAM copy_bracketed ntcopy_bracketed
 for threads in 1 2; do
-	cb=() ct=() nb=() nt=() sb=() st=()
+	read -r b t <<<"$(stream_copy_gbs "$threads")"
+	cb=() ct=() nb=() nt=() sb=("$b") st=("$t")
 	for _ in $(seq "$RUNS"); do
-		read -r b t <<<"$(stream_copy_gbs "$threads")"; sb+=("$b"); st+=("$t")
 		read -r b t <<<"$(pmscope_gbs copy "$threads")"; cb+=("$b"); ct+=("$t")
 		read -r b t <<<"$(pmscope_gbs ntcopy "$threads")"; nb+=("$b"); nt+=("$t")
+		read -r b t <<<"$(stream_copy_gbs "$threads")"; sb+=("$b"); st+=("$t")
 	done
 	for figure in best typical; do
 		if [ $figure = best ]; then c=("${cb[@]}") n=("${nb[@]}") s=("${sb[@]}"); else c=("${ct[@]}") n=("${nt[@]}") s=("${st[@]}"); fi
 		cm=$(printf '%s\n' "${c[@]}" | median)
 		nm=$(printf '%s\n' "${n[@]}" | median)
 		sm=$(printf '%s\n' "${s[@]}" | median)
-		printf '%-8s %-8s %10.2f %10.2f %10.2f %12s %14s   (ntcopy: %s; STREAM: %s)\n' "$threads" "$figure" \
-			"$cm" "$nm" "$sm" "$(ratio "$cm" "$sm")" "$(ratio "$nm" "$sm")" "${n[*]}" "${s[*]}"
+		read -r cbr ck of <<<"$(bracketed "${s[@]}" -- "${c[@]}")"
+		read -r nbr nk _ <<<"$(bracketed "${s[@]}" -- "${n[@]}")"
+		printf '%-8s %-8s %8.2f %8.2f %8.2f %11s %13s %17s %19s   (ntcopy: %s; STREAM: %s)\n' "$threads" "$figure" \
+			"$cm" "$nm" "$sm" "$(ratio "$cm" "$sm")" "$(ratio "$nm" "$sm")" "$cbr ($ck/$of)" "$nbr ($nk/$of)" "${n[*]}" "${s[*]}"
 	done
+	# $cbr/$nbr now hold the typical figure's bracketed ratios.
+	if [ "$nbr" != n/a ] && { [ "$cbr" = n/a ] || awk -v a="$nbr" -v b="$cbr" 'BEGIN { exit !(a >= b) }'; }; then
+		best=ntcopy br=$nbr kept=$nk
+	else
+		best=copy br=$cbr kept=$ck
+	fi
+	printf 'best copy threads %s: %-14s against STREAM Copy bracketed %s (%s/%s kept, typical)\n' "$threads" "$best" "$br" "$kept" "$of"
 done
