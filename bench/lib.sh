@@ -47,5 +47,46 @@ bracketed() {
 	for i in "${!pm[@]}"; do echo "${peers[$i]} ${pm[$i]} ${peers[$((i + 1))]}"; done | bracket_triples
 }
 
+# best_line FAMILY THREADS OP PEER RATIO KEPT/OF [NOTE]: the line each script ends a thread
+# count's family with, and acceptance_table reads: FAMILY's best op against the PEER (one
+# word, e.g. libc-memset, likwid-store_mem, STREAM-Copy) and its bracketed ratio.
+best_line() {
+	printf 'best %-4s threads %s: %-16s against %-18s bracketed %4s (%s kept%s)\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:+, $7}"
+}
+
+# acceptance_table DIR: the `best` lines of the three scripts' output in DIR (vs-*.txt) as one
+# table, family by threads by peer, each row marked when its bracketed ratio is below 1.00 or
+# missing; the rows also go to DIR/best.txt. Returns 1 when no `best` line is found, else 0
+# (a row below 1.00 is a finding to print, not an error).
+acceptance_table() {
+	local dir=$1 below=0 rows family threads op peer br kept mark
+	if [ ! -d "$dir" ]; then
+		echo "no directory $dir: give the directory the peer scripts' output went to" >&2
+		return 1
+	fi
+	{
+		cat "$dir"/vs-*.txt 2>/dev/null | sed -n 's/^best \([a-z]*\) *threads \([0-9]*\): *\([^ ]*\) *against \([^ ]*\) *bracketed *\([^ ]*\) (\([^ ]*\) kept.*/\1 \2 \3 \4 \5 \6/p'
+		true
+	} | sort -k1,1 -k2,2n -k4,4 >"$dir/best.txt"
+	rows=$(wc -l <"$dir/best.txt")
+	if [ "$rows" -eq 0 ]; then
+		echo "no best lines found in $dir: see the scripts' output there" >&2
+		return 1
+	fi
+	printf '%-6s %-8s %-16s %-20s %9s %6s\n' family threads best_op peer bracketed kept
+	while read -r family threads op peer br kept; do
+		mark=""
+		if [ "$br" = n/a ] || awk -v r="$br" 'BEGIN { exit !(r < 1.00) }'; then
+			mark="  <- below 1.00 (or no steady pair)" below=$((below + 1))
+		fi
+		printf '%-6s %-8s %-16s %-20s %9s %6s%s\n' "$family" "$threads" "$op" "$peer" "$br" "$kept" "$mark"
+	done <"$dir/best.txt"
+	if [ "$below" -eq 0 ]; then
+		echo "every family's best op is at or above every peer (bracketed typical ratio >= 1.00, $rows rows)"
+	else
+		echo "$below of $rows rows below 1.00 or without a steady pair"
+	fi
+}
+
 # cpu_name: the CPU as the scripts' headers name it.
 cpu_name() { grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'; }

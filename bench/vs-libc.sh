@@ -172,7 +172,7 @@ for threads in $THREADS; do
 		done
 		peerb=$(printf '%s\n' "${pb[@]}" | median)
 		peert=$(printf '%s\n' "${pt[@]}" | median)
-		bestv="" bestr=-1 bestline=""
+		bestv="" bestr=-1 bestkept=""
 		for v in "${vs[@]}"; do
 			mb=$(printf '%s\n' ${B[$v]} | median)
 			mt=$(printf '%s\n' ${T[$v]} | median)
@@ -181,11 +181,10 @@ for threads in $THREADS; do
 			line=$(printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s %9s %9s %5s' "$threads" $family "$(vname "$v")" \
 				"$mb" "$mt" $peer "$peerb" "$peert" "$(ratio "$mb" "$peerb")" "$(ratio "$mt" "$peert")" "$brb" "$brt" "$kept/$of")
 			echo "$line"
-			if [ "$brt" != n/a ] && awk -v a="$brt" -v b="$bestr" 'BEGIN { exit !(a > b) }'; then bestv=$v bestr=$brt bestline="$kept/$of"; fi
+			if [ "$brt" != n/a ] && awk -v a="$brt" -v b="$bestr" 'BEGIN { exit !(a > b) }'; then bestv=$v bestr=$brt bestkept="$kept/$of"; fi
 		done
-		if [ -n "$bestv" ]; then bestname=$(vname "$bestv"); else bestname=none bestr=n/a bestline=0; fi
-		printf 'best %-5s threads %s: %-16s against %-7s bracketed %s (%s kept, typical)\n' $family "$threads" \
-			"$bestname" $peer "$bestr" "$bestline"
+		if [ -n "$bestv" ]; then bestname=$(vname "$bestv"); else bestname=none bestr=n/a bestkept=0/$RUNS; fi
+		best_line $family "$threads" "$bestname" libc-$peer "$bestr" "$bestkept" typical
 		unset B T TB TT
 	done
 done

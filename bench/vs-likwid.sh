@@ -90,8 +90,7 @@ for threads in $THREADS; do
 	done
 	for f in read fill copy; do
 		[ -n "${top_kernel[$f]:-}" ] || continue
-		printf 'best %-4s threads %s: %-14s against likwid %-10s bracketed %s (%s kept)\n' "$f" "$threads" \
-			"${best_op[$f]:-none}" "${top_kernel[$f]}" "${best_ratio[$f]:-n/a}" "${best_kept[$f]:-0}"
+		best_line "$f" "$threads" "${best_op[$f]:-none}" "likwid-${top_kernel[$f]}" "${best_ratio[$f]:-n/a}" "${best_kept[$f]:-0/$RUNS}"
 	done
 	unset peer_rate best_op best_ratio best_kept top_kernel top_rate
 done

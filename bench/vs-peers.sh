@@ -26,28 +26,4 @@ for script in vs-libc vs-likwid vs-stream; do
 	echo "## bench/$script.sh took $(($(date +%s) - started)) s" >&2
 done
 
-# One row per family, threads and peer: the family's best op against that peer.
-{
-	sed -n 's/^best \(fill\|copy\) *threads \([0-9]*\): \([^ ]*\) *against \([^ ]*\) *bracketed \([^ ]*\) (\([^ ]*\) kept.*/\1 \2 \3 C-library-\4 \5 \6/p' "$out/vs-libc.txt"
-	sed -n 's/^best \(read\|fill\|copy\) *threads \([0-9]*\): \([^ ]*\) *against likwid \([^ ]*\) *bracketed \([^ ]*\) (\([^ ]*\) kept.*/\1 \2 \3 likwid-\4 \5 \6/p' "$out/vs-likwid.txt"
-	sed -n 's/^best copy threads \([0-9]*\): \([^ ]*\) *against STREAM Copy bracketed \([^ ]*\) (\([^ ]*\) kept.*/copy \1 \2 STREAM-Copy \3 \4/p' "$out/vs-stream.txt"
-} | sort -k1,1 -k2,2n -k4,4 >"$out/best.txt"
-
-echo
-printf '%-6s %-8s %-16s %-20s %9s %6s\n' family threads best_op peer bracketed kept
-below=0
-while read -r family threads op peer br kept; do
-	mark=""
-	if [ "$br" = n/a ] || awk -v r="$br" 'BEGIN { exit !(r < 1.00) }'; then mark="  <- below 1.00 (or no steady pair)" below=$((below + 1)); fi
-	printf '%-6s %-8s %-16s %-20s %9s %6s%s\n' "$family" "$threads" "$op" "$peer" "$br" "$kept" "$mark"
-done <"$out/best.txt"
-rows=$(wc -l <"$out/best.txt")
-if [ "$rows" -eq 0 ]; then
-	echo "no best lines found in $out: see the scripts' output there" >&2
-	exit 1
-fi
-if [ "$below" -eq 0 ]; then
-	echo "every family's best op is at or above every peer (bracketed typical ratio >= 1.00, $rows rows)"
-else
-	echo "$below of $rows rows below 1.00 or without a steady pair"
-fi
+acceptance_table "$out"

@@ -21,12 +21,15 @@
 # STREAM Copy: issue 29's acceptance is >= 1.00 there.
 #
 #   bench/vs-stream.sh [RUNS]        (default 3)
+#
+# PMSCOPE_THREADS=1 narrows the thread counts (default "1 2").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 RUNS=${1:-3}
 TARGET=${PMSCOPE_TARGET:-dram:4k}
 N=${STREAM_ARRAY_SIZE:-200000000}
+THREADS=${PMSCOPE_THREADS:-1 2}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pmscope-bench/stream
 mkdir -p "$CACHE"
 
@@ -61,7 +64,7 @@ pmscope_gbs() { # op threads -> "best typical" GB/s
 
 echo "# $(cpu_name), STREAM $N elements per array (gcc -O3 -march=native -fopenmp, best of 19), pmscope $TARGET 1 GiB per thread (19 x 0.15 s), $RUNS pmscope runs bracketed by $((RUNS + 1)) STREAM runs"
 printf '%-8s %-8s %8s %8s %8s %11s %13s %17s %19s\n' threads figure copy ntcopy STREAM copy/STREAM ntcopy/STREAM copy_bracketed ntcopy_bracketed
-for threads in 1 2; do
+for threads in $THREADS; do
 	read -r b t <<<"$(stream_copy_gbs "$threads")"
 	cb=() ct=() nb=() nt=() sb=("$b") st=("$t")
 	for _ in $(seq "$RUNS"); do
@@ -82,8 +85,10 @@ for threads in 1 2; do
 	# $cbr/$nbr now hold the typical figure's bracketed ratios.
 	if [ "$nbr" != n/a ] && { [ "$cbr" = n/a ] || awk -v a="$nbr" -v b="$cbr" 'BEGIN { exit !(a >= b) }'; }; then
 		best=ntcopy br=$nbr kept=$nk
-	else
+	elif [ "$cbr" != n/a ]; then
 		best=copy br=$cbr kept=$ck
+	else
+		best=none br=n/a kept=0
 	fi
-	printf 'best copy threads %s: %-14s against STREAM Copy bracketed %s (%s/%s kept, typical)\n' "$threads" "$best" "$br" "$kept" "$of"
+	best_line copy "$threads" "$best" STREAM-Copy "$br" "$kept/$of" typical
 done

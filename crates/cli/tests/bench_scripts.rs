@@ -1,0 +1,178 @@
+//! The peer bench scripts' shared arithmetic (`bench/lib.sh`): which runs a bracketed
+//! comparison keeps, what ratio it reports, and how issue 29's acceptance table reads the
+//! scripts' `best` lines. The scripts' timings are not tested here (they belong to the bench
+//! runs); what is tested is that a state change between peer runs is left out, and that a
+//! row below parity or without a steady pair is never reported as held.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `script` in bash after sourcing bench/lib.sh, from the repository root.
+fn lib(script: &str, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("bash");
+    c.current_dir(repo())
+        .arg("-c")
+        .arg(format!("set -euo pipefail; . bench/lib.sh; {script}"))
+        .env_remove("PMSCOPE_BRACKET");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run bash")
+}
+
+fn stdout_of(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "bash failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn every_bench_script_parses() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(repo().join("bench")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sh") {
+            let o = Command::new("bash").arg("-n").arg(&path).output().unwrap();
+            assert!(
+                o.status.success(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "only {seen} bench scripts found");
+}
+
+#[test]
+fn a_run_between_peer_runs_of_two_states_is_left_out() {
+    // Peer runs 10, 10 | 28, 28: the second pmscope run sits across the switch from about
+    // 10 to about 28 GB/s (it ran in the slow state: 9.5 against a mean of 19) and is not
+    // compared; the other two give 10/10 and 33.6/28, whose median is 1.10.
+    let o = lib("bracketed 10 10 28 28 -- 10 9.5 33.6", &[]);
+    assert_eq!(stdout_of(&o), "1.10 2 3\n");
+    // Kept, its 0.5 would pull the median down to 1.00.
+    let o = lib(
+        "bracketed 10 10 28 28 -- 10 9.5 33.6",
+        &[("PMSCOPE_BRACKET", "2")],
+    );
+    assert_eq!(stdout_of(&o), "1.00 3 3\n");
+}
+
+#[test]
+fn the_ratio_is_the_median_of_the_kept_runs_against_the_mean_of_their_peers() {
+    let o = lib("bracketed 20 21 20 21 -- 20.5 41 10.25", &[]);
+    // 20.5/20.5 = 1, 41/20.5 = 2, 10.25/20.5 = 0.5: the median is 1.00, not a ratio of means.
+    assert_eq!(stdout_of(&o), "1.00 3 3\n");
+    let o = lib("printf '10 11 10\\n10 9 10\\n' | bracket_triples", &[]);
+    assert_eq!(stdout_of(&o), "1.00 2 2\n");
+}
+
+#[test]
+fn no_steady_pair_gives_no_ratio() {
+    let o = lib("bracketed 10 20 -- 15", &[]);
+    assert_eq!(stdout_of(&o), "n/a 0 1\n");
+    let o = lib("printf '' | bracket_triples", &[]);
+    assert_eq!(stdout_of(&o), "n/a 0 0\n");
+}
+
+#[test]
+fn a_peer_run_missing_from_the_brackets_is_refused() {
+    let o = lib("bracketed 10 11 -- 10 10", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one more peer run than pmscope runs"));
+}
+
+/// Writes the scripts' `best` lines, made by the scripts' own `best_line`, into a directory.
+fn outputs(dir: &Path, libc: &[&str], likwid: &[&str]) {
+    for (file, lines) in [("vs-libc.txt", libc), ("vs-likwid.txt", likwid)] {
+        let script = lines
+            .iter()
+            .map(|l| format!("best_line {l}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let o = lib(
+            &format!(
+                "{{ echo 'some other line'; {script}; }} > '{}'",
+                dir.join(file).display()
+            ),
+            &[],
+        );
+        stdout_of(&o);
+    }
+}
+
+#[test]
+fn the_acceptance_table_holds_only_when_every_row_reaches_parity() {
+    let dir = tempfile::tempdir().unwrap();
+    outputs(
+        dir.path(),
+        &[
+            "fill 1 ntstore-ahead/64 libc-memset 1.01 5/5 typical",
+            "copy 2 movsb-copy libc-memcpy 1.29 3/5 typical",
+        ],
+        &["read 1 read-ahead likwid-load 1.19 5/5"],
+    );
+    let o = lib(&format!("acceptance_table '{}'", dir.path().display()), &[]);
+    let table = stdout_of(&o);
+    assert!(table.contains("at or above every peer"), "{table}");
+    assert!(table.contains("3 rows"), "{table}");
+    assert!(!table.contains("<- below"), "{table}");
+    // Sorted family, threads, peer; each row names the op and the kept count.
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("copy") || l.starts_with("fill") || l.starts_with("read"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(
+        rows[0].starts_with("copy") && rows[0].contains("movsb-copy") && rows[0].contains("3/5"),
+        "{table}"
+    );
+    assert!(
+        rows[2].starts_with("read") && rows[2].contains("1.19"),
+        "{table}"
+    );
+
+    for (bad, why) in [
+        (
+            "fill 2 ntstore/64 likwid-store_mem 0.99 4/5",
+            "below parity",
+        ),
+        ("fill 2 none likwid-store_mem n/a 0/5", "no steady pair"),
+    ] {
+        outputs(
+            dir.path(),
+            &["fill 1 ntstore-ahead/64 libc-memset 1.01 5/5 typical"],
+            &[bad],
+        );
+        let table = stdout_of(&lib(
+            &format!("acceptance_table '{}'", dir.path().display()),
+            &[],
+        ));
+        assert!(table.contains("1 of 2 rows below 1.00"), "{why}: {table}");
+        let flagged: Vec<&str> = table.lines().filter(|l| l.contains("<- below")).collect();
+        assert_eq!(flagged.len(), 1, "{why}: {table}");
+        assert!(flagged[0].contains("likwid-store_mem"), "{why}: {table}");
+    }
+}
+
+#[test]
+fn an_acceptance_table_without_best_lines_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("vs-libc.txt"), "# only a header\n").unwrap();
+    let o = lib(&format!("acceptance_table '{}'", dir.path().display()), &[]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no best lines"));
+    let o = lib("acceptance_table /nonexistent/peers", &[]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no directory"));
+}
