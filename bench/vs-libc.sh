@@ -147,8 +147,12 @@ variants() { # family
 	fi
 }
 
-vname() { # op:width -> how the lines name it (the string ops have no vector width)
-	case ${1%%:*} in stosb-write | movsb-copy) echo "${1%%:*}" ;; *) echo "${1%%:*}/${1#*:}" ;; esac
+vname() { # op:width -> how the lines name it: the width only where several are run (the
+	# string ops have none)
+	case ${1%%:*} in
+	stosb-write | movsb-copy) echo "${1%%:*}" ;;
+	*) if [ "$(wc -w <<<"$WIDTHS")" -gt 1 ]; then echo "${1%%:*}/${1#*:}"; else echo "${1%%:*}"; fi ;;
+	esac
 }
 
 echo "# $(cpu_name), $(ldd --version | head -1 | sed 's/^ldd //'), pmscope $TARGET, 1 GiB per thread, best/typical of $REPS x $DURATION s, $RUNS runs of each variant, each between two peer runs"
