@@ -54,6 +54,40 @@ best_line() {
 	printf 'best %-4s threads %s: %-16s against %-18s bracketed %4s (%s kept%s)\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:+, $7}"
 }
 
+# family_best THREADS < lines "FAMILY PEER OP RATIO KEPT/OF PEAK"  ->  best_line per family
+# Each line is one op measured against one peer: its bracketed RATIO and the peer's fastest
+# run (PEAK, GB/s). For each family (in order of first appearance) the fastest peer is the
+# one with the highest PEAK, and its row names the best op measured against it. The peak,
+# not the median, decides: a median of runs that straddle two host states can make the
+# slower kind of peer look faster (likwid's `store` over `store_mem`, 2 threads, 2026-11-28),
+# while any run in the fast state shows what a peer can reach.
+family_best() {
+	local threads=$1
+	awk '
+		NF == 6 {
+			if (!($1 in seen)) { seen[$1] = 1; order[++nf] = $1 }
+			key = $1 SUBSEP $2
+			if (!(key in peak) || $6 > peak[key]) peak[key] = $6
+			n++; fam[n] = $1; peer[n] = $2; op[n] = $3; r[n] = $4; kept[n] = $5
+		}
+		END {
+			for (f = 1; f <= nf; f++) {
+				F = order[f]; top = ""; tp = -1
+				for (i = 1; i <= n; i++) if (fam[i] == F && peak[F SUBSEP peer[i]] > tp) { top = peer[i]; tp = peak[F SUBSEP peer[i]] }
+				bo = "none"; br = "n/a"; bk = ""; best = -1
+				for (i = 1; i <= n; i++) {
+					if (fam[i] != F || peer[i] != top) continue
+					if (bk == "") { split(kept[i], kk, "/"); bk = "0/" kk[2] }
+					if (r[i] != "n/a" && r[i] + 0 > best) { best = r[i] + 0; bo = op[i]; br = r[i]; bk = kept[i] }
+				}
+				printf "%s %s %s %s %s %.2f\n", F, top, bo, br, bk, tp
+			}
+		}' |
+		while read -r family peer op br kept peak; do
+			best_line "$family" "$threads" "$op" "$peer" "$br" "$kept" "fastest $peer run $peak GB/s"
+		done
+}
+
 # acceptance_table DIR: the `best` lines of the three scripts' output in DIR (vs-*.txt) as one
 # table, family by threads by peer, each row marked when its bracketed ratio is below 1.00 or
 # missing; the rows also go to DIR/best.txt. Returns 1 when no `best` line is found, else 0

@@ -176,3 +176,44 @@ fn an_acceptance_table_without_best_lines_is_an_error() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no directory"));
 }
+
+#[test]
+fn a_family_is_set_against_its_peer_with_the_fastest_run_not_the_highest_median() {
+    // Two threads, 2026-11-28: likwid's store_mem ran mostly in the slow state (median below
+    // store's), yet its fastest run shows it is the faster fill; the row must name it, with
+    // the best op measured against it, and carry no ratio where no run was steady.
+    let lines = [
+        "fill likwid-store write 1.07 1/5 45.49",
+        "fill likwid-store_mem ntstore 0.99 1/5 55.12",
+        "fill likwid-store_mem ntstore-ahead 1.00 3/5 54.20",
+        "read likwid-load read n/a 0/5 31.40",
+        "copy likwid-copy copy 1.06 4/5 35.00",
+        "copy likwid-copy_mem ntcopy 1.12 3/5 63.40",
+    ];
+    let o = lib(
+        &format!(
+            "printf '%s\\n' {} | family_best 2",
+            lines.map(|l| format!("'{l}'")).join(" ")
+        ),
+        &[],
+    );
+    let out = stdout_of(&o);
+    let rows: Vec<&str> = out.lines().collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows[0].starts_with("best fill threads 2: ntstore-ahead"),
+        "{out}"
+    );
+    assert!(
+        rows[0].contains("likwid-store_mem") && rows[0].contains("1.00 (3/5 kept"),
+        "{out}"
+    );
+    assert!(
+        rows[1].starts_with("best read threads 2: none") && rows[1].contains("n/a (0/5 kept"),
+        "{out}"
+    );
+    assert!(
+        rows[2].starts_with("best copy threads 2: ntcopy") && rows[2].contains("likwid-copy_mem"),
+        "{out}"
+    );
+}
