@@ -22,10 +22,10 @@
 # each variant followed by the peer, RUNS times over; each line gives the medians over the
 # runs, their ratios to the peer's medians, and `bracketed`: the median over the variant's
 # runs of its figure over the mean of the two peer runs around it, kept only where those two
-# agree within 10 % (bench/lib.sh says why; `kept` counts them). Families: fill
-# (write, stosb-write, ntstore and ntstore-ahead) against memset; copy (copy, movsb-copy,
-# ntcopy and ntcopy-pages) against memcpy. The `best` line of each family sets its best op (by bracketed
-# typical ratio) against the peer: the acceptance of issue 29 is >= 1.00 there.
+# agree within 10 % (bench/lib.sh says why; `kept` counts them). Families: fill (write,
+# stosb-write, ntstore and ntstore-ahead) against memset; copy (copy, movsb-copy, ntcopy and
+# ntcopy-pages) against memcpy. The `best` line of each family sets its best op (by
+# bracketed typical ratio) against the peer: the acceptance of issue 29 is >= 1.00 there.
 #
 #   bench/vs-libc.sh [RUNS]          (default 3)
 #

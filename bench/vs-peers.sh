@@ -4,7 +4,7 @@
 # and 2 threads, from the scripts' `best` lines (bracketed ratios of typical repetitions: each
 # pmscope run against the two peer runs around it, bench/lib.sh says why).
 #
-#   bench/vs-peers.sh [RUNS]         (default 5; about 30 min on a 2-CPU machine)
+#   bench/vs-peers.sh [RUNS]         (default 5; about 27 min on a 2-CPU machine)
 #
 # The three scripts' full output goes to bench/out/peers-<UTC time>/ (kept out of git). The
 # script takes /tmp/pmscope-bench.lock itself, so other bench scripts wait for it; do not
