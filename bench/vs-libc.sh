@@ -176,19 +176,17 @@ for threads in $THREADS; do
 		done
 		peerb=$(printf '%s\n' "${pb[@]}" | median)
 		peert=$(printf '%s\n' "${pt[@]}" | median)
-		bestv="" bestr=-1 bestkept=""
+		rows=()
 		for v in "${vs[@]}"; do
 			mb=$(printf '%s\n' ${B[$v]} | median)
 			mt=$(printf '%s\n' ${T[$v]} | median)
 			read -r brb _ _ <<<"$(printf '%s' "${TB[$v]}" | bracket_triples)"
 			read -r brt kept of <<<"$(printf '%s' "${TT[$v]}" | bracket_triples)"
-			line=$(printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s %9s %9s %5s' "$threads" $family "$(vname "$v")" \
-				"$mb" "$mt" $peer "$peerb" "$peert" "$(ratio "$mb" "$peerb")" "$(ratio "$mt" "$peert")" "$brb" "$brt" "$kept/$of")
-			echo "$line"
-			if [ "$brt" != n/a ] && awk -v a="$brt" -v b="$bestr" 'BEGIN { exit !(a > b) }'; then bestv=$v bestr=$brt bestkept="$kept/$of"; fi
+			printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s %9s %9s %5s\n' "$threads" $family "$(vname "$v")" \
+				"$mb" "$mt" $peer "$peerb" "$peert" "$(ratio "$mb" "$peerb")" "$(ratio "$mt" "$peert")" "$brb" "$brt" "$kept/$of"
+			rows+=("$family libc-$peer $(vname "$v") $brt $kept/$of $(printf '%s\n' "${pt[@]}" | sort -g | tail -1)")
 		done
-		if [ -n "$bestv" ]; then bestname=$(vname "$bestv"); else bestname=none bestr=n/a bestkept=0/$RUNS; fi
-		best_line $family "$threads" "$bestname" libc-$peer "$bestr" "$bestkept" typical
+		printf '%s\n' "${rows[@]}" | family_best "$threads"
 		unset B T TB TT
 	done
 done

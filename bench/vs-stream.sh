@@ -82,13 +82,7 @@ for threads in $THREADS; do
 		printf '%-8s %-8s %8.2f %8.2f %8.2f %11s %13s %17s %19s   (ntcopy: %s; STREAM: %s)\n' "$threads" "$figure" \
 			"$cm" "$nm" "$sm" "$(ratio "$cm" "$sm")" "$(ratio "$nm" "$sm")" "$cbr ($ck/$of)" "$nbr ($nk/$of)" "${n[*]}" "${s[*]}"
 	done
-	# $cbr/$nbr now hold the typical figure's bracketed ratios.
-	if [ "$nbr" != n/a ] && { [ "$cbr" = n/a ] || awk -v a="$nbr" -v b="$cbr" 'BEGIN { exit !(a >= b) }'; }; then
-		best=ntcopy br=$nbr kept=$nk
-	elif [ "$cbr" != n/a ]; then
-		best=copy br=$cbr kept=$ck
-	else
-		best=none br=n/a kept=0
-	fi
-	best_line copy "$threads" "$best" STREAM-Copy "$br" "$kept/$of" typical
+	# $cbr/$nbr and $s now hold the typical figure's ratios and STREAM runs.
+	peak=$(printf '%s\n' "${s[@]}" | sort -g | tail -1)
+	printf '%s\n' "copy STREAM-Copy copy $cbr $ck/$of $peak" "copy STREAM-Copy ntcopy $nbr $nk/$of $peak" | family_best "$threads"
 done
