@@ -14,15 +14,18 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else if (NR%
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
+# steady: the awk function both comparisons keep a run by: its two peer runs A and B agree
+# within PMSCOPE_BRACKET.
+STEADY_AWK='function steady(a, b,  lo, hi) { lo = a < b ? a : b; hi = a < b ? b : a; return lo > 0 && (hi - lo) / lo <= tol }'
+
 # bracket_triples < lines "PEER_BEFORE PMSCOPE PEER_AFTER"  ->  "RATIO KEPT OF"
 # RATIO is the median over kept lines of PMSCOPE / mean(PEER_BEFORE, PEER_AFTER) (n/a when
 # none is kept), KEPT how many lines were kept, OF how many there were.
 bracket_triples() {
-	awk -v tol="${PMSCOPE_BRACKET:-0.10}" '
+	awk -v tol="${PMSCOPE_BRACKET:-0.10}" "$STEADY_AWK"'
 		NF == 3 {
-			m++; a = $1; b = $3
-			lo = a < b ? a : b; hi = a < b ? b : a
-			if (lo > 0 && (hi - lo) / lo <= tol) r[++k] = $2 / ((a + b) / 2)
+			m++
+			if (steady($1, $3)) r[++k] = $2 / (($1 + $3) / 2)
 		}
 		END {
 			for (i = 2; i <= k; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
@@ -47,27 +50,50 @@ bracketed() {
 	for i in "${!pm[@]}"; do echo "${peers[$i]} ${pm[$i]} ${peers[$((i + 1))]}"; done | bracket_triples
 }
 
-# best_line FAMILY THREADS OP PEER RATIO KEPT/OF [NOTE]: the line each script ends a thread
-# count's family with, and acceptance_table reads: FAMILY's best op against the PEER (one
-# word, e.g. libc-memset, likwid-store_mem, STREAM-Copy) and its bracketed ratio.
-best_line() {
-	printf 'best %-4s threads %s: %-16s against %-18s bracketed %4s (%s kept%s)\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:+, $7}"
+# peer_aa PEER0 PEER1 ... PEERn  ->  "LO-HI" (or n/a)
+# The peer against itself, the run's A/A: each of its runs but the first and last over the
+# mean of the runs either side, kept by the same rule as pmscope's runs; LO and HI are the
+# lowest and highest kept ratio. A tool at true parity with the peer lands in that range as
+# often as the peer does, so a row below 1.00 but inside it is noise of this run, and one
+# below LO is not.
+peer_aa() {
+	local a=("$@") i
+	for ((i = 1; i + 1 < ${#a[@]}; i++)); do echo "${a[$((i - 1))]} ${a[$i]} ${a[$((i + 1))]}"; done |
+		awk -v tol="${PMSCOPE_BRACKET:-0.10}" "$STEADY_AWK"'
+			NF == 3 && steady($1, $3) {
+				r = $2 / (($1 + $3) / 2)
+				if (!k || r < lo) lo = r
+				if (!k || r > hi) hi = r
+				k++
+			}
+			END { if (k) printf "%.2f-%.2f\n", lo, hi; else print "n/a" }'
 }
 
-# family_best THREADS < lines "FAMILY PEER OP RATIO KEPT/OF PEAK"  ->  best_line per family
-# Each line is one op measured against one peer: its bracketed RATIO and the peer's fastest
-# run (PEAK, GB/s). For each family (in order of first appearance) the fastest peer is the
-# one with the highest PEAK, and its row names the best op measured against it. The peak,
-# not the median, decides: a median of runs that straddle two host states can make the
-# slower kind of peer look faster (likwid's `store` over `store_mem`, 2 threads, 2026-11-28),
-# while any run in the fast state shows what a peer can reach.
+# best_line FAMILY THREADS OP PEER RATIO KEPT/OF [AA [NOTE]]: the line each script ends a
+# thread count's family with, and acceptance_table reads: FAMILY's best op against the PEER
+# (one word, e.g. libc-memset, likwid-store_mem, STREAM-Copy), its bracketed ratio, and the
+# peer's A/A range in the same run (peer_aa).
+best_line() {
+	printf 'best %-4s threads %s: %-16s against %-18s bracketed %4s (%s kept%s%s)\n' "$1" "$2" "$3" "$4" "$5" "$6" \
+		"${7:+, peer A/A $7}" "${8:+, $8}"
+}
+
+# family_best THREADS < lines "FAMILY PEER OP RATIO KEPT/OF PEAK AA"  ->  best_line per family
+# Each line is one op measured against one peer: its bracketed RATIO, the peer's fastest run
+# (PEAK, GB/s) and the peer's A/A range (peer_aa). For each family (in order of first
+# appearance) the fastest peer is the one with the highest PEAK, and its row names the best op
+# measured against it. The peak, not the median, decides: a median of runs that straddle two
+# host states can make the slower kind of peer look faster (likwid's `store` over
+# `store_mem`, 2 threads, 2026-11-28), while any run in the fast state shows what a peer can
+# reach.
 family_best() {
 	local threads=$1
 	awk '
-		NF == 6 {
+		NF == 6 || NF == 7 {
 			if (!($1 in seen)) { seen[$1] = 1; order[++nf] = $1 }
 			key = $1 SUBSEP $2
 			if (!(key in peak) || $6 > peak[key]) peak[key] = $6
+			aa[key] = NF == 7 ? $7 : "n/a"
 			n++; fam[n] = $1; peer[n] = $2; op[n] = $3; r[n] = $4; kept[n] = $5
 		}
 		END {
@@ -80,26 +106,31 @@ family_best() {
 					if (bk == "") { split(kept[i], kk, "/"); bk = "0/" kk[2] }
 					if (r[i] != "n/a" && r[i] + 0 > best) { best = r[i] + 0; bo = op[i]; br = r[i]; bk = kept[i] }
 				}
-				printf "%s %s %s %s %s %.2f\n", F, top, bo, br, bk, tp
+				printf "%s %s %s %s %s %.2f %s\n", F, top, bo, br, bk, tp, aa[F SUBSEP top]
 			}
 		}' |
-		while read -r family peer op br kept peak; do
-			best_line "$family" "$threads" "$op" "$peer" "$br" "$kept" "fastest $peer run $peak GB/s"
+		while read -r family peer op br kept peak aa; do
+			best_line "$family" "$threads" "$op" "$peer" "$br" "$kept" "$aa" "fastest $peer run $peak GB/s"
 		done
 }
 
 # acceptance_table DIR: the `best` lines of the three scripts' output in DIR (vs-*.txt) as one
 # table, family by threads by peer, each row marked when its bracketed ratio is below 1.00 or
-# missing; the rows also go to DIR/best.txt. Returns 1 when no `best` line is found, else 0
-# (a row below 1.00 is a finding to print, not an error).
+# missing, and a row below 1.00 also told whether it lies inside the peer's own A/A range of
+# that run (peer_aa: parity within the run's noise) or below it; the rows also go to
+# DIR/best.txt. The verdict stays the literal one: it holds only when every row reaches 1.00.
+# Returns 1 when no `best` line is found, else 0 (a row below 1.00 is a finding to print,
+# not an error).
 acceptance_table() {
-	local dir=$1 below=0 rows family threads op peer br kept mark
+	local dir=$1 below=0 within=0 rows family threads op peer br kept aa mark
 	if [ ! -d "$dir" ]; then
 		echo "no directory $dir: give the directory the peer scripts' output went to" >&2
 		return 1
 	fi
 	{
-		cat "$dir"/vs-*.txt 2>/dev/null | sed -n 's/^best \([a-z]*\) *threads \([0-9]*\): *\([^ ]*\) *against \([^ ]*\) *bracketed *\([^ ]*\) (\([^ ]*\) kept.*/\1 \2 \3 \4 \5 \6/p'
+		cat "$dir"/vs-*.txt 2>/dev/null |
+			sed -n 's/^best \([a-z]*\) *threads \([0-9]*\): *\([^ ]*\) *against \([^ ]*\) *bracketed *\([^ ]*\) (\([^ ]*\) kept\(, peer A\/A \([^ ,)]*\)\)\{0,1\}.*/\1 \2 \3 \4 \5 \6 \8/p' |
+			awk 'NF == 6 { $7 = "n/a" } 1'
 		true
 	} | sort -k1,1 -k2,2n -k4,4 >"$dir/best.txt"
 	rows=$(wc -l <"$dir/best.txt")
@@ -107,18 +138,25 @@ acceptance_table() {
 		echo "no best lines found in $dir: see the scripts' output there" >&2
 		return 1
 	fi
-	printf '%-6s %-8s %-16s %-20s %9s %6s\n' family threads best_op peer bracketed kept
-	while read -r family threads op peer br kept; do
+	printf '%-6s %-8s %-16s %-20s %9s %6s %10s\n' family threads best_op peer bracketed kept peer_A/A
+	while read -r family threads op peer br kept aa; do
 		mark=""
-		if [ "$br" = n/a ] || awk -v r="$br" 'BEGIN { exit !(r < 1.00) }'; then
-			mark="  <- below 1.00 (or no steady pair)" below=$((below + 1))
+		if [ "$br" = n/a ]; then
+			mark="  <- no steady pair" below=$((below + 1))
+		elif awk -v r="$br" 'BEGIN { exit !(r < 1.00) }'; then
+			below=$((below + 1))
+			if [ "$aa" != n/a ] && awk -v r="$br" -v lo="${aa%-*}" 'BEGIN { exit !(r >= lo) }'; then
+				mark="  <- below 1.00, inside the peer's own A/A range" within=$((within + 1))
+			else
+				mark="  <- below 1.00 and below the peer's own A/A range"
+			fi
 		fi
-		printf '%-6s %-8s %-16s %-20s %9s %6s%s\n' "$family" "$threads" "$op" "$peer" "$br" "$kept" "$mark"
+		printf '%-6s %-8s %-16s %-20s %9s %6s %10s%s\n' "$family" "$threads" "$op" "$peer" "$br" "$kept" "$aa" "$mark"
 	done <"$dir/best.txt"
 	if [ "$below" -eq 0 ]; then
 		echo "every family's best op is at or above every peer (bracketed typical ratio >= 1.00, $rows rows)"
 	else
-		echo "$below of $rows rows below 1.00 or without a steady pair"
+		echo "$below of $rows rows below 1.00 or without a steady pair ($within of them inside the peer's own A/A range)"
 	fi
 }
 

@@ -26,6 +26,7 @@
 # stosb-write, ntstore and ntstore-ahead) against memset; copy (copy, movsb-copy, ntcopy and
 # ntcopy-pages) against memcpy. The `best` line of each family sets its best op (by
 # bracketed typical ratio) against the peer: the acceptance of issue 29 is >= 1.00 there.
+# It also carries the peer's A/A range in the run (bench/lib.sh, peer_aa).
 #
 #   bench/vs-libc.sh [RUNS]          (default 3)
 #
@@ -130,6 +131,8 @@ if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
 fi
 cargo build --release -q -p pmscope
 PMSCOPE=./target/release/pmscope
+# vs-peers.sh sets it to have every peer ready before the first timed run.
+if [ "${PMSCOPE_PREPARE_ONLY:-0}" = 1 ]; then exit 0; fi
 
 pmscope_gbs() { # op width threads -> "best typical" GB/s
 	"$PMSCOPE" bandwidth -t "$TARGET" --ops "$1" --width "$2" --pattern seq --sizes 64KiB \
@@ -184,7 +187,7 @@ for threads in $THREADS; do
 			read -r brt kept of <<<"$(printf '%s' "${TT[$v]}" | bracket_triples)"
 			printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s %9s %9s %5s\n' "$threads" $family "$(vname "$v")" \
 				"$mb" "$mt" $peer "$peerb" "$peert" "$(ratio "$mb" "$peerb")" "$(ratio "$mt" "$peert")" "$brb" "$brt" "$kept/$of"
-			rows+=("$family libc-$peer $(vname "$v") $brt $kept/$of $(printf '%s\n' "${pt[@]}" | sort -g | tail -1)")
+			rows+=("$family libc-$peer $(vname "$v") $brt $kept/$of $(printf '%s\n' "${pt[@]}" | sort -g | tail -1) $(peer_aa "${pt[@]}")")
 		done
 		printf '%s\n' "${rows[@]}" | family_best "$threads"
 		unset B T TB TT

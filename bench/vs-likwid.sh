@@ -14,7 +14,8 @@
 # in its inner loop. The `best` lines set each family's best op (by bracketed ratio) against
 # likwid's fastest kernel of the family (read: load; fill: store, store_mem; copy: copy,
 # copy_mem), the fastest by its fastest run (bench/lib.sh, family_best, says why not by
-# median): issue 29's acceptance is >= 1.00 there.
+# median): issue 29's acceptance is >= 1.00 there. `likwid_A/A` is likwid against itself in
+# the same run (bench/lib.sh, peer_aa): the range a tool at true parity lands in.
 #
 #   bench/vs-likwid.sh [RUNS]        (default 3; installs Debian's likwid if missing)
 #
@@ -38,11 +39,13 @@ if ! command -v likwid-bench >/dev/null 2>&1; then
 fi
 cargo build --release -q -p pmscope
 PMSCOPE=./target/release/pmscope
+# vs-peers.sh sets it to have every peer ready before the first timed run.
+if [ "${PMSCOPE_PREPARE_ONLY:-0}" = 1 ]; then exit 0; fi
 if grep -q avx512f /proc/cpuinfo; then SUFFIX=avx512; WIDTH=64; else SUFFIX=avx; WIDTH=32; fi
 
 thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)
 echo "# $(cpu_name), THP $thp, pmscope target $TARGET, ${WIDTH}-byte vectors, 1 GiB per thread, $RUNS pmscope runs bracketed by $((RUNS + 1)) likwid runs"
-printf '%-14s %-8s %12s %12s %8s %10s %5s\n' case threads pmscope_GB/s likwid_GB/s ratio bracketed kept
+printf '%-14s %-8s %12s %12s %8s %10s %5s %10s\n' case threads pmscope_GB/s likwid_GB/s ratio bracketed kept likwid_A/A
 
 pmscope_gbs() { # op threads
 	"$PMSCOPE" bandwidth -t "$TARGET" --ops "$1" --pattern seq --sizes 64KiB --threads "$2" \
@@ -72,10 +75,11 @@ for threads in $THREADS; do
 		pm=$(printf '%s\n' "${p[@]}" | median)
 		lk=$(printf '%s\n' "${l[@]}" | median)
 		read -r br kept of <<<"$(bracketed "${l[@]}" -- "${p[@]}")"
-		printf '%-14s %-8s %12.2f %12.2f %8s %10s %5s   (pmscope: %s; likwid: %s)\n' "$op" "$threads" "$pm" "$lk" \
-			"$(ratio "$pm" "$lk")" "$br" "$kept/$of" "${p[*]}" "${l[*]}"
+		aa=$(peer_aa "${l[@]}")
+		printf '%-14s %-8s %12.2f %12.2f %8s %10s %5s %10s   (pmscope: %s; likwid: %s)\n' "$op" "$threads" "$pm" "$lk" \
+			"$(ratio "$pm" "$lk")" "$br" "$kept/$of" "$aa" "${p[*]}" "${l[*]}"
 		peak=$(printf '%s\n' "${l[@]}" | sort -g | tail -1)
-		lines+=("$(family_of "$kernel") likwid-$kernel $op $br $kept/$of $peak")
+		lines+=("$(family_of "$kernel") likwid-$kernel $op $br $kept/$of $peak $aa")
 	done
 	printf '%s\n' "${lines[@]}" | family_best "$threads"
 done

@@ -18,7 +18,8 @@
 # set each pmscope run against the mean of the STREAM runs around it, kept only where those
 # two agree within 10 % (bench/lib.sh says why): the median ratio and how many were kept.
 # The `best` line sets the better of copy and ntcopy (by bracketed typical ratio) against
-# STREAM Copy: issue 29's acceptance is >= 1.00 there.
+# STREAM Copy: issue 29's acceptance is >= 1.00 there. It also carries STREAM's A/A range in
+# the run (bench/lib.sh, peer_aa).
 #
 #   bench/vs-stream.sh [RUNS]        (default 3)
 #
@@ -50,6 +51,8 @@ if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
 fi
 cargo build --release -q -p pmscope
 PMSCOPE=./target/release/pmscope
+# vs-peers.sh sets it to have every peer ready before the first timed run.
+if [ "${PMSCOPE_PREPARE_ONLY:-0}" = 1 ]; then exit 0; fi
 
 stream_copy_gbs() { # threads -> "best typical" GB/s (typical: 16 bytes x N at the average time)
 	OMP_NUM_THREADS=$1 OMP_PROC_BIND=close "$bin" |
@@ -84,5 +87,6 @@ for threads in $THREADS; do
 	done
 	# $cbr/$nbr and $s now hold the typical figure's ratios and STREAM runs.
 	peak=$(printf '%s\n' "${s[@]}" | sort -g | tail -1)
-	printf '%s\n' "copy STREAM-Copy copy $cbr $ck/$of $peak" "copy STREAM-Copy ntcopy $nbr $nk/$of $peak" | family_best "$threads"
+	aa=$(peer_aa "${s[@]}")
+	printf '%s\n' "copy STREAM-Copy copy $cbr $ck/$of $peak $aa" "copy STREAM-Copy ntcopy $nbr $nk/$of $peak $aa" | family_best "$threads"
 done

@@ -117,8 +117,8 @@ fn the_acceptance_table_holds_only_when_every_row_reaches_parity() {
     outputs(
         dir.path(),
         &[
-            "fill 1 ntstore-ahead/64 libc-memset 1.01 5/5 typical",
-            "copy 2 movsb-copy libc-memcpy 1.29 3/5 typical",
+            "fill 1 ntstore-ahead/64 libc-memset 1.01 5/5 0.99-1.01 typical",
+            "copy 2 movsb-copy libc-memcpy 1.29 3/5 0.97-1.03 typical",
         ],
         &["read 1 read-ahead likwid-load 1.19 5/5"],
     );
@@ -126,7 +126,7 @@ fn the_acceptance_table_holds_only_when_every_row_reaches_parity() {
     let table = stdout_of(&o);
     assert!(table.contains("at or above every peer"), "{table}");
     assert!(table.contains("3 rows"), "{table}");
-    assert!(!table.contains("<- below"), "{table}");
+    assert!(!table.contains("<- "), "{table}");
     // Sorted family, threads, peer; each row names the op and the kept count.
     let rows: Vec<&str> = table
         .lines()
@@ -151,7 +151,7 @@ fn the_acceptance_table_holds_only_when_every_row_reaches_parity() {
     ] {
         outputs(
             dir.path(),
-            &["fill 1 ntstore-ahead/64 libc-memset 1.01 5/5 typical"],
+            &["fill 1 ntstore-ahead/64 libc-memset 1.01 5/5 0.99-1.01 typical"],
             &[bad],
         );
         let table = stdout_of(&lib(
@@ -159,7 +159,8 @@ fn the_acceptance_table_holds_only_when_every_row_reaches_parity() {
             &[],
         ));
         assert!(table.contains("1 of 2 rows below 1.00"), "{why}: {table}");
-        let flagged: Vec<&str> = table.lines().filter(|l| l.contains("<- below")).collect();
+        assert!(!table.contains("at or above every peer"), "{why}: {table}");
+        let flagged: Vec<&str> = table.lines().filter(|l| l.contains("<- ")).collect();
         assert_eq!(flagged.len(), 1, "{why}: {table}");
         assert!(flagged[0].contains("likwid-store_mem"), "{why}: {table}");
     }
@@ -183,12 +184,13 @@ fn a_family_is_set_against_its_peer_with_the_fastest_run_not_the_highest_median(
     // store's), yet its fastest run shows it is the faster fill; the row must name it, with
     // the best op measured against it, and carry no ratio where no run was steady.
     let lines = [
-        "fill likwid-store write 1.07 1/5 45.49",
-        "fill likwid-store_mem ntstore 0.99 1/5 55.12",
-        "fill likwid-store_mem ntstore-ahead 1.00 3/5 54.20",
-        "read likwid-load read n/a 0/5 31.40",
-        "copy likwid-copy copy 1.06 4/5 35.00",
-        "copy likwid-copy_mem ntcopy 1.12 3/5 63.40",
+        "fill likwid-store write 1.07 1/5 45.49 0.97-1.05",
+        "fill likwid-store_mem ntstore 0.99 1/5 55.12 0.99-1.01",
+        "fill likwid-store_mem ntstore-ahead 1.00 3/5 54.20 0.99-1.01",
+        "read likwid-load read n/a 0/5 31.40 n/a",
+        // copy_mem before copy: the family's last line is not its fastest peer's.
+        "copy likwid-copy_mem ntcopy 1.12 3/5 63.40 0.98-1.02",
+        "copy likwid-copy copy 1.06 4/5 35.00 0.90-1.10",
     ];
     let o = lib(
         &format!(
@@ -208,6 +210,9 @@ fn a_family_is_set_against_its_peer_with_the_fastest_run_not_the_highest_median(
         rows[0].contains("likwid-store_mem") && rows[0].contains("1.00 (3/5 kept"),
         "{out}"
     );
+    // The A/A range is the chosen peer's, not that of the other kernel of the family.
+    assert!(rows[0].contains("peer A/A 0.99-1.01"), "{out}");
+    assert!(rows[2].contains("peer A/A 0.98-1.02"), "{out}");
     assert!(
         rows[1].starts_with("best read threads 2: none") && rows[1].contains("n/a (0/5 kept"),
         "{out}"
@@ -216,4 +221,70 @@ fn a_family_is_set_against_its_peer_with_the_fastest_run_not_the_highest_median(
         rows[2].starts_with("best copy threads 2: ntcopy") && rows[2].contains("likwid-copy_mem"),
         "{out}"
     );
+}
+
+#[test]
+fn the_peer_against_itself_gives_the_runs_a_a_range() {
+    // Interior runs over the mean of their neighbours: 10.2/10 = 1.02, 10/10.05 = 0.995,
+    // 9.9/10.05 = 0.985; the last interior run's neighbours (9.9, 20) are two states and it
+    // is left out, as a pmscope run there would be.
+    let o = lib("peer_aa 10 10.2 10 9.9 10.1 20", &[]);
+    assert_eq!(stdout_of(&o), "0.99-1.02\n");
+    // Kept, 10.1 against a mean of 14.95 (0.68) would widen the range.
+    let o = lib(
+        "peer_aa 10 10.2 10 9.9 10.1 20",
+        &[("PMSCOPE_BRACKET", "2")],
+    );
+    assert_eq!(stdout_of(&o), "0.68-1.02\n");
+    // Two runs have no interior run; a peer that never held still has no range.
+    assert_eq!(stdout_of(&lib("peer_aa 10 11", &[])), "n/a\n");
+    assert_eq!(stdout_of(&lib("peer_aa 10 20 40 80", &[])), "n/a\n");
+}
+
+#[test]
+fn a_row_below_parity_is_told_inside_or_below_the_peers_own_range_and_never_held() {
+    let dir = tempfile::tempdir().unwrap();
+    for (aa, inside) in [
+        ("0.98-1.01", true),
+        ("0.99-1.01", true),
+        ("1.00-1.02", false),
+    ] {
+        outputs(
+            dir.path(),
+            &["fill 1 ntstore-ahead/64 libc-memset 1.01 5/5 0.99-1.01 typical"],
+            &[&format!("fill 2 ntstore likwid-store_mem 0.99 4/5 {aa}")],
+        );
+        let table = stdout_of(&lib(
+            &format!("acceptance_table '{}'", dir.path().display()),
+            &[],
+        ));
+        let row = table
+            .lines()
+            .find(|l| l.contains("likwid-store_mem"))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert!(row.contains(aa), "{aa}: {table}");
+        assert_eq!(
+            row.contains("inside the peer's own A/A range"),
+            inside,
+            "{aa}: {table}"
+        );
+        assert_eq!(
+            row.contains("below the peer's own A/A range"),
+            !inside,
+            "{aa}: {table}"
+        );
+        // Parity within the noise is reported as such, never as the acceptance held.
+        assert!(table.contains("1 of 2 rows below 1.00"), "{aa}: {table}");
+        assert!(
+            table.contains(&format!("({} of them inside", u8::from(inside))),
+            "{aa}: {table}"
+        );
+        assert!(!table.contains("at or above every peer"), "{aa}: {table}");
+        // The memset row, at 1.01, is not marked.
+        let memset = table.lines().find(|l| l.contains("libc-memset")).unwrap();
+        assert!(
+            !memset.contains("<- ") && memset.contains("0.99-1.01"),
+            "{table}"
+        );
+    }
 }
