@@ -7,7 +7,7 @@
 # 1.00 is marked as inside that range (parity within this run's noise) or below it; the
 # verdict line stays literal, every row >= 1.00.
 #
-#   bench/vs-peers.sh [RUNS]         (default 5; about 27 min on a 2-CPU machine)
+#   bench/vs-peers.sh [RUNS]         (default 5; about 27 min on a 2-CPU machine, 40 for 7)
 #
 # The three scripts' full output goes to bench/out/peers-<UTC time>/ (kept out of git). The
 # script takes /tmp/pmscope-bench.lock itself, so other bench scripts wait for it; do not
