@@ -53,9 +53,10 @@ bracketed() {
 # peer_aa PEER0 PEER1 ... PEERn  ->  "LO-HI" (or n/a)
 # The peer against itself, the run's A/A: each of its runs but the first and last over the
 # mean of the runs either side, kept by the same rule as pmscope's runs; LO and HI are the
-# lowest and highest kept ratio. A tool at true parity with the peer lands in that range as
-# often as the peer does, so a row below 1.00 but inside it is noise of this run, and one
-# below LO is not.
+# lowest and highest kept ratio. A row below 1.00 but inside that range is within the noise
+# the peer shows against itself in this run; one below LO is below anything the peer did
+# against itself. The range is of single runs, so it widens as a script makes more peer runs
+# (vs-libc.sh makes 1 + RUNS x variants): a description of the run, not a significance test.
 peer_aa() {
 	local a=("$@") i
 	for ((i = 1; i + 1 < ${#a[@]}; i++)); do echo "${a[$((i - 1))]} ${a[$i]} ${a[$((i + 1))]}"; done |
