@@ -10,6 +10,9 @@
 # 10 %). The filter looks at the peer only, so it cannot favour pmscope; the count kept is
 # printed beside the ratio so a reader sees how much of the run was steady.
 
+# largest < numbers: the highest (a peer's fastest run, for family_best).
+largest() { sort -g | tail -1; }
+
 median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }

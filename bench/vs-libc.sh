@@ -179,6 +179,8 @@ for threads in $THREADS; do
 		done
 		peerb=$(printf '%s\n' "${pb[@]}" | median)
 		peert=$(printf '%s\n' "${pt[@]}" | median)
+		peak=$(printf '%s\n' "${pt[@]}" | largest)
+		aa=$(peer_aa "${pt[@]}")
 		rows=()
 		for v in "${vs[@]}"; do
 			mb=$(printf '%s\n' ${B[$v]} | median)
@@ -187,7 +189,7 @@ for threads in $THREADS; do
 			read -r brt kept of <<<"$(printf '%s' "${TT[$v]}" | bracket_triples)"
 			printf '%-7s %-6s %-16s %8.2f %8.2f %-7s %8.2f %8.2f %7s %7s %9s %9s %5s\n' "$threads" $family "$(vname "$v")" \
 				"$mb" "$mt" $peer "$peerb" "$peert" "$(ratio "$mb" "$peerb")" "$(ratio "$mt" "$peert")" "$brb" "$brt" "$kept/$of"
-			rows+=("$family libc-$peer $(vname "$v") $brt $kept/$of $(printf '%s\n' "${pt[@]}" | sort -g | tail -1) $(peer_aa "${pt[@]}")")
+			rows+=("$family libc-$peer $(vname "$v") $brt $kept/$of $peak $aa")
 		done
 		printf '%s\n' "${rows[@]}" | family_best "$threads"
 		unset B T TB TT

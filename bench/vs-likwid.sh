@@ -78,7 +78,7 @@ for threads in $THREADS; do
 		aa=$(peer_aa "${l[@]}")
 		printf '%-14s %-8s %12.2f %12.2f %8s %10s %5s %10s   (pmscope: %s; likwid: %s)\n' "$op" "$threads" "$pm" "$lk" \
 			"$(ratio "$pm" "$lk")" "$br" "$kept/$of" "$aa" "${p[*]}" "${l[*]}"
-		peak=$(printf '%s\n' "${l[@]}" | sort -g | tail -1)
+		peak=$(printf '%s\n' "${l[@]}" | largest)
 		lines+=("$(family_of "$kernel") likwid-$kernel $op $br $kept/$of $peak $aa")
 	done
 	printf '%s\n' "${lines[@]}" | family_best "$threads"

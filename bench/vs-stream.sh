@@ -86,7 +86,7 @@ for threads in $THREADS; do
 			"$cm" "$nm" "$sm" "$(ratio "$cm" "$sm")" "$(ratio "$nm" "$sm")" "$cbr ($ck/$of)" "$nbr ($nk/$of)" "${n[*]}" "${s[*]}"
 	done
 	# $cbr/$nbr and $s now hold the typical figure's ratios and STREAM runs.
-	peak=$(printf '%s\n' "${s[@]}" | sort -g | tail -1)
+	peak=$(printf '%s\n' "${s[@]}" | largest)
 	aa=$(peer_aa "${s[@]}")
 	printf '%s\n' "copy STREAM-Copy copy $cbr $ck/$of $peak $aa" "copy STREAM-Copy ntcopy $nbr $nk/$of $peak $aa" | family_best "$threads"
 done
