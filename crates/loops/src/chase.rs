@@ -12,6 +12,7 @@ pub struct Chaser<'r, 'a> {
     _region: &'r mut Region<'a>,
     chain: Chain,
     at: *const usize,
+    warmed: bool,
 }
 
 impl<'r, 'a> Chaser<'r, 'a> {
@@ -26,7 +27,19 @@ impl<'r, 'a> Chaser<'r, 'a> {
             _region: region,
             at: chain.start,
             chain,
+            warmed: false,
         })
+    }
+
+    /// The first time it is called on this chain: `loads` dependent loads, at most once
+    /// around the cycle, so that the caches hold what they hold in steady state instead of
+    /// what building the chain left; later calls do nothing (the chain stays warm between
+    /// the points measured on it).
+    pub fn warm_up(&mut self, loads: u64) {
+        if !self.warmed {
+            self.run(loads.min(self.chain.elements as u64));
+            self.warmed = true;
+        }
     }
 
     /// Elements in the cycle.

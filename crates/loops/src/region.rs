@@ -73,6 +73,20 @@ impl<'a> Region<'a> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut usize, self.len / 8) }
     }
 
+    /// The region as words that several threads may store to at once (each its own words:
+    /// relaxed atomic stores compile to plain stores on x86-64).
+    pub fn atomic_words(&mut self) -> &[std::sync::atomic::AtomicUsize] {
+        // SAFETY: AtomicUsize has the size and alignment of usize; 64-byte alignment implies
+        // it; the region is valid and exclusive for the borrow, and every access during it
+        // goes through the atomics.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr as *const std::sync::atomic::AtomicUsize,
+                self.len / 8,
+            )
+        }
+    }
+
     /// Splits at byte `at` (rounded down to 64) into two regions.
     pub fn split_at(self, at: usize) -> (Region<'a>, Region<'a>) {
         let at = at.min(self.len) / 64 * 64;
