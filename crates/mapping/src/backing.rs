@@ -45,6 +45,23 @@ pub struct MapOptions {
     /// is first touched by the CPU whose worker will use it (likwid's and MLC's placement).
     /// Empty: the calling thread pre-faults everything.
     pub first_touch_cpus: Vec<usize>,
+    /// The order pages are first touched in.
+    pub first_touch_order: FirstTouch,
+}
+
+/// The order the pre-fault pass touches a mapping's pages in, which decides which physical
+/// page backs which offset: the kernel hands out free pages in its free lists' order, so
+/// pages touched in address order from a freshly booted machine's ordered lists give every
+/// mapping the same colours at the same offsets (88 % the same, mod 32, on this project's
+/// VM), and a repeated measurement samples nothing of the placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FirstTouch {
+    /// Ascending addresses.
+    #[default]
+    Ascending,
+    /// A random permutation of the pages (Fisher-Yates from this seed): each offset meets
+    /// a page as random as a long-running machine's free lists give.
+    Shuffled(u64),
 }
 
 impl MapOptions {
@@ -58,6 +75,7 @@ impl MapOptions {
             require_dax: false,
             destroy_data: None,
             first_touch_cpus: Vec::new(),
+            first_touch_order: FirstTouch::Ascending,
         }
     }
 }

@@ -34,7 +34,7 @@ pub mod sizing;
 mod spec;
 pub mod verify;
 
-pub use backing::{DestroyData, MapOptions};
+pub use backing::{DestroyData, FirstTouch, MapOptions};
 pub use error::{SpecError, TargetError};
 pub use guard::MemoryGuard;
 pub use heap::{HeapBacking, HeapPlan};

@@ -23,7 +23,7 @@
 //!   the caller must not let it alias a live `bytes_mut`/`slice_mut` borrow.
 #![allow(unsafe_code)]
 
-use crate::backing::{Backing, MapOptions};
+use crate::backing::{Backing, FirstTouch, MapOptions};
 use crate::verify;
 use crate::{TargetError, TargetSpec};
 use pmscope_core::achieved::Achieved;
@@ -124,9 +124,9 @@ fn map_sized(
         })?;
     }
     let (prefault_ns, faults) = if opts.first_touch_cpus.len() > 1 {
-        prefault_parallel(raw, &opts.first_touch_cpus)
+        prefault_parallel(raw, &opts.first_touch_cpus, opts.first_touch_order)
     } else {
-        prefault(raw)
+        prefault(raw, opts.first_touch_order)
     };
     let achieved = verify::probe(&backing, raw, spec, prefault_ns, faults, opts);
     let mut warnings =
@@ -173,11 +173,9 @@ fn node_with_memory(spec: &TargetSpec, node: u32) -> Result<(), TargetError> {
     )))
 }
 
-/// Writes one byte in every 4 KiB of the range, timing the pass and counting this thread's
-/// minor faults: faults × page size = mapped bytes gives the page size on any kind.
 /// Pre-faults part `i` of `n` equal, page-aligned parts from a thread pinned to `cpus[i]`;
 /// the fault counts of the threads are summed, the time is the wall time of the whole.
-fn prefault_parallel(raw: RawMap, cpus: &[usize]) -> (u64, u64) {
+fn prefault_parallel(raw: RawMap, cpus: &[usize], order: FirstTouch) -> (u64, u64) {
     let n = cpus.len();
     let part = (raw.len / n) & !4095;
     let t0 = pmscope_sys::tsc::monotonic_raw_ns();
@@ -195,7 +193,11 @@ fn prefault_parallel(raw: RawMap, cpus: &[usize]) -> (u64, u64) {
                 s.spawn(move || {
                     // A CPU we may not run on only loses the placement, not the pre-fault.
                     let _ = pmscope_sys::affinity::pin_current_thread(cpu);
-                    prefault(piece).1
+                    let order = match order {
+                        FirstTouch::Shuffled(seed) => FirstTouch::Shuffled(seed ^ i as u64),
+                        o => o,
+                    };
+                    prefault(piece, order).1
                 })
             })
             .collect();
@@ -213,22 +215,59 @@ pub(crate) fn stop_touching(off: usize) -> bool {
     off.is_multiple_of(16 << 20) && off > 0 && pmscope_sys::signal::received().is_some()
 }
 
-fn prefault(raw: RawMap) -> (u64, u64) {
+/// Writes one byte in every 4 KiB of the range in `order`, timing the pass and counting
+/// this thread's minor faults: faults × page size = mapped bytes gives the page size on any
+/// kind.
+fn prefault(raw: RawMap, order: FirstTouch) -> (u64, u64) {
     let faults_before = pmscope_sys::memory::thread_minor_faults();
     let t0 = pmscope_sys::tsc::monotonic_raw_ns();
-    let mut off = 0;
-    while off < raw.len {
-        if stop_touching(off) {
-            break;
-        }
+    let touch = |off: usize| {
         // SAFETY: off < len, inside the live mapping owned by the caller; a volatile write
         // so the touch is not elided.
         unsafe { raw.ptr.add(off).write_volatile(0) };
-        off += 4096;
+    };
+    match order {
+        FirstTouch::Ascending => {
+            let mut off = 0;
+            while off < raw.len {
+                if stop_touching(off) {
+                    break;
+                }
+                touch(off);
+                off += 4096;
+            }
+        }
+        FirstTouch::Shuffled(seed) => {
+            for (i, page) in shuffled_pages(raw.len / 4096, seed).into_iter().enumerate() {
+                if stop_touching(i * 4096) {
+                    break;
+                }
+                touch(page as usize * 4096);
+            }
+        }
     }
     let t1 = pmscope_sys::tsc::monotonic_raw_ns();
     let faults = pmscope_sys::memory::thread_minor_faults() - faults_before;
     (t1 - t0, faults)
+}
+
+/// 0..n in a random order (Fisher-Yates driven by SplitMix64 from `seed`; 4 bytes a page,
+/// 1 MiB for 1 GiB of 4 KiB pages).
+fn shuffled_pages(n: usize, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut pages: Vec<u32> = (0..n as u32).collect();
+    for i in (1..n).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        pages.swap(i, j);
+    }
+    pages
 }
 
 impl Mapping {

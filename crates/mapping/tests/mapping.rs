@@ -327,6 +327,46 @@ fn first_touch_by_several_cpus_prefaults_every_page_once() {
     assert_eq!(a.pages.bytes_4k, 8 << 20);
 }
 
+/// Pages touched in a random order: every page still faulted once; and (as root, where
+/// pagemap shows frame numbers) a second mapping made beside the first meets other page
+/// colours at the same offsets about as often as chance says (1/64), where two mappings
+/// touched in address order mostly meet the same ones.
+#[test]
+fn shuffled_first_touch_gives_each_offset_a_random_page() {
+    use pmscope_mapping::FirstTouch;
+    let opts = |order| MapOptions {
+        first_touch_order: order,
+        ..MapOptions::host()
+    };
+    let bytes = 64u64 << 20;
+    let a = map(&spec("dram:4k"), bytes, &opts(FirstTouch::Shuffled(1))).unwrap();
+    let f = a.achieved().faults.minor_faults;
+    assert!((16384..16384 + 64).contains(&f), "{f} faults");
+    let b = map(&spec("dram:4k"), bytes, &opts(FirstTouch::Shuffled(2))).unwrap();
+    let frames = |m: &pmscope_mapping::Mapping| {
+        pmscope_sys::pagemap::frames(m.as_mut_ptr() as usize, m.len(), 4096)
+    };
+    let same_colour = |x: &[u64], y: &[u64]| {
+        x.iter().zip(y).filter(|(p, q)| *p % 64 == *q % 64).count() as f64 / x.len() as f64
+    };
+    let (Some(fa), Some(fb)) = (frames(&a), frames(&b)) else {
+        assert_ne!(
+            pmscope_sys::process::effective_uid(),
+            0,
+            "root reads frames"
+        );
+        return;
+    };
+    let shuffled = same_colour(&fa, &fb);
+    assert!(
+        shuffled < 0.05,
+        "shuffled: {shuffled} of offsets kept their colour"
+    );
+    // Mapped while the first still held its pages: no frame is shared.
+    let held: std::collections::HashSet<u64> = fa.iter().copied().collect();
+    assert!(fb.iter().all(|p| !held.contains(p)));
+}
+
 /// `--keep` on a directory target names the unnamed file with a kept name, which a later
 /// run's stale-file sweep never takes.
 #[test]

@@ -23,6 +23,7 @@ pub mod memory;
 pub mod mman;
 pub mod mountinfo;
 pub mod numa;
+pub mod pagemap;
 pub mod path;
 pub mod perf;
 pub mod pmem;
