@@ -6,6 +6,7 @@
 //! * [`knee`] — where a curve over a sweep steps (buffer sizes, cache plateaus);
 //! * [`summary`] — n, min, percentiles, max, mean, stddev of a sample;
 //! * [`precision`] — the 95 % interval of a point's median and whether it is precise enough;
+//! * [`blocks`] — points measured in blocks on fresh placements: merging them, their interval;
 //! * [`stats`] — the normal tail, Holm's correction and a robust scale, for tests against noise;
 //! * [`warning`] — a finding about the configuration, always with its remedy;
 //! * [`achieved`] — what the kernel actually gave a target (page sizes, nodes, DAX);
@@ -21,6 +22,7 @@
 
 pub mod achieved;
 pub mod best;
+pub mod blocks;
 pub mod cpulist;
 pub mod key;
 pub mod knee;

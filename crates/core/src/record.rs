@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the record layout. Bump it whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One measurement (or one verified configuration) with everything needed to interpret it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +42,12 @@ pub struct Record {
     /// written before pmscope measured it, and for records that summarise no repetitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<Precision>,
+    /// The blocks the point was measured in, each on a mapping of its own ([`crate::blocks`]):
+    /// their medians, of which `summary.p50` is the geometric mean and `precision` the
+    /// interval; empty for a point measured in one block (`--blocks 1`, the commands that
+    /// do not map memory) and in records written before blocks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<Block>,
     /// Distribution of individual samples of `metric` on a log scale, where one was taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<LogHistogram>,
@@ -51,6 +57,41 @@ pub struct Record {
     pub threads: Vec<ThreadPlacement>,
     /// Findings about the configuration, each with a remedy.
     pub warnings: Vec<Warning>,
+}
+
+/// One block of a point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    /// The block's statistic: the median of its repetitions, or of its single timings
+    /// (interpolated within the timer's steps), in the metric's unit.
+    pub median: f64,
+    /// Repetitions or timings behind it.
+    pub n: usize,
+    /// Repetitions the machine disturbed in it (see [`Precision::disturbed`](crate::precision::Precision::disturbed)).
+    #[serde(default)]
+    pub disturbed: usize,
+    /// How the block's mapping relates to the one before it; `None` for the first block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// What the block's mapping had in common with the previous block's, checked from the
+/// physical frame numbers in `/proc/self/pagemap` at up to [`PLACEMENT_SAMPLE`](crate::blocks::PLACEMENT_SAMPLE) pages.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Whether it was mapped while the previous block's mapping still held its pages (so
+    /// the kernel had to hand out others); false where two did not fit (`--max-mem`, the
+    /// free huge pages), and then `shared_frames` says what came back.
+    pub beside_previous: bool,
+    /// Share of its sampled pages whose physical page also backed the previous block's
+    /// mapping (devdax: 1, the same device memory every time); `None` where the frame
+    /// numbers are unreadable (not root).
+    pub shared_frames: Option<f64>,
+    /// Share of its sampled pages whose page colour (frame number mod [`COLOURS`](crate::blocks::COLOURS)) equals
+    /// that of the page at the same offset in the previous block: 1/64 for independent
+    /// placements, near 1 when the offsets met the same cache sets again (pages faulted in
+    /// address order from a free list in address order); `None` where unreadable.
+    pub same_colour: Option<f64>,
 }
 
 /// A target as asked for and as the kernel gave it.
@@ -162,10 +203,34 @@ impl Record {
             metric: None,
             summary: None,
             precision: None,
+            blocks: Vec::new(),
             histogram: None,
             values: BTreeMap::new(),
             threads: Vec::new(),
             warnings: Vec::new(),
+        }
+    }
+
+    /// A record of `experiment` made from this one's points (the best thread count of a
+    /// bandwidth sweep, a curve's knee): the same machine, command line, target, warnings
+    /// and workers, and of its parameters those in `keep` (the null executor's mark), nothing
+    /// measured.
+    pub fn derived(&self, experiment: &str, keep: &[ParamKey]) -> Record {
+        Record {
+            experiment: experiment.to_string(),
+            params: self
+                .params
+                .iter()
+                .filter(|(k, _)| keep.iter().any(|p| p.name() == k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            metric: None,
+            summary: None,
+            precision: None,
+            blocks: Vec::new(),
+            histogram: None,
+            values: BTreeMap::new(),
+            ..self.clone()
         }
     }
 
@@ -235,7 +300,7 @@ mod tests {
             .param(p::THREADS, 2)
             .value(v::PREFAULT_MS, 1.5);
         let json = serde_json::to_string(&r).unwrap();
-        assert!(json.contains("\"schema_version\":2"));
+        assert!(json.contains("\"schema_version\":3"));
         let back: Record = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
     }

@@ -82,6 +82,34 @@ pub fn percentile_sorted(v: &[f64], p: f64) -> f64 {
     v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
+/// The median of an ascending sample of values that come in steps (single timings in timer
+/// ticks), interpolated within the run of equal values it falls in, as the median of
+/// grouped data is (the values equal to v stand for the class from halfway to the value
+/// below v to halfway to the value above it, spread evenly over it). Unlike the plain
+/// median, which jumps from one step to the next, it moves continuously with the share of
+/// samples on each step: a 10 % change of a 3 ns access timed in 0.7 ns steps moves it by
+/// about 10 %, not by 0 or 23 %. For samples without ties it stays within half a gap of
+/// the plain median; a sample of one value is that value.
+pub fn tied_median(sorted: &[f64]) -> f64 {
+    assert!(!sorted.is_empty(), "median of an empty sample");
+    let n = sorted.len();
+    let v = sorted[n / 2];
+    let below = sorted.partition_point(|x| *x < v);
+    let through = sorted.partition_point(|x| *x <= v);
+    let ties = (through - below) as f64;
+    let prev = below.checked_sub(1).map(|i| sorted[i]);
+    let next = sorted.get(through).copied();
+    // Half the gap to each neighbouring value; at an end of the sample, the other side's.
+    let (down, up) = match (prev, next) {
+        (Some(p), Some(q)) => ((v - p) / 2.0, (q - v) / 2.0),
+        (Some(p), None) => ((v - p) / 2.0, (v - p) / 2.0),
+        (None, Some(q)) => ((q - v) / 2.0, (q - v) / 2.0),
+        (None, None) => return v,
+    };
+    let share = (n as f64 / 2.0 - below as f64) / ties;
+    v - down + (down + up) * share
+}
+
 /// A log-scale histogram: bucket `i` counts samples in `[base * 2^(i/per_octave), ...)`.
 /// Seed 003 (Figures 6-7) draws latency distributions this way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,5 +190,28 @@ mod tests {
         assert_eq!(h.count[1], 2); // 2.0, 3.9
         assert_eq!(h.count[2], 1); // 4.0
         assert_eq!(*h.count.last().unwrap(), 1); // 100 in [64, 128)
+    }
+
+    /// Two steps of 10: the interpolated median follows the share on each; a sample of
+    /// one value is that value; untied data stays within half a gap of the plain median.
+    #[test]
+    fn the_tied_median_moves_with_the_share_on_each_step() {
+        let sample = |low: usize, high: usize| -> Vec<f64> {
+            let mut v = vec![10.0; low];
+            v.extend(vec![20.0; high]);
+            v
+        };
+        // 60 % on 10, 40 % on 20: inside the class of 10 (5..15), 5/6 of the way.
+        assert!((tied_median(&sample(60, 40)) - (5.0 + 10.0 * 50.0 / 60.0)).abs() < 1e-9);
+        // Half and half: the boundary between the classes.
+        assert!((tied_median(&sample(50, 50)) - 15.0).abs() < 1e-9);
+        // Monotone in the share, where the plain median jumps from 10 to 20.
+        let m: Vec<f64> = (30..=70)
+            .map(|k| tied_median(&sample(100 - k, k)))
+            .collect();
+        assert!(m.windows(2).all(|w| w[1] >= w[0]), "{m:?}");
+        assert_eq!(tied_median(&[7.0; 9]), 7.0);
+        let untied: Vec<f64> = (1..=101).map(f64::from).collect();
+        assert!((tied_median(&untied) - 51.0).abs() <= 0.5);
     }
 }
