@@ -402,7 +402,7 @@ fn output_file_is_never_clobbered_without_force() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
     let r: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(r["schema_version"], 2);
+    assert_eq!(r["schema_version"], 3);
     assert_eq!(r["experiment"], "verify");
     assert_eq!(r["target"]["spec"], "dram:4k");
 }

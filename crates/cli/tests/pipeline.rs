@@ -512,7 +512,7 @@ fn tier_study_skips_the_tables_a_target_cannot_hold_and_passes_over_app_without_
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("[3/3] memcached by store size: not run under --null-executor"),
+        err.contains("[3/7] memcached by store size: not run under --null-executor"),
         "{err}"
     );
     let rs: Vec<Record> = std::fs::read_to_string(&file)

@@ -133,10 +133,17 @@ fn two_targets_print_table_1_and_store_every_run() {
     // The header gives the range of repetitions kept.
     let kept: Vec<usize> = poly.iter().map(|r| r.summary.as_ref().unwrap().n).collect();
     let (lo, hi) = (*kept.iter().min().unwrap(), *kept.iter().max().unwrap());
-    let said = if lo == hi {
-        format!("median of {lo} run(s)")
+    let runs = if lo == hi {
+        lo.to_string()
     } else {
-        format!("median of {lo}-{hi} run(s)")
+        format!("{lo}-{hi}")
+    };
+    // In blocks (5 by default), the figure is their medians' geometric mean.
+    let blocks = poly[0].blocks.len();
+    let said = if blocks > 1 {
+        format!("the geometric mean of {blocks} blocks' medians, {runs} run(s) in all")
+    } else {
+        format!("median of {runs} run(s)")
     };
     assert!(out.contains(&said), "{said}: {out}");
     // ref and opt of a kernel computed the same thing on both targets.
@@ -194,7 +201,11 @@ fn one_target_prints_a_row_per_kernel_and_variant() {
             assert_eq!(&r[6..], ["unavailable", "unavailable"], "{out}");
         }
     }
-    assert!(out.contains("median of 2 run(s)"), "{out}");
+    // Two repetitions over the default 5 blocks: one in each block, 5 in all.
+    assert!(
+        out.contains("the geometric mean of 5 blocks' medians, 5 run(s) in all"),
+        "{out}"
+    );
     assert!(
         out.contains("spread of the repetitions (cv): median "),
         "{out}"

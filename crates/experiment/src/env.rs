@@ -13,6 +13,9 @@ use pmscope_runner::harness::{Harness, Measurement, Session};
 use pmscope_sys::cpu::CpuFeatures;
 use pmscope_sys::sysroot::SysRoot;
 
+/// Blocks per point when `--blocks` is not given.
+pub const DEFAULT_BLOCKS: usize = 5;
+
 /// The run's shared facts: the runner's [`Session`] (machine, command line, executor),
 /// plus the argument helpers every command uses.
 pub struct Env {
@@ -63,13 +66,17 @@ impl Env {
                 executor,
                 prefetchers_off: false,
                 precision: Some(pmscope_runner::repeat::RepeatPolicy::DEFAULT_TARGET),
+                blocks: DEFAULT_BLOCKS,
+                round: None,
+                frames: Default::default(),
                 notes: Vec::new(),
             },
         }
     }
 
     /// Starts a measurement on `cpus`: CPUs checked (a usage error naming the allowed ones), timer
-    /// calibrated, environment judged. Every measuring command starts here.
+    /// calibrated, environment judged. Every measuring command starts here; its points are
+    /// measured in `--blocks` blocks.
     pub fn start<'s>(
         &'s mut self,
         out: &'s mut dyn Output,
@@ -77,6 +84,7 @@ impl Env {
         working_set: Option<u64>,
         times_single_accesses: bool,
     ) -> Result<Harness<'s>> {
+        let blocks = self.session.blocks;
         self.start_measurement(
             out,
             Measurement {
@@ -84,6 +92,27 @@ impl Env {
                 working_set,
                 times_single_accesses,
                 wall_clocked: false,
+                blocks,
+            },
+        )
+    }
+
+    /// [`Env::start`] for a measurement in one block whatever `--blocks` says: a
+    /// verification (nothing timed), or file I/O in a directory (no mapping to place anew).
+    pub fn start_once<'s>(
+        &'s mut self,
+        out: &'s mut dyn Output,
+        cpus: &[usize],
+        working_set: Option<u64>,
+    ) -> Result<Harness<'s>> {
+        self.start_measurement(
+            out,
+            Measurement {
+                cpus: cpus.to_vec(),
+                working_set,
+                times_single_accesses: false,
+                wall_clocked: false,
+                blocks: 1,
             },
         )
     }
@@ -102,6 +131,7 @@ impl Env {
                 working_set: None,
                 times_single_accesses: false,
                 wall_clocked: true,
+                blocks: 1,
             },
         )
     }
@@ -146,6 +176,7 @@ impl Env {
             require_dax: a.require_dax,
             destroy_data: a.destroy_data.then(DestroyData::accepted_by_flag),
             first_touch_cpus: Vec::new(),
+            first_touch_order: Default::default(),
         };
         for spec in &specs {
             spec.preflight(&opts)?;

@@ -56,6 +56,11 @@ use pmscope_core::record::Record;
 pub trait Experiment {
     /// The name of its command and suite steps.
     const NAME: &'static str;
+    /// Whether its points are measured in blocks (`--blocks`), each on a mapping of its own:
+    /// true for the timed measurements of memory; false where a point is not a repeated
+    /// timing of a mapping (a verification, file I/O in a directory, a workload that maps
+    /// its own tables, a program or server run whole).
+    const IN_BLOCKS: bool = true;
     /// Its parameters; the clap derive is the command line, and a suite builds them as
     /// values (`Params { full: true, ..defaults() }`).
     type Params: clap::Args + clap::FromArgMatches + Clone + std::fmt::Debug;
@@ -72,6 +77,14 @@ pub trait Experiment {
     /// The terminal table of its records (every record the run emitted is passed; it
     /// picks its own).
     fn render(records: &[Record]) -> String;
+
+    /// The records it derives from its points once every block of them is measured (the
+    /// best thread count of a bandwidth sweep, a probe curve's knee): made from the
+    /// points as recorded, never from one block's. None by default.
+    fn derive(records: &[Record]) -> Vec<Record> {
+        let _ = records;
+        Vec::new()
+    }
 
     /// What a terminal shows after the run: the table, and whatever the parameters'
     /// display options add (`inst --histograms`); by default the table alone.
@@ -102,10 +115,18 @@ pub struct Placement {
     pub cpus: Option<params::Cpus>,
 }
 
-/// Runs one experiment: plan, measure, and (on a terminal) its table.
+/// Runs one experiment: plan, measure, derive, and (on a terminal) its table. In a round
+/// of a suite (one block of each point) nothing is derived: the suite derives from the
+/// points once every round is in.
 pub fn run<E: Experiment>(env: &mut Env, out: &mut dyn Output, params: &E::Params) -> Result<()> {
     let plan = E::plan(env, params)?;
+    let before = out.records().len();
     E::measure(env, out, &plan)?;
+    if env.round.is_none() {
+        for r in E::derive(&out.records()[before..]) {
+            out.emit(&r)?;
+        }
+    }
     if out.human() {
         print!("{}", E::show(params, out.records()));
         print!("{}", render::precision::footer(out.records()));

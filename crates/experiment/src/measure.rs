@@ -33,9 +33,7 @@ pub fn chase_latency(
     policy: &RepeatPolicy,
     watch: &mut dyn Watch,
 ) -> anyhow::Result<Repeated<f64>> {
-    // Warm-up: once around the cycle (at most 4 M loads), so caches and TLBs hold what they
-    // will hold in steady state.
-    chaser.run((chaser.elements() as u64).min(4 << 20));
+    chaser.warm_up(warm_up_loads(chaser.elements()));
     // Size a repetition from a short probe.
     let probe = 4096u64;
     let t0 = timer.start();
@@ -54,6 +52,29 @@ pub fn chase_latency(
             Ok((timer.ticks_to_ns(t1 - t0) - timer.overhead_ns()).max(0.0) / loads as f64)
         },
     )
+}
+
+/// Loads of the warm-up of a chain of `elements`: once around its cycle when it is at most
+/// twice the last-level cache (so a chain the caches hold is warm all round, and one a
+/// little larger has pushed out the lines its building left, the last ones written,
+/// which the chase reaches last); for a longer chain 64 Ki loads, for the TLB and the
+/// page-walk caches only: its chase starts with the lines written first, long gone, and
+/// has pushed out the building's leftovers with its own misses before it reaches them.
+/// (A fixed 4 Mi loads took 1.4 s per point of a 1 GiB chain, every block.)
+pub fn warm_up_loads(elements: usize) -> u64 {
+    static LLC_LINES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let lines = *LLC_LINES.get_or_init(|| {
+        let root = pmscope_sys::sysroot::SysRoot::host();
+        let llc = pmscope_sys::cpu::last_level_cache_bytes(&pmscope_sys::cpu::caches(&root, 0))
+            .unwrap_or(64 << 20);
+        llc / 64
+    });
+    let elements = elements as u64;
+    if elements <= 2 * lines {
+        elements
+    } else {
+        1 << 16
+    }
 }
 
 /// `r` with the summary of `rep`'s kept values (one figure per repetition), their
@@ -144,11 +165,20 @@ pub struct Sampled {
 
 impl Sampled {
     /// The point of `samples` (finite), each a single timing whose timer advances in steps
-    /// of `step` (in the samples' unit), judged against `target`; no machine state (the
-    /// null executor's synthetic samples).
+    /// of `step` (in the samples' unit; its median interpolated within the step, see
+    /// [`pmscope_core::summary::tied_median`]), judged against `target`; no machine state
+    /// (the null executor's synthetic samples).
     pub fn of(samples: &[f64], target: Option<f64>, step: f64) -> Sampled {
+        let mut summary = Summary::of(samples).expect("finite samples");
+        if step > 0.0 {
+            // Timings in timer steps: the median interpolated within its step, so that it
+            // moves with the share of samples on each step instead of jumping a step.
+            let mut sorted = samples.to_vec();
+            sorted.sort_by(|a, b| a.total_cmp(b));
+            summary.p50 = pmscope_core::summary::tied_median(&sorted);
+        }
         Sampled {
-            summary: Summary::of(samples).expect("finite samples"),
+            summary,
             precision: sample_precision(samples, target, step),
             conditions: Conditions::default(),
             step,
@@ -380,6 +410,7 @@ pub fn read_bandwidth(
     let executor = run.executor();
     let views = StreamView::of(region, cpus.len(), false);
     let policy = run.repeat_policy(reps);
+    let duration = duration.mul_f64(run.block().rep_scale(reps));
     let mut watch = run.watch(cpus, Workers::Busy(cpus.len()));
     repeat(
         &policy,

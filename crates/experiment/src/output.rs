@@ -34,6 +34,19 @@ pub trait Output: RecordSink {
     /// again).
     fn replay(&mut self, r: &Record) -> Result<()>;
 
+    /// While on, records go into the results store and [`Output::records`] only, not to
+    /// `-o`, `--json` or the terminal: a suite's block records, which it shows merged.
+    fn set_store_only(&mut self, on: bool) {
+        let _ = on;
+    }
+
+    /// Deletes suite step `step`'s points and its finished mark from the run (a round's
+    /// block records, once their merged points are stored).
+    fn discard_step(&mut self, step: usize) -> Result<()> {
+        let _ = step;
+        Ok(())
+    }
+
     // For an experiment with outputs of its own (`kmer` writes k-mers to `--kmers`): the
     // record file is the binary's, so the experiment asks where it goes.
 

@@ -34,6 +34,21 @@ macro_rules! experiments {
                 }
             }
 
+            /// The records the experiment derives from its points (see
+            /// [`Experiment::derive`]).
+            pub fn derive(&self, records: &[Record]) -> Vec<Record> {
+                match self {
+                    $(Step::$variant(_) => <$experiment as Experiment>::derive(records),)*
+                }
+            }
+
+            /// Whether the experiment measures its points in blocks.
+            pub fn in_blocks(&self) -> bool {
+                match self {
+                    $(Step::$variant(_) => <$experiment as Experiment>::IN_BLOCKS,)*
+                }
+            }
+
             /// The experiment's name.
             pub fn name(&self) -> &'static str {
                 match self {

@@ -22,10 +22,11 @@ use crate::sanity;
 use crate::timer::Timer;
 use anyhow::{Context as _, Result};
 use pmscope_core::achieved::Achieved;
+use pmscope_core::blocks::Placement;
 use pmscope_core::record::{Record, SystemSummary, TargetRecord, ThreadPlacement};
 use pmscope_core::vocab::p;
 use pmscope_core::warning::Warning;
-use pmscope_mapping::{MapOptions, Mapping, TargetSpec};
+use pmscope_mapping::{FirstTouch, MapOptions, Mapping, TargetSpec};
 use pmscope_persist::PersistStrategy;
 use pmscope_sys::cpu::CpuFeatures;
 use pmscope_sys::sysroot::SysRoot;
@@ -68,6 +69,17 @@ pub struct Session {
     /// `--precision`: the relative half-width of the 95 % interval of each point's median
     /// to repeat until (0.03 for ±3 %); `None` for exactly `--reps` repetitions.
     pub precision: Option<f64>,
+    /// `--blocks`: how many blocks, each on a mapping of its own, a point of a measurement
+    /// that takes them is measured in ([`pmscope_core::blocks`]); 1 for one mapping for
+    /// the whole measurement.
+    pub blocks: usize,
+    /// Inside a suite measured in rounds: the block every measurement of this round is
+    /// (one pass each, its records holding their one block, merged by the suite after the
+    /// last round); `None` outside.
+    pub round: Option<BlockIndex>,
+    /// The frames of each target's last mapping (by spec), for the placement check of a
+    /// round's mapping against the round before.
+    pub frames: std::collections::HashMap<String, Vec<u64>>,
     /// Findings about the command's plan (a default size capped by memory: `size-capped`),
     /// carried by every record of the next measurement like the environment's; taken by
     /// [`Harness::start`].
@@ -101,6 +113,10 @@ pub struct Measurement {
     /// instead of spending a tenth of a second on a precision nothing uses (a K-mer job
     /// that takes one second would spend a tenth of it here).
     pub wall_clocked: bool,
+    /// Blocks each point is measured in: the session's `--blocks` for a measurement whose
+    /// points are repeated timings, 1 for one whose figure is not (a verification, file
+    /// I/O in a directory).
+    pub blocks: usize,
 }
 
 /// A started measurement: calibrated timer, environment findings, the sink.
@@ -114,6 +130,13 @@ pub struct Harness<'s> {
     working_set: Option<u64>,
     /// Each node's largest memory-side cache, for the `memory-side-cache` check.
     side_caches: Vec<(u32, pmscope_sys::numa::MemorySideCache)>,
+    /// Blocks each point is measured in.
+    blocks: usize,
+    /// The records of the blocks measured so far, each with its mapping's placement, while
+    /// [`Harness::per_target`] measures in blocks; `None` emits each record as it comes.
+    collected: Option<Vec<(Record, Option<Placement>)>>,
+    /// The records [`Harness::per_target`] emitted as they came (in one block).
+    emitted: Option<Vec<Record>>,
     /// Held for the whole measurement: dropping it (at the end, on an error or Ctrl-C)
     /// turns the prefetchers back on.
     _prefetchers: Option<pmscope_sys::hw_prefetchers::PrefetchersOff>,
@@ -181,6 +204,9 @@ impl<'s> Harness<'s> {
             seen: Vec::new(),
             working_set: m.working_set,
             side_caches,
+            blocks: m.blocks.max(1),
+            collected: None,
+            emitted: None,
         })
     }
 
@@ -228,6 +254,16 @@ impl<'s> Harness<'s> {
     /// Maps each target in turn (`bytes` each, with `opts`) and runs `measure` on it. With
     /// `persists`, a target whose persistence domain the strategy cannot make durable
     /// carries a warning in every record.
+    ///
+    /// Measured in blocks (`--blocks` above 1), the whole pass over every target is made
+    /// once per block, each time on new mappings: made while the target's previous one
+    /// still holds its pages (where memory allows), first touched in a random order, and
+    /// checked against it ([`Placement`]). `measure` measures its block's share of each
+    /// point ([`TargetRun::block`]); the records it emits are held, and after the last
+    /// block (or at an interrupt or error, with the blocks measured so far) each point's
+    /// blocks are merged into its record ([`pmscope_core::blocks::merge`]), the intervals
+    /// of the points of one experiment and metric moderated together
+    /// ([`pmscope_core::blocks::moderate`]), and emitted. Returns the records emitted.
     pub fn per_target<F>(
         &mut self,
         targets: &[TargetSpec],
@@ -235,13 +271,90 @@ impl<'s> Harness<'s> {
         opts: &MapOptions,
         persists: Option<PersistStrategy>,
         mut measure: F,
+    ) -> Result<Vec<Record>>
+    where
+        F: FnMut(&mut TargetRun<'_, 's>, &mut Mapping) -> Result<()>,
+    {
+        if let Some(block) = self.session.round.filter(|_| self.blocks > 1) {
+            // One block of a suite's round: the targets' frames of the round before are the
+            // session's.
+            let mut previous: Vec<Previous> = targets
+                .iter()
+                .map(|t| Previous {
+                    mapping: None,
+                    frames: self.session.frames.remove(&t.to_string()),
+                })
+                .collect();
+            self.collected = Some(Vec::new());
+            let round = (block, &mut previous[..], false);
+            let measured = self.pass(targets, bytes, opts, persists, &mut measure, Some(round));
+            for (t, p) in targets.iter().zip(previous) {
+                if let Some(f) = p.frames {
+                    self.session.frames.insert(t.to_string(), f);
+                }
+            }
+            let records = self.emit_collected(self.session.precision);
+            measured?;
+            return records;
+        }
+        if self.blocks <= 1 {
+            self.emitted = Some(Vec::new());
+            let measured = self.pass(targets, bytes, opts, persists, &mut measure, None);
+            let records = self.emitted.take().unwrap_or_default();
+            measured?;
+            return Ok(records);
+        }
+        let blocks = self.blocks;
+        // Each target's previous mapping, held until its next one is made (where all of
+        // them and one more fit the memory guard), and the frames it had.
+        let hold = (targets.len() as u64 + 1).saturating_mul(bytes) <= opts.guard.limit;
+        let mut previous: Vec<Previous> = targets.iter().map(|_| Previous::default()).collect();
+        self.collected = Some(Vec::new());
+        let mut measured = Ok(());
+        for b in 0..blocks {
+            let block = BlockIndex {
+                index: b,
+                of: blocks,
+            };
+            let blocks = (block, &mut previous[..], hold);
+            measured = self.pass(targets, bytes, opts, persists, &mut measure, Some(blocks));
+            if measured.is_err() {
+                break;
+            }
+        }
+        drop(previous);
+        let records = self.emit_collected(self.session.precision);
+        measured?;
+        records
+    }
+
+    /// One pass over every target: map, judge, measure. In blocks, `blocks` is this
+    /// block, the targets' previous mappings, and whether to hold them.
+    fn pass<F>(
+        &mut self,
+        targets: &[TargetSpec],
+        bytes: u64,
+        opts: &MapOptions,
+        persists: Option<PersistStrategy>,
+        measure: &mut F,
+        blocks: Option<(BlockIndex, &mut [Previous], bool)>,
     ) -> Result<()>
     where
         F: FnMut(&mut TargetRun<'_, 's>, &mut Mapping) -> Result<()>,
     {
-        for spec in targets {
+        let (block, mut previous, hold) = match blocks {
+            Some((block, previous, hold)) => (block, Some(previous), hold),
+            None => (BlockIndex::ONE, None, false),
+        };
+        for (t, spec) in targets.iter().enumerate() {
             interrupt::check()?;
-            let mut mapping = pmscope_mapping::map(spec, bytes, opts)?;
+            let (mut mapping, placement) = match previous.as_deref_mut() {
+                None => (pmscope_mapping::map(spec, bytes, opts)?, None),
+                Some(previous) => {
+                    let (m, placement) = map_block(spec, bytes, opts, block, &mut previous[t])?;
+                    (m, Some(placement))
+                }
+            };
             let target = mapping.record();
             let warnings = self.judge(&target, mapping.warnings().to_vec(), persists);
             let mut run = TargetRun {
@@ -249,12 +362,31 @@ impl<'s> Harness<'s> {
                 target,
                 warnings,
                 placements: Vec::new(),
+                block,
+                placement: placement.and_then(|p| p),
             };
             measure(&mut run, &mut mapping)?;
             let TargetRun { target, .. } = run;
-            self.seen.push((target.spec, target.achieved));
+            if !self.seen.iter().any(|(spec, _)| *spec == target.spec) {
+                self.seen.push((target.spec, target.achieved));
+            }
+            if let Some(previous) = previous.as_deref_mut() {
+                previous[t].frames = frames_of(&mapping);
+                previous[t].mapping = hold.then_some(mapping);
+            }
         }
         Ok(())
+    }
+
+    /// Merges the held records of each point over its blocks, moderates their intervals,
+    /// and emits them in the order first measured.
+    fn emit_collected(&mut self, target: Option<f64>) -> Result<Vec<Record>> {
+        let collected = self.collected.take().unwrap_or_default();
+        let records = pmscope_core::blocks::merge_points(collected, target);
+        for r in &records {
+            self.sink.emit(r)?;
+        }
+        Ok(records)
     }
 
     /// Takes over a target the workload mapped and verified itself (a k-mer table sizes and
@@ -276,6 +408,8 @@ impl<'s> Harness<'s> {
             target,
             warnings,
             placements: Vec::new(),
+            block: BlockIndex::ONE,
+            placement: None,
         }
     }
 
@@ -347,12 +481,138 @@ pub struct TargetRun<'h, 's> {
     target: TargetRecord,
     warnings: Vec<Warning>,
     placements: Vec<ThreadPlacement>,
+    block: BlockIndex,
+    placement: Option<Placement>,
+}
+
+/// Which block of how many a pass measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockIndex {
+    /// This block, from 0.
+    pub index: usize,
+    /// Blocks in all.
+    pub of: usize,
+}
+
+impl BlockIndex {
+    /// A measurement of one block.
+    pub const ONE: BlockIndex = BlockIndex { index: 0, of: 1 };
+
+    /// This block's share of `total` repetitions, samples or accesses: the total split
+    /// evenly, rounded up, so that the blocks together do at least `total`.
+    pub fn share(&self, total: usize) -> usize {
+        total.div_ceil(self.of.max(1)).max(1)
+    }
+
+    /// The factor on the duration of one repetition of a point of `reps` repetitions, so
+    /// that its blocks together time about what the repetitions would in one block: 1
+    /// while each block keeps a repetition or more of its own ([`BlockIndex::share`]), and
+    /// reps/blocks when there are more blocks than repetitions (each block then times one
+    /// shorter repetition).
+    pub fn rep_scale(&self, reps: usize) -> f64 {
+        if reps >= self.of {
+            1.0
+        } else {
+            reps.max(1) as f64 / self.of as f64
+        }
+    }
+
+    /// The seed of this block's random orders (chains, addresses) from the point's `seed`:
+    /// the seed itself in the first block (so one block is the measurement of `--blocks
+    /// 1`), a different one in each later block.
+    pub fn seed(&self, seed: u64) -> u64 {
+        if self.index == 0 {
+            seed
+        } else {
+            seed ^ (self.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        }
+    }
+}
+
+/// A target's mapping of the block before and the frames it had.
+#[derive(Default)]
+struct Previous {
+    mapping: Option<Mapping>,
+    frames: Option<Vec<u64>>,
+}
+
+/// Maps a target's next block: beside its previous mapping when that is still held (if
+/// the two do not fit, after releasing it), its pages first touched in a random order of
+/// the block's own; with the placement found against the previous block's frames.
+fn map_block(
+    spec: &TargetSpec,
+    bytes: u64,
+    opts: &MapOptions,
+    block: BlockIndex,
+    previous: &mut Previous,
+) -> Result<(Mapping, Option<Placement>)> {
+    let opts = MapOptions {
+        first_touch_order: FirstTouch::Shuffled(block.seed(0x00b1_0c4e) ^ block.index as u64),
+        ..opts.clone()
+    };
+    let held = previous.mapping.is_some();
+    let mapping = match pmscope_mapping::map(spec, bytes, &opts) {
+        Ok(m) => m,
+        Err(_) if held => {
+            // Two did not fit (free huge pages, a device's size): release the old one.
+            previous.mapping = None;
+            pmscope_mapping::map(spec, bytes, &opts)?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let beside = held && previous.mapping.is_some();
+    previous.mapping = None;
+    let placement = (block.index > 0).then(|| {
+        let now = frames_of(&mapping);
+        placement(beside, previous.frames.as_deref(), now.as_deref())
+    });
+    Ok((mapping, placement))
+}
+
+/// The frames behind a mapping, one per sampled page (at most
+/// [`pmscope_core::blocks::PLACEMENT_SAMPLE`]); `None` where pagemap hides them.
+fn frames_of(m: &Mapping) -> Option<Vec<u64>> {
+    let sample = pmscope_core::blocks::PLACEMENT_SAMPLE;
+    let stride = (m.len() / sample).max(4096).next_multiple_of(4096);
+    pmscope_sys::pagemap::frames(m.as_mut_ptr() as usize, m.len(), stride)
+}
+
+/// What a block's frames `now` have in common with the block before's.
+fn placement(beside: bool, before: Option<&[u64]>, now: Option<&[u64]>) -> Placement {
+    let (shared_frames, same_colour) = match (before, now) {
+        (Some(before), Some(now)) if !now.is_empty() => {
+            let held: std::collections::HashSet<u64> =
+                before.iter().copied().filter(|f| *f != 0).collect();
+            let n = now.len() as f64;
+            let shared = now.iter().filter(|f| held.contains(f)).count() as f64 / n;
+            let colours = pmscope_core::blocks::COLOURS;
+            let same = before
+                .iter()
+                .zip(now)
+                .filter(|(a, b)| **a % colours == **b % colours)
+                .count() as f64
+                / n;
+            (Some(shared), Some(same))
+        }
+        _ => (None, None),
+    };
+    Placement {
+        beside_previous: beside,
+        shared_frames,
+        same_colour,
+    }
 }
 
 impl TargetRun<'_, '_> {
     /// The target as asked and achieved.
     pub fn target(&self) -> &TargetRecord {
         &self.target
+    }
+
+    /// Which block of the measurement this pass is: take [`BlockIndex::share`] of each
+    /// point's repetitions or samples, and [`BlockIndex::seed`] for its random orders.
+    pub fn block(&self) -> BlockIndex {
+        self.block
     }
 
     /// The calibrated timer.
@@ -374,7 +634,12 @@ impl TargetRun<'_, '_> {
     /// until `--precision` is met or its budget is spent; exactly `min` under the null
     /// executor, whose synthetic values gain nothing from more.
     pub fn repeat_policy(&self, min: usize) -> RepeatPolicy {
-        let policy = RepeatPolicy::new(min, self.harness.session.precision);
+        let policy = if self.block.of > 1 {
+            // The point's precision is judged over its blocks; a block repeats its share.
+            RepeatPolicy::block(self.block.share(min))
+        } else {
+            RepeatPolicy::new(min, self.harness.session.precision)
+        };
         match self.executor() {
             Executor::Real => policy,
             Executor::Null => policy.without_adapting(),
@@ -464,9 +729,17 @@ impl TargetRun<'_, '_> {
             r.warnings.push(w);
             r
         });
+        let r = cached.as_ref().unwrap_or(r);
+        if let Some(collected) = &mut self.harness.collected {
+            collected.push((r.clone(), self.placement));
+            return Ok(());
+        }
+        if let Some(emitted) = &mut self.harness.emitted {
+            emitted.push(r.clone());
+        }
         self.harness
             .sink
-            .emit(cached.as_ref().unwrap_or(r))
+            .emit(r)
             .with_context(|| format!("recording a point of {}", self.target.spec))
     }
 
@@ -483,5 +756,31 @@ impl TargetRun<'_, '_> {
             .and_then(|v| v.as_u64())
             .or(self.harness.working_set)?;
         sanity::within_memory_side_cache(ws, &self.target.achieved.nodes, &self.harness.side_caches)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first block is the measurement of `--blocks 1` (its seed unchanged); every later
+    /// block draws random orders of its own; the blocks' shares together cover the total.
+    #[test]
+    fn each_block_draws_its_own_orders_and_its_share() {
+        let blocks: Vec<BlockIndex> = (0..5).map(|index| BlockIndex { index, of: 5 }).collect();
+        assert_eq!(blocks[0].seed(42), 42);
+        let seeds: std::collections::HashSet<u64> = blocks.iter().map(|b| b.seed(42)).collect();
+        assert_eq!(seeds.len(), 5, "a seed per block");
+        assert_eq!(BlockIndex::ONE.seed(42), 42);
+        for total in [1, 4, 5, 1001] {
+            let shares: usize = blocks.iter().map(|b| b.share(total)).sum();
+            assert!(shares >= total && shares < total + 5, "{total}: {shares}");
+        }
+        assert_eq!(blocks[0].rep_scale(10), 1.0);
+        assert_eq!(
+            blocks[0].rep_scale(2),
+            0.4,
+            "two repetitions' time over five blocks"
+        );
     }
 }

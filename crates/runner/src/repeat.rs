@@ -31,6 +31,9 @@ pub struct RepeatPolicy {
     pub budget_factor: f64,
     /// Repetitions measured at most (kept and disturbed together), whatever the budget.
     pub max: usize,
+    /// Whether a disturbed repetition is measured again (within the budget) rather than
+    /// kept and counted.
+    pub remeasure: bool,
 }
 
 impl RepeatPolicy {
@@ -46,6 +49,17 @@ impl RepeatPolicy {
             target,
             budget_factor: 4.0,
             max: (10 * min).max(50),
+            remeasure: target.is_some(),
+        }
+    }
+
+    /// One block's share of a point measured in blocks: exactly `min` repetitions kept (the
+    /// point's precision is judged over its blocks, not here), a disturbed one measured
+    /// again within the same budget.
+    pub fn block(min: usize) -> RepeatPolicy {
+        RepeatPolicy {
+            remeasure: true,
+            ..RepeatPolicy::new(min, None)
         }
     }
 
@@ -54,6 +68,7 @@ impl RepeatPolicy {
     pub fn without_adapting(self) -> RepeatPolicy {
         RepeatPolicy {
             max: self.min,
+            remeasure: false,
             ..self
         }
     }
@@ -61,7 +76,7 @@ impl RepeatPolicy {
     /// Whether a disturbed repetition is measured again (with a target), or kept and
     /// counted (a fixed number of repetitions).
     fn remeasures(&self) -> bool {
-        self.target.is_some()
+        self.remeasure
     }
 }
 
@@ -188,7 +203,7 @@ pub fn repeat<T, W: Watch + ?Sized>(
         Precision::of(&values, policy.target).is_some_and(|p| p.met)
     };
     loop {
-        if kept.len() >= policy.min && (!policy.remeasures() || met(&kept)) {
+        if kept.len() >= policy.min && (policy.target.is_none() || met(&kept)) {
             break;
         }
         let over_budget = base.is_some_and(|b| spent >= b.mul_f64(1.0 + policy.budget_factor));
@@ -737,6 +752,27 @@ mod tests {
         let r = repeat(&policy, &mut Script::calm(), |x| *x, from(&[1.0, 2.0, 3.0])).unwrap();
         assert_eq!(r.kept.len(), 3);
         assert_eq!(r.precision.unwrap().target, Some(0.0001));
+    }
+
+    /// A block's share: exactly `min` kept, whatever their spread, but a disturbed one is
+    /// measured again, not kept.
+    #[test]
+    fn a_block_keeps_its_share_and_measures_disturbed_ones_again() {
+        let mut watch = Script {
+            disturbed: vec![1],
+            ..Script::calm()
+        };
+        let r = repeat(&RepeatPolicy::block(1), &mut watch, |x| *x as f64, Ok).unwrap();
+        assert_eq!(r.kept, [2], "repetition 1 was disturbed and measured again");
+        assert_eq!(r.precision.unwrap().disturbed, 1);
+        let r = repeat(
+            &RepeatPolicy::block(3),
+            &mut Script::calm(),
+            |x| *x,
+            from(&[1.0, 10.0, 200.0, 3000.0]),
+        )
+        .unwrap();
+        assert_eq!(r.kept.len(), 3, "no more for a wide spread");
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let mut ctx = Context::new(executor);
     ctx.prefetchers_off = cli.prefetchers == crate::args::Prefetchers::Off;
     ctx.precision = cli.precision.target();
+    ctx.blocks = cli.blocks.0;
     match &cli.command {
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

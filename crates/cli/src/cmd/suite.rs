@@ -20,10 +20,12 @@ fn decode(command_line: &[String]) -> Option<Original> {
         Ok(Cli {
             command: Command::Suite(params),
             null_executor,
+            blocks,
             ..
         }) => Some(Original {
             params,
             null_executor,
+            blocks: blocks.0,
         }),
         _ => None,
     }

@@ -18,7 +18,7 @@ use anyhow::{Context as _, Result};
 use atomic_file::PendingOutput;
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
-use pmscope_store::{RunId, Store};
+use pmscope_store::Store;
 use std::io::Write;
 
 /// The destination of a command's records.
@@ -33,6 +33,8 @@ pub struct Sink {
     printed: Vec<String>,
     records: Vec<Record>,
     store: Option<StoreRun>,
+    /// Records go to the store and `records` only (a suite's block records).
+    store_only: bool,
 }
 
 impl Sink {
@@ -68,6 +70,7 @@ impl Sink {
             printed: Vec::new(),
             records: Vec::new(),
             store,
+            store_only: false,
         })
     }
 
@@ -104,73 +107,6 @@ impl Sink {
         self.store.as_ref().and_then(|s| s.store.get().ok())
     }
 
-    /// Begins this command's run now (a suite does, so that a run killed before its first
-    /// point can be resumed), or continues `resume`, an incomplete run of the store (which
-    /// gains this command's tags).
-    /// Returns the run, `None` under `--no-store`.
-    pub fn begin_run(
-        &mut self,
-        command_line: &[String],
-        resume: Option<RunId>,
-    ) -> Result<Option<RunId>> {
-        let Some(s) = &mut self.store else {
-            return Ok(None);
-        };
-        let run = match resume {
-            Some(run) => {
-                s.store.get()?.add_tags(run, &s.tags)?;
-                run
-            }
-            None => s.store.get()?.begin_run(command_line, &s.tags)?,
-        };
-        s.run = Some(run);
-        Ok(Some(run))
-    }
-
-    /// Inside a suite: the records that follow belong to step `step` (0-based). Points a
-    /// killed attempt of this step left in the run are deleted first, so the step is
-    /// stored whole and once.
-    pub fn begin_step(&mut self, step: usize) -> Result<()> {
-        if let Some(s) = &mut self.store {
-            if let Some(run) = s.run {
-                s.store.get()?.restart_step(run, step)?;
-            }
-            s.step = Some(step);
-        }
-        Ok(())
-    }
-
-    /// Inside a suite: step `step` finished, every point of it stored.
-    pub fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
-        if let Some(StoreRun {
-            store,
-            run: Some(run),
-            step: current,
-            ..
-        }) = &mut self.store
-        {
-            store.get()?.finish_step(*run, step, name)?;
-            *current = None;
-        }
-        Ok(())
-    }
-
-    /// A record an earlier, interrupted attempt of this run stored (`suite --resume`): it
-    /// goes to `-o` and `--json` as if measured now, and to the renderers, but not again
-    /// into the store.
-    pub fn replay(&mut self, r: &Record) -> Result<()> {
-        let line = serde_json::to_string(r).context("serialising a record")?;
-        if let Some((name, f)) = &mut self.file {
-            f.write_line(&line)
-                .with_context(|| format!("writing {name}"))?;
-        }
-        if self.json {
-            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
-        }
-        self.records.push(r.clone());
-        Ok(())
-    }
-
     /// Whether stdout takes JSON Lines.
     pub fn json(&self) -> bool {
         self.json
@@ -180,7 +116,7 @@ impl Sink {
     /// finished points) and, with `--json`, to stdout.
     pub fn emit(&mut self, r: &Record) -> Result<()> {
         let line = serde_json::to_string(r).context("serialising a record")?;
-        if let Some((name, f)) = &mut self.file {
+        if let Some((name, f)) = self.file.as_mut().filter(|_| !self.store_only) {
             f.write_line(&line)
                 .with_context(|| format!("writing {name}"))?;
         }
@@ -193,10 +129,10 @@ impl Sink {
             };
             s.store.get()?.add_step_record(run, s.step, r)?;
         }
-        if self.json {
+        if self.json && !self.store_only {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}").context("writing stdout")?;
-        } else {
+        } else if !self.store_only {
             self.print_warnings(&r.warnings);
         }
         self.records.push(r.clone());

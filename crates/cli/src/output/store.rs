@@ -3,10 +3,11 @@
 
 use super::Sink;
 use crate::args::OutputArgs;
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
 use pmscope_experiment::atomic_file::PendingOutput;
 use pmscope_store::{RunId, Store};
+use std::io::Write;
 
 /// The results store and this command's run in it (begun at the first record).
 pub(super) struct StoreRun {
@@ -74,6 +75,96 @@ impl LazyStore {
     }
 }
 
+impl Sink {
+    /// Begins this command's run now (a suite does, so that a run killed before its first
+    /// point can be resumed), or continues `resume`, an incomplete run of the store (which
+    /// gains this command's tags).
+    /// Returns the run, `None` under `--no-store`.
+    pub fn begin_run(
+        &mut self,
+        command_line: &[String],
+        resume: Option<RunId>,
+    ) -> Result<Option<RunId>> {
+        let Some(s) = &mut self.store else {
+            return Ok(None);
+        };
+        let run = match resume {
+            Some(run) => {
+                s.store.get()?.add_tags(run, &s.tags)?;
+                run
+            }
+            None => s.store.get()?.begin_run(command_line, &s.tags)?,
+        };
+        s.run = Some(run);
+        Ok(Some(run))
+    }
+
+    /// Inside a suite: the records that follow belong to step `step` (0-based). Points a
+    /// killed attempt of this step left in the run are deleted first, so the step is
+    /// stored whole and once.
+    pub fn begin_step(&mut self, step: usize) -> Result<()> {
+        if let Some(s) = &mut self.store {
+            if let Some(run) = s.run {
+                s.store.get()?.restart_step(run, step)?;
+            }
+            s.step = Some(step);
+        }
+        Ok(())
+    }
+
+    /// Inside a suite: step `step` finished, every point of it stored.
+    pub fn finish_step(&mut self, step: usize, name: &str) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            step: current,
+            ..
+        }) = &mut self.store
+        {
+            store.get()?.finish_step(*run, step, name)?;
+            *current = None;
+        }
+        Ok(())
+    }
+
+    /// A record an earlier, interrupted attempt of this run stored (`suite --resume`): it
+    /// goes to `-o` and `--json` as if measured now, and to the renderers, but not again
+    /// into the store.
+    pub fn replay(&mut self, r: &Record) -> Result<()> {
+        if !self.store_only {
+            let line = serde_json::to_string(r).context("serialising a record")?;
+            if let Some((name, f)) = &mut self.file {
+                f.write_line(&line)
+                    .with_context(|| format!("writing {name}"))?;
+            }
+            if self.json {
+                writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+            }
+        }
+        self.records.push(r.clone());
+        Ok(())
+    }
+
+    /// While on, records go into the store and `records` only (a suite's block records,
+    /// which it shows merged).
+    pub fn set_store_only(&mut self, on: bool) {
+        self.store_only = on;
+    }
+
+    /// Deletes suite step `step`'s points and finished mark from the run.
+    pub fn discard_step(&mut self, step: usize) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            ..
+        }) = &self.store
+        {
+            store.get()?.restart_step(*run, step)?;
+        }
+        Ok(())
+    }
+}
+
 impl pmscope_experiment::Output for Sink {
     fn human(&self) -> bool {
         Sink::human(self)
@@ -102,6 +193,12 @@ impl pmscope_experiment::Output for Sink {
     }
     fn replay(&mut self, r: &Record) -> Result<()> {
         Sink::replay(self, r)
+    }
+    fn set_store_only(&mut self, on: bool) {
+        Sink::set_store_only(self, on)
+    }
+    fn discard_step(&mut self, step: usize) -> Result<()> {
+        Sink::discard_step(self, step)
     }
     fn file(&self) -> Option<&std::path::Path> {
         self.output.as_deref()

@@ -151,6 +151,7 @@ pub struct App;
 
 impl Experiment for App {
     const NAME: &'static str = "app";
+    const IN_BLOCKS: bool = false;
     type Params = Params;
     type Plan = Plan;
 

@@ -141,6 +141,10 @@ impl Experiment for Bandwidth {
         render::render(records)
     }
 
+    fn derive(records: &[Record]) -> Vec<Record> {
+        best_records(records)
+    }
+
     fn place(params: &mut Params, on: &Placement) {
         params.targets = on.targets.clone();
         if let Some(c) = &on.cpus {
@@ -200,7 +204,6 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             for &pattern in &p.patterns {
                 for &size in &p.sizes {
                     let (s_op, s_read, s_write) = streamers(op, p.width, size, &features)?;
-                    let mut tried = Vec::new();
                     for &n in &p.threads {
                         for (label, roles) in mix::thread_roles(n, p.mix, s_op, s_read, s_write) {
                             let (total, read, written) =
@@ -222,20 +225,8 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                             let mut rec = with_repetitions(rec, &total);
                             rec.metric = Some("bandwidth_gb_s".into());
                             run.emit(&rec)?;
-                            if p.mix == Mix::None {
-                                tried.push(point_of(n as u64, &rec));
-                            }
                         }
                         progress.inc();
-                    }
-                    if tried.len() > 1 {
-                        let best = run
-                            .record("bandwidth-best")
-                            .param(p::OP, op.name())
-                            .param(p::PATTERN, pattern.name())
-                            .param(p::ACCESS_BYTES, size)
-                            .param(p::SHARED, p.shared);
-                        run.emit(&best_record(best, &tried))?;
                     }
                 }
             }
@@ -245,6 +236,46 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     h.finish()?;
     progress.finish();
     Ok(())
+}
+
+/// A `bandwidth-best` record for every target, op, pattern and access size measured at
+/// more than one thread count without a mix, from the points as recorded (over all their
+/// blocks).
+fn best_records(points: &[Record]) -> Vec<Record> {
+    let mut groups: Vec<(Record, Vec<best::Point>)> = Vec::new();
+    let unmixed = |r: &&Record| r.text(p::MIX).is_none_or(str::is_empty);
+    for r in points
+        .iter()
+        .filter(|r| r.experiment == "bandwidth")
+        .filter(unmixed)
+    {
+        let Some(threads) = r.count(p::THREADS) else {
+            continue;
+        };
+        let same = |g: &Record| {
+            g.spec() == r.spec()
+                && [p::OP, p::PATTERN, p::ACCESS_BYTES, p::SHARED]
+                    .iter()
+                    .all(|k| g.get(*k) == r.get(*k))
+        };
+        match groups.iter_mut().find(|(g, _)| same(g)) {
+            Some((_, tried)) => tried.push(point_of(threads, r)),
+            None => groups.push((r.clone(), vec![point_of(threads, r)])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(_, tried)| tried.len() > 1)
+        .map(|(first, tried)| {
+            let mut r = first.derived("bandwidth-best", &[p::EXECUTOR]);
+            for k in [p::OP, p::PATTERN, p::ACCESS_BYTES, p::SHARED] {
+                if let Some(x) = first.get(k) {
+                    r = r.param(k, x.clone());
+                }
+            }
+            best_record(r, &tried)
+        })
+        .collect()
 }
 
 /// A point's median GB/s and 95 % interval, for the best thread count.
@@ -318,6 +349,8 @@ fn measure_point(
     let random = pattern == Pattern::Rand;
     let policy = run.repeat_policy(p.reps);
     let mut watch = run.watch(&p.cpus[..n], Workers::Busy(n));
+    let seed = run.block().seed(p.seed);
+    let duration = p.duration.mul_f64(run.block().rep_scale(p.reps));
     // GB/s read and written by each repetition; the point's figure is their sum.
     let reps = repeat(
         &policy,
@@ -331,8 +364,8 @@ fn measure_point(
                             roles[w],
                             views[w],
                             random,
-                            p.duration,
-                            p.seed ^ (w as u64) << 8 ^ rep as u64,
+                            duration,
+                            seed ^ (w as u64) << 8 ^ rep as u64,
                         )
                     },
                     // One pass of the role over its view in a millisecond.

@@ -223,6 +223,7 @@ pub struct Fio;
 
 impl Experiment for Fio {
     const NAME: &'static str = "fio";
+    const IN_BLOCKS: bool = false;
     type Params = Params;
     type Plan = Plan;
 
@@ -252,7 +253,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         out.human(),
     );
     let specs: Vec<_> = p.targets.iter().map(|t| t.spec.clone()).collect();
-    let mut h = ctx.start(out, &[0], None, false)?;
+    let mut h = ctx.start_once(out, &[0], None)?;
     let mut next = p.targets.iter();
     h.per_target(&specs, PROBE_BYTES, &p.opts, None, |run, _probe| {
         let t = next.next().expect("one DirTarget per spec");

@@ -130,6 +130,7 @@ pub struct Fs;
 
 impl Experiment for Fs {
     const NAME: &'static str = "fs";
+    const IN_BLOCKS: bool = false;
     type Params = Params;
     type Plan = Plan;
 
@@ -160,7 +161,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         out.human(),
     );
     let specs: Vec<_> = p.targets.iter().map(|t| t.spec.clone()).collect();
-    let mut h = ctx.start(out, &[p.cpu], None, false)?;
+    let mut h = ctx.start_once(out, &[p.cpu], None)?;
     let timer = *h.timer();
     let mut next = p.targets.iter();
     h.per_target(&specs, PROBE_BYTES, &p.opts, None, |run, _probe| {

@@ -123,6 +123,7 @@ pub struct Kmer;
 
 impl Experiment for Kmer {
     const NAME: &'static str = "kmer";
+    const IN_BLOCKS: bool = false;
     type Params = Params;
     type Plan = Plan;
 

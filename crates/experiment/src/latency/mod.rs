@@ -25,7 +25,7 @@ use pmscope_loops::chase::Chaser;
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
-use pmscope_runner::harness::TargetRun;
+use pmscope_runner::harness::{BlockIndex, TargetRun};
 use pmscope_runner::interrupt;
 use pmscope_runner::repeat::{RepeatPolicy, Repeated, SystemWatch, Workers};
 use pmscope_runner::timer::Timer;
@@ -217,6 +217,8 @@ struct Repetition {
     policy: RepeatPolicy,
     watch: SystemWatch,
     sampler: Sampler,
+    /// The block measured: its share of the samples, its own chain orders.
+    block: BlockIndex,
 }
 
 fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
@@ -237,6 +239,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             policy: run.repeat_policy(p.repetition.reps),
             watch: run.watch(&[p.cpu], Workers::Busy(1)),
             sampler: Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer),
+            block: run.block(),
         };
         let (points, dist) = run.on_cpu(p.cpu, mapping.bytes_mut(), |bytes| {
             sweep_target(
@@ -266,6 +269,11 @@ fn sweep_target(
     progress: &Progress,
 ) -> Result<Curve> {
     let max_ws = *p.sizes.iter().max().expect("non-empty axis");
+    let chain = ChainSpec {
+        seed: how.block.seed(p.chain.seed),
+        ..p.chain
+    };
+    let samples = how.block.share(p.samples);
     let mut points = Vec::new();
     let mut dist = None;
     for &ws in &p.sizes {
@@ -275,9 +283,9 @@ fn sweep_target(
         let with_distribution = ws == max_ws && p.samples > 0;
         let (ns, d) = executor.run(
             || -> Result<_> {
-                let mut chaser = Chaser::build(region, ws as usize, &p.chain)
+                let mut chaser = Chaser::build(region, ws as usize, &chain)
                     .with_context(|| format!("building a chain over {}", Bytes(ws)))?;
-                let rep_ns = p.repetition.rep_ns;
+                let rep_ns = p.repetition.rep_ns * how.block.rep_scale(p.repetition.reps);
                 let ns = chase_latency(
                     &mut chaser,
                     timer,
@@ -286,13 +294,13 @@ fn sweep_target(
                     &mut how.watch.clone(),
                 );
                 let d = with_distribution
-                    .then(|| chase_distribution(&mut chaser, timer, p.samples, &how.sampler));
+                    .then(|| chase_distribution(&mut chaser, timer, samples, &how.sampler));
                 Ok((ns?, d))
             },
             || {
-                let ns = Executor::synthetic(p.repetition.reps, 1.0 + ws as f64 / 1e7);
+                let ns = Executor::synthetic(how.policy.min, 1.0 + ws as f64 / 1e7);
                 let d = with_distribution.then(|| {
-                    let s = Executor::synthetic(p.samples, 100.0);
+                    let s = Executor::synthetic(samples, 100.0);
                     (how.sampler.synthetic(&s), LogHistogram::of(&s, 4))
                 });
                 Ok((Repeated::fixed(ns, how.policy.target), d))

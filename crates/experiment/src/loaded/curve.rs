@@ -11,7 +11,7 @@ use pmscope_loops::Region;
 use pmscope_loops::stream::StreamView;
 use pmscope_mapping::Mapping;
 use pmscope_runner::executor::Executor;
-use pmscope_runner::harness::TargetRun;
+use pmscope_runner::harness::{BlockIndex, TargetRun};
 use pmscope_runner::interrupt;
 use pmscope_runner::repeat::{SystemWatch, Workers};
 use pmscope_runner::timer::Timer;
@@ -56,6 +56,8 @@ struct Team<'s> {
     watches: Watches,
     /// The precision asked of each point's median (`--precision`).
     target: Option<f64>,
+    /// The block measured: its share of the samples, its own orders.
+    block: BlockIndex,
 }
 
 /// The probe's watch at the idle point and at a loaded one.
@@ -106,6 +108,7 @@ pub fn measure_curve(
             loaded: run.watch(&p.cpus, Workers::Busy(p.cpus.len())),
         },
         target: run.precision_target(),
+        block: run.block(),
     };
     let out = run.on_each(&p.cpus, &mut parts, |w, part| match part {
         Part::Traffic(view) => Done::Traffic(traffic_worker(&team, w, *view)),
@@ -143,7 +146,7 @@ fn traffic_worker(team: &Team<'_>, w: usize, view: StreamView<'_>) -> Vec<f64> {
         let (bytes, secs) = if delay_ns.is_some() && !team.failed.load(Ordering::SeqCst) {
             team.executor.run(
                 || {
-                    let seed = p.seed ^ (w as u64) << 8;
+                    let seed = team.block.seed(p.seed) ^ (w as u64) << 8;
                     let (t, secs) = delayed_traffic(p.traffic, view, ticks, seed, &team.stop);
                     (t.total(), secs)
                 },
@@ -172,7 +175,7 @@ fn probe_worker(
     progress: &Progress,
 ) -> Result<Vec<Point>> {
     let executor = team.executor;
-    let how = (executor, team.target);
+    let how = (executor, team.target, team.block);
     let mut measure = match probe::measurer(team.plan, region, how, timer, features) {
         Ok(m) => m,
         Err(e) => {

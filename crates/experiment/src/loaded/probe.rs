@@ -13,6 +13,7 @@ use pmscope_loops::chase::{Chaser, single_timing_overhead};
 use pmscope_loops::offsets::access_offsets;
 use pmscope_persist::PersistStrategy;
 use pmscope_runner::executor::Executor;
+use pmscope_runner::harness::BlockIndex;
 use pmscope_runner::repeat::{RepeatPolicy, Watch};
 use pmscope_runner::timer::Timer;
 use pmscope_sys::cpu::CpuFeatures;
@@ -86,15 +87,21 @@ pub type Measurer<'r> = Box<dyn FnMut(&mut dyn Watch) -> Result<Point> + 'r>;
 
 /// Builds what measures one point of the probe (the chain is built once, here); each call
 /// measures one point (its `delay_ns` is filled in by the caller) under the watch given,
-/// its median judged against the precision `target`.
+/// its median judged against the precision `target`: the block's share of its samples and
+/// repetitions, at the block's own random addresses.
 pub fn measurer<'r>(
     p: &Plan,
     region: &'r mut Region<'_>,
-    (executor, target): (Executor, Option<f64>),
+    (executor, target, block): (Executor, Option<f64>, BlockIndex),
     timer: &'r Timer,
     features: &CpuFeatures,
 ) -> Result<Measurer<'r>> {
-    let (samples, repetition) = (p.samples, p.repetition);
+    let samples = block.share(p.samples);
+    let repetition = crate::measure::LatencyPlan {
+        reps: block.share(p.repetition.reps),
+        rep_ns: p.repetition.rep_ns * block.rep_scale(p.repetition.reps),
+    };
+    let seed = block.seed(p.seed);
     if executor == Executor::Null {
         return Ok(Box::new(move |_| {
             let s = Sampled::of(&Executor::synthetic(samples, 120.0), target, 0.0);
@@ -106,7 +113,7 @@ pub fn measurer<'r>(
     Ok(match p.probe.probe {
         Probe::Chase => {
             let spec = ChainSpec {
-                seed: p.seed,
+                seed,
                 ..ChainSpec::default()
             };
             let len = region.len();
@@ -127,7 +134,7 @@ pub fn measurer<'r>(
         }
         Probe::Persist(op, fence) => {
             let seq = Sequence::new(op, fence, Width::widest(features), features)?;
-            let offs = access_offsets(samples, 64, region.len(), true, p.seed);
+            let offs = access_offsets(samples, 64, region.len(), true, seed);
             let overhead = access::timing_overhead(10_001);
             Box::new(move |watch| {
                 let (s, _) = Sampled::watched(watch, target, step, || {

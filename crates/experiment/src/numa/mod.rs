@@ -178,13 +178,19 @@ fn measure_cell(
     let reps = p.reps;
     let policy = run.repeat_policy(reps);
     let mut watch = run.watch(&c.cpus[..1], Workers::Busy(1));
+    let block = run.block();
+    let spec = ChainSpec {
+        seed: block.seed(ChainSpec::default().seed),
+        ..ChainSpec::default()
+    };
     let ns = run.on_cpu(c.cpus[0], &mut *region, |r| {
         executor.run(
             || {
                 let len = r.len();
-                let mut chaser = Chaser::build(r, len, &ChainSpec::default())
+                let mut chaser = Chaser::build(r, len, &spec)
                     .with_context(|| format!("building a chain over {}", Bytes(len as u64)))?;
-                chase_latency(&mut chaser, timer, 40e6, &policy, &mut watch)
+                let rep_ns = 40e6 * block.rep_scale(reps);
+                chase_latency(&mut chaser, timer, rep_ns, &policy, &mut watch)
             },
             || {
                 let ns = Executor::synthetic(reps, 100.0 + 50.0 * memory.id as f64);

@@ -59,8 +59,16 @@ pub fn render(records: &[Record]) -> String {
         format!("{lo}-{hi}")
     };
     let cpu = first.threads.first().map_or(0, |t| t.cpu_requested);
+    let blocks = first.blocks.len();
+    let how = if blocks > 1 {
+        format!(
+            "the geometric mean of {blocks} blocks' medians, {n} run(s) in all (each block ran one more first and dropped it)"
+        )
+    } else {
+        format!("median of {n} run(s) (one more ran first and was dropped)")
+    };
     let mut out = format!(
-        "PolyBench kernels (seed 000 Table 1), preset {}, single thread on CPU {cpu}: seconds, median of {n} run(s) (one more ran first and was dropped)\n",
+        "PolyBench kernels (seed 000 Table 1), preset {}, single thread on CPU {cpu}: seconds, {how}\n",
         first.text(p::PRESET).unwrap_or_default(),
     );
     if targets.len() == 1 {

@@ -27,7 +27,7 @@ use pmscope_loops::access::{FenceKind, Op, Sequence, Width, timing_overhead};
 use pmscope_loops::probe::{self, VisitWrite, XPLINE};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
-use pmscope_runner::harness::TargetRun;
+use pmscope_runner::harness::{BlockIndex, TargetRun};
 use pmscope_runner::interrupt;
 use pmscope_runner::repeat::Workers;
 use pmscope_runner::timer::Timer;
@@ -197,6 +197,10 @@ impl Experiment for Probe {
         render::render(records)
     }
 
+    fn derive(records: &[Record]) -> Vec<Record> {
+        knees(records)
+    }
+
     fn place(params: &mut Params, on: &Placement) {
         params.targets = on.targets.clone();
         if let Some(c) = &on.cpus {
@@ -219,12 +223,13 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         let executor = run.executor();
         // One visit per timing: the values come in the timer's steps.
         let sampler = Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer);
+        let block = run.block();
         let curves = run.on_cpu(p.cpu, m.bytes_mut(), |bytes| {
             measure_curves(
                 &mut Region::from_slice(bytes),
                 p,
                 (&timer, &sampler),
-                executor,
+                (executor, block),
             )
         })?;
         emit(run, p, &curves)?;
@@ -234,12 +239,13 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// Every variant's curve on one target's region (until an interrupt).
+/// Every variant's curve on one target's region (until an interrupt): the block's share of
+/// each point's visits.
 fn measure_curves(
     region: &mut Region<'_>,
     p: &Plan,
     (timer, sampler): (&Timer, &Sampler),
-    executor: Executor,
+    (executor, block): (Executor, BlockIndex),
 ) -> Vec<Curve> {
     let overhead = executor.run(|| timing_overhead(10_001), || 0);
     let mut curves: Vec<Curve> = Vec::new();
@@ -253,7 +259,7 @@ fn measure_curves(
             let point = executor.run(
                 || {
                     let (point, _) = sampler.take(|| {
-                        (v.measure)(region, ws as usize)
+                        (v.measure)(region, ws as usize, block)
                             .iter()
                             .map(|&t| timer.net_ns(t, overhead))
                             .collect()
@@ -262,7 +268,7 @@ fn measure_curves(
                 },
                 || {
                     let step = if ws > 16 << 10 { 300.0 } else { 100.0 };
-                    sampler.synthetic(&Executor::synthetic(p.count, step))
+                    sampler.synthetic(&Executor::synthetic(block.share(p.count), step))
                 },
             );
             curve.push((ws, point));
@@ -272,7 +278,7 @@ fn measure_curves(
     curves
 }
 
-/// The records of one target: a point per working set of each curve, then its knee.
+/// The records of one target: a point per working set of each curve.
 fn emit(run: &mut TargetRun<'_, '_>, p: &Plan, curves: &[Curve]) -> Result<()> {
     let kind = p.kind.name();
     for (variant, curve) in p.variants.iter().zip(curves) {
@@ -289,22 +295,50 @@ fn emit(run: &mut TargetRun<'_, '_>, p: &Plan, curves: &[Curve]) -> Result<()> {
             r.metric = Some("latency_ns".into());
             run.emit(&r)?;
         }
-        let points: Vec<(u64, f64)> = curve.iter().map(|(ws, s)| (*ws, s.summary.p50)).collect();
-        let mut r = run.record("probe-knee").param(p::PROBE, kind);
-        for (k, val) in &variant.params {
-            r = r.param(*k, val.clone());
+    }
+    Ok(())
+}
+
+/// A `probe-knee` record per curve (target and variant), from its points as recorded
+/// (over all their blocks): where the latency first rises by more than [`KNEE_RISE`].
+fn knees(records: &[Record]) -> Vec<Record> {
+    let mut curves: Vec<(Record, Vec<(u64, f64)>)> = Vec::new();
+    for r in records.iter().filter(|r| r.experiment == "probe") {
+        let (Some(ws), Some(s)) = (r.count(p::WORKING_SET_BYTES), &r.summary) else {
+            continue;
+        };
+        let same = |c: &Record| {
+            c.spec() == r.spec() && {
+                let strip = |x: &Record| {
+                    let mut q = x.params.clone();
+                    q.remove(p::WORKING_SET_BYTES.name());
+                    q
+                };
+                strip(c) == strip(r)
+            }
+        };
+        match curves.iter_mut().find(|(c, _)| same(c)) {
+            Some((_, points)) => points.push((ws, s.p50)),
+            None => curves.push((r.clone(), vec![(ws, s.p50)])),
         }
-        match knee::knee(&points, KNEE_RISE) {
-            Some(k) => {
-                r = r
+    }
+    curves
+        .into_iter()
+        .map(|(first, points)| {
+            let mut r = first.derived("probe-knee", &[p::EXECUTOR]);
+            for (k, val) in &first.params {
+                if k != p::WORKING_SET_BYTES.name() && k != p::SAMPLES.name() {
+                    r.params.insert(k.clone(), val.clone());
+                }
+            }
+            match knee::knee(&points, KNEE_RISE) {
+                Some(k) => r
                     .param(p::KNEE_FOUND, true)
                     .value(v::KNEE_BYTES, k.size as f64)
                     .value(v::BEFORE_NS, k.before)
-                    .value(v::AFTER_NS, k.after);
+                    .value(v::AFTER_NS, k.after),
+                None => r.param(p::KNEE_FOUND, false),
             }
-            None => r = r.param(p::KNEE_FOUND, false),
-        }
-        run.emit(&r)?;
-    }
-    Ok(())
+        })
+        .collect()
 }

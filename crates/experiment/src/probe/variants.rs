@@ -6,10 +6,12 @@ use pmscope_core::vocab::{ParamKey, Pattern, p};
 use pmscope_loops::Region;
 use pmscope_loops::access::Sequence;
 use pmscope_loops::probe::{self, LINES, VisitWrite, XPLINE};
+use pmscope_runner::harness::BlockIndex;
 use serde_json::{Value, json};
 
-/// Times the visits of one point: raw ticks for a working set of the given bytes.
-pub type Measure = Box<dyn Fn(&mut Region<'_>, usize) -> Vec<u64> + Sync>;
+/// Times the visits of one point: raw ticks for a working set of the given bytes, the
+/// block's share of the visits in the block's own random order.
+pub type Measure = Box<dyn Fn(&mut Region<'_>, usize, BlockIndex) -> Vec<u64> + Sync>;
 
 /// One curve of a probe: its variant's parameters and a point per working set.
 pub struct Variant {
@@ -59,7 +61,8 @@ fn read_buffer(t: Tools) -> Vec<Variant> {
                 (p::LINES, json!(k)),
                 (p::PATTERN, json!(Pattern::Rand.name())),
             ],
-            measure: Box::new(move |r, ws| {
+            measure: Box::new(move |r, ws, block| {
+                let (count, seed) = (block.share(count), block.seed(seed));
                 let offs = probe::cycle(&probe::xplines(ws, Pattern::Rand, seed), count);
                 let mut ticks = vec![0; offs.len()];
                 load.time_each(r, 64 * k, &offs, true, &mut ticks);
@@ -79,7 +82,8 @@ fn write_buffer(t: Tools) -> Vec<Variant> {
         for k in 1..=LINES {
             variants.push(Variant {
                 params: vec![(p::LINES, json!(k)), (p::PATTERN, json!(pattern.name()))],
-                measure: Box::new(move |r, ws| {
+                measure: Box::new(move |r, ws, block| {
+                    let (count, seed) = (block.share(count), block.seed(seed));
                     let offs = probe::cycle(&probe::xplines(ws, pattern, seed), count);
                     let mut ticks = vec![0; offs.len()];
                     nt.time_each(r, 64 * k, &offs, false, &mut ticks);
@@ -129,7 +133,8 @@ fn rw_buffer(t: Tools) -> Vec<Variant> {
                 (p::MODE, json!(mode.name())),
                 (p::PATTERN, json!(Pattern::Rand.name())),
             ],
-            measure: Box::new(move |r, ws| {
+            measure: Box::new(move |r, ws, block| {
+                let (count, seed) = (block.share(count), block.seed(seed));
                 let (reads, writes) = probe::split_read_write(ws, Pattern::Rand, seed);
                 let (reads, writes) = (probe::cycle(&reads, count), probe::cycle(&writes, count));
                 let mut ticks = vec![0u64; count];
@@ -164,7 +169,8 @@ fn prefetch(t: Tools) -> Vec<Variant> {
                 (p::SOFTWARE_PREFETCH, json!(pf)),
                 (p::PATTERN, json!(Pattern::Rand.name())),
             ],
-            measure: Box::new(move |r, ws| {
+            measure: Box::new(move |r, ws, block| {
+                let (count, seed) = (block.share(count), block.seed(seed));
                 let offs = probe::cycle(&probe::xplines(ws, Pattern::Rand, seed), count);
                 let mut ticks = vec![0; offs.len()];
                 probe::time_xpline_reads(r, &offs, pf, &mut ticks);
@@ -188,7 +194,8 @@ fn chase_write(t: Tools) -> Vec<Variant> {
                     (p::WRITE, json!(write.name())),
                     (p::DECOUPLED, json!(decoupled)),
                 ],
-                measure: Box::new(move |r, ws| {
+                measure: Box::new(move |r, ws, block| {
+                    let (count, seed) = (block.share(count), block.seed(seed));
                     let order = probe::xplines(ws, pattern, seed);
                     let mut ticks = vec![0; count];
                     probe::time_walk(r, &order, write, decoupled, &mut ticks);

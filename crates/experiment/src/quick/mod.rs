@@ -91,11 +91,22 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         // Latency: a random chain over the whole mapping, on the first CPU.
         let policy = run.repeat_policy(3);
         let mut watch = run.watch(&cpus[..1], Workers::Busy(1));
+        let block = run.block();
+        let spec = ChainSpec {
+            seed: block.seed(ChainSpec::default().seed),
+            ..ChainSpec::default()
+        };
         let latency = run.on_cpu(cpus[0], &mut region, |r| {
             executor.run(
                 || -> Result<_> {
-                    let mut chaser = Chaser::build(r, size as usize, &ChainSpec::default())?;
-                    chase_latency(&mut chaser, &timer, 40e6, &policy, &mut watch)
+                    let mut chaser = Chaser::build(r, size as usize, &spec)?;
+                    chase_latency(
+                        &mut chaser,
+                        &timer,
+                        40e6 * block.rep_scale(3),
+                        &policy,
+                        &mut watch,
+                    )
                 },
                 || {
                     Ok(Repeated::fixed(

@@ -195,12 +195,14 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             let executor = run.executor();
             // One load per timing: the values come in the timer's steps.
             let sampler = Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer);
+            // The block's share of the samples, in its own random order of lines.
+            let (samples, seed) = (run.block().share(samples), run.block().seed(p.seed));
             let (idle, curve) =
                 run.on_cpu(p.cpu, m.bytes_mut(), |bytes| -> std::io::Result<_> {
                     let mut region = Region::from_slice(bytes);
                     let overhead = executor.run(|| access::timing_overhead(100_001), || 0);
                     let mut order: Vec<u32> = (0..lines as u32).collect();
-                    SplitMix64::new(p.seed).shuffle(&mut order);
+                    SplitMix64::new(seed).shuffle(&mut order);
                     let to_ns = |t: &[u64]| -> Vec<f64> {
                         t.iter().map(|&x| timer.net_ns(x, overhead)).collect()
                     };
@@ -253,7 +255,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             let base = crate::fallback::persist_params(run.record("rap-idle"), persister)
                 .param(p::REGION_BYTES, p.region_bytes)
                 .param(p::SIZE_SOURCE, p.size_source.name())
-                .param(p::SAMPLES, samples);
+                .param(p::SAMPLES, p.samples);
             let mut base = idle.annotate(base);
             base.metric = Some("latency_ns".into());
             run.emit(&base)?;
@@ -261,7 +263,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                 let r = crate::fallback::persist_params(run.record("rap"), persister)
                     .param(p::REGION_BYTES, p.region_bytes)
                     .param(p::SIZE_SOURCE, p.size_source.name())
-                    .param(p::SAMPLES, samples)
+                    .param(p::SAMPLES, p.samples)
                     .param(p::DISTANCE_LINES, d);
                 let mut r = s.annotate(r);
                 r.metric = Some("latency_ns".into());

@@ -62,6 +62,7 @@ pub struct Run;
 
 impl Experiment for Run {
     const NAME: &'static str = "run";
+    const IN_BLOCKS: bool = false;
     type Params = Params;
     type Plan = Plan;
 
@@ -73,6 +74,7 @@ impl Experiment for Run {
             require_dax: false,
             destroy_data: a.destroy_data.then(DestroyData::accepted_by_flag),
             first_touch_cpus: Vec::new(),
+            first_touch_order: Default::default(),
         };
         Ok(Plan {
             target: a.target.clone(),

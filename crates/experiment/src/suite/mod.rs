@@ -11,12 +11,14 @@
 //! run complete: the resumed run holds each point once.
 
 mod resume;
+pub mod rounds;
 pub mod studies;
 
 use crate::params::{Cpus, TargetArgs};
 use crate::{Env, Output, Placement, Step};
 use anyhow::{Context as _, Result};
 use clap::Args;
+use pmscope_core::record::Record;
 use pmscope_runner::executor::Executor;
 pub use resume::Original;
 use std::time::Instant;
@@ -80,14 +82,28 @@ pub fn run(
     };
     // The run exists from the start, so a run killed before its first point is resumable.
     let run_id = out.begin_run(&env.command_line, resumed.as_ref().map(|r| r.run))?;
+    // A resumed run keeps the blocks it was started with.
+    if let Some(r) = &resumed {
+        env.blocks = r.blocks;
+    }
+    let names = rounds::step_names(&steps);
+    let units = rounds::units(&names, env.blocks);
     let human = out.human();
-    let mut progress = Progress::new(human, steps.len(), resumed.as_ref());
+    let mut progress = Progress::new(human, units.len(), resumed.as_ref());
     if human {
         println!(
-            "pmscope {}: {} steps on {}{}{}",
+            "pmscope {}: {} steps on {}{}{}{}",
             a.title(),
             steps.len(),
             resume::join(&placement.targets.targets),
+            if units.len() > steps.len() {
+                format!(
+                    ", each point in {} blocks taken in turn over the run",
+                    env.blocks
+                )
+            } else {
+                String::new()
+            },
             run_id.map_or(String::new(), |id| format!(", run {id}")),
             match &resumed {
                 Some(r) => format!(" (resumed: {} steps finished before)", r.finished.len()),
@@ -95,48 +111,156 @@ pub fn run(
             }
         );
     }
+    let study = StudyRun {
+        title: a.title(),
+        steps: &steps,
+        placement: &placement,
+        resumed: resumed.as_ref(),
+        run_id,
+    };
     out.set_quiet(true);
-    for (i, (name, step)) in steps.into_iter().enumerate() {
-        if let Some(records) = resumed.as_ref().and_then(|r| r.finished.get(&i)) {
+    // Each step's block records, merged into the step once every round is in; the records
+    // of the steps run whole.
+    let mut blocks: Vec<Vec<Record>> = vec![Vec::new(); steps.len()];
+    let mut whole: Vec<Record> = Vec::new();
+    for (k, unit) in units.iter().enumerate() {
+        let made = study.run_unit(env, out, (k, unit), &mut progress)?;
+        match unit.round {
+            Some(_) => blocks[unit.step].extend(made),
+            None => whole.extend(made),
+        }
+    }
+    out.set_store_only(false);
+    let shown = if units.len() > steps.len() {
+        whole.extend(merge_rounds(
+            env,
+            out,
+            &steps,
+            &units,
+            blocks,
+            resumed.as_ref(),
+        )?);
+        whole
+    } else {
+        out.records().to_vec()
+    };
+    out.set_quiet(false);
+    if human {
+        progress.summary(&shown);
+    }
+    Ok(())
+}
+
+/// What every unit of a study run shares.
+struct StudyRun<'a> {
+    title: String,
+    steps: &'a [(&'static str, Step)],
+    placement: &'a Placement,
+    resumed: Option<&'a resume::Resumed>,
+    run_id: Option<pmscope_store::RunId>,
+}
+
+impl StudyRun<'_> {
+    /// Runs the `k`-th unit (or replays it, finished before an interruption) and returns
+    /// the records it made; a block of a step merged before the interruption is skipped.
+    fn run_unit(
+        &self,
+        env: &mut Env,
+        out: &mut dyn Output,
+        (k, unit): (usize, &rounds::Unit),
+        progress: &mut Progress,
+    ) -> Result<Vec<Record>> {
+        let finished = |i: usize| self.resumed.and_then(|r| r.finished.get(&i));
+        let (name, step) = &self.steps[unit.step];
+        if unit.round.is_some() && finished(unit.step).is_some() {
+            return Ok(Vec::new()); // merged before the interruption: replayed with its step
+        }
+        out.set_store_only(unit.round.is_some());
+        if let Some(records) = finished(unit.index) {
             for r in records {
                 out.replay(r)?;
             }
-            progress.kept(i, name, records.len());
-            continue;
+            progress.kept(k, &unit.name, records.len());
+            return Ok(records.clone());
         }
-        let mut step: Step = step;
+        let mut step: Step = step.clone();
         // The null executor (the tests' synthetic mode) cannot stand in for a real server:
         // `app` refuses it, so a suite under it records the step as run with nothing
         // measured and says so, rather than stopping the study there.
         if env.executor == Executor::Null && matches!(step, Step::App(_)) {
-            progress.not_synthetic(i, name);
-            out.begin_step(i)?;
-            out.finish_step(i, name)?;
-            continue;
+            progress.not_synthetic(k, name);
+            out.begin_step(unit.index)?;
+            out.finish_step(unit.index, name)?;
+            return Ok(Vec::new());
         }
-        step.place(&placement);
+        step.place(self.placement);
         let left_out = step.fit_to_cpu(&env.features);
-        progress.left_out(i, name, &left_out);
+        progress.left_out(k, &unit.name, &left_out);
         let before = out.records().len();
-        out.begin_step(i)?;
-        step.run(env, out).with_context(|| {
-            let resume = run_id.map_or(String::new(), |id| {
-                format!("; `pmscope {} --resume {id}` continues the run", a.title())
+        out.begin_step(unit.index)?;
+        env.round = unit.round;
+        let measured = step.run(env, out);
+        env.round = None;
+        measured.with_context(|| {
+            let resume = self.run_id.map_or(String::new(), |id| {
+                format!("; `pmscope {} --resume {id}` continues the run", self.title)
             });
             format!(
-                "suite step {} of {} ({name}){resume}",
-                i + 1,
-                progress.steps
+                "suite step {} of {} ({}){resume}",
+                k + 1,
+                progress.steps,
+                unit.name
             )
         })?;
-        out.finish_step(i, name)?;
-        progress.measured(i, name, out.records().len() - before);
+        out.finish_step(unit.index, &unit.name)?;
+        progress.measured(k, &unit.name, out.records().len() - before);
+        Ok(out.records()[before..].to_vec())
     }
-    out.set_quiet(false);
-    if human {
-        progress.summary(out.records());
+}
+
+/// Once every round is in: each step measured in blocks gets its points merged over their
+/// blocks and its derived records, stored as the step itself; its units are discarded.
+/// A step merged before an interruption is replayed. Returns the merged records.
+fn merge_rounds(
+    env: &Env,
+    out: &mut dyn Output,
+    steps: &[(&'static str, Step)],
+    units: &[rounds::Unit],
+    blocks: Vec<Vec<Record>>,
+    resumed: Option<&resume::Resumed>,
+) -> Result<Vec<Record>> {
+    let finished = |i: usize| resumed.and_then(|r| r.finished.get(&i));
+    let mut shown = Vec::new();
+    for (i, ((name, step), block_records)) in steps.iter().zip(blocks).enumerate() {
+        let step_units: Vec<usize> = units
+            .iter()
+            .filter(|u| u.step == i && u.round.is_some())
+            .map(|u| u.index)
+            .collect();
+        if step_units.is_empty() {
+            continue; // run whole: shown as it was emitted
+        }
+        if let Some(records) = finished(i) {
+            for r in records {
+                out.replay(r)?;
+            }
+            shown.extend(records.iter().cloned());
+        } else {
+            let parts = block_records.into_iter().map(|r| (r, None)).collect();
+            let mut merged = pmscope_core::blocks::merge_points(parts, env.precision);
+            merged.extend(step.derive(&merged));
+            out.begin_step(i)?;
+            for r in &merged {
+                out.emit(r)?;
+            }
+            out.finish_step(i, name)?;
+            shown.extend(merged);
+        }
+        for u in step_units {
+            out.discard_step(u)?;
+        }
     }
-    Ok(())
+    Ok(shown)
 }
 
 /// The targets a run measures: a resumed run's own, else those given.
@@ -225,7 +349,7 @@ impl Progress {
         }
     }
 
-    fn summary(&self, records: &[pmscope_core::record::Record]) {
+    fn summary(&self, records: &[Record]) {
         let warnings: std::collections::BTreeSet<&str> = records
             .iter()
             .flat_map(|r| r.warnings.iter().map(|w| w.code.as_str()))

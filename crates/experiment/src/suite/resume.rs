@@ -17,6 +17,8 @@ pub struct Original {
     pub params: Params,
     /// Whether it ran with the null executor.
     pub null_executor: bool,
+    /// The blocks it measured each point in (`--blocks`).
+    pub blocks: usize,
 }
 
 /// What `--resume RUN` continues: the run, its targets, and the records of each step it
@@ -24,6 +26,9 @@ pub struct Original {
 pub(super) struct Resumed {
     pub(super) run: RunId,
     pub(super) targets: Vec<TargetSpec>,
+    /// The blocks the run measures each point in: the original's, whatever `--blocks`
+    /// says now.
+    pub(super) blocks: usize,
     pub(super) finished: BTreeMap<usize, Vec<Record>>,
 }
 
@@ -47,7 +52,7 @@ pub(super) fn plan(
             "run {id} is complete, so there is nothing to resume; start a new run without --resume"
         )));
     }
-    let original = same_suite(env, a, id, &run.command_line, decode)?;
+    let (original, blocks) = same_suite(env, a, id, &run.command_line, decode)?;
     let (targets, _) = env.targets(&original.targets, &["dram:4k"])?;
     if !a.targets.targets.is_empty() {
         let (given, _) = env.targets(&a.targets, &["dram:4k"])?;
@@ -59,23 +64,24 @@ pub(super) fn plan(
             )));
         }
     }
-    let finished = finished_steps(store, id, a, steps)?;
+    let finished = finished_steps(store, id, a, steps, blocks)?;
     Ok(Resumed {
         run: id,
         targets,
+        blocks,
         finished,
     })
 }
 
-/// The stored run's parameters, if it is a run of this very suite made the same way
-/// (synthetic and measured points never share a run).
+/// The stored run's parameters and blocks, if it is a run of this very suite made the same
+/// way (synthetic and measured points never share a run).
 fn same_suite(
     env: &Env,
     a: &Params,
     id: RunId,
     command_line: &[String],
     decode: &dyn Fn(&[String]) -> Option<Original>,
-) -> Result<Params> {
+) -> Result<(Params, usize)> {
     let shown = std::iter::once("pmscope")
         .chain(command_line.iter().skip(1).map(String::as_str))
         .collect::<Vec<_>>()
@@ -97,7 +103,7 @@ fn same_suite(
                     "run {id} was {was} the null executor, so it is resumed {now} --null-executor"
                 )));
             }
-            Ok(o.params)
+            Ok((o.params, o.blocks))
         }
         _ => Err(usage(format!(
             "run {id} is not a `pmscope {}` run (it ran `{shown}`); resume it with its own study or start a new run",
@@ -106,16 +112,20 @@ fn same_suite(
     }
 }
 
-/// The records of each step the run finished, checked against this pmscope's steps.
+/// The records of each step (or block of a step) the run finished, checked against this
+/// pmscope's steps in the run's blocks.
 fn finished_steps(
     store: &pmscope_store::Store,
     id: RunId,
     a: &Params,
     steps: &[(&'static str, Step)],
+    blocks: usize,
 ) -> Result<BTreeMap<usize, Vec<Record>>> {
     let done = store.finished_steps(id)?;
+    let names = super::rounds::step_names(steps);
+    let units = super::rounds::units(&names, blocks);
     for (i, name) in &done {
-        if steps.get(*i).is_none_or(|(s, _)| s != name) {
+        if super::rounds::expected_name(&names, &units, *i).as_ref() != Some(name) {
             return Err(usage(format!(
                 "run {id} was made by a pmscope whose {} had other steps (step {} was '{name}'); start a new run",
                 a.title(),

@@ -302,6 +302,10 @@ fn measure_option(
     let random = s.pattern == Pattern::Rand;
     let policy = run.repeat_policy(p.reps);
     let mut watch = run.watch(&p.cpus, Workers::Busy(p.cpus.len()));
+    let (seed, duration) = (
+        run.block().seed(p.seed),
+        p.duration.mul_f64(run.block().rep_scale(p.reps)),
+    );
     let gb_s = repeat(
         &policy,
         &mut watch,
@@ -313,10 +317,10 @@ fn measure_option(
                     || {
                         let idx: Option<Vec<u32>> = random.then(|| {
                             let mut v: Vec<u32> = (0..s.lines_per_thread as u32).collect();
-                            SplitMix64::new(p.seed ^ w as u64).shuffle(&mut v);
+                            SplitMix64::new(seed ^ w as u64).shuffle(&mut v);
                             v
                         });
-                        stream_for(&seq, region, idx.as_deref(), p.duration)
+                        stream_for(&seq, region, idx.as_deref(), duration)
                     },
                     || (lines, 0.001),
                 )

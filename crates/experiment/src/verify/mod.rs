@@ -45,7 +45,7 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
 }
 
 fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
-    let mut h = env.start(out, &p.cpus, None, false)?;
+    let mut h = env.start_once(out, &p.cpus, None)?;
     verify_targets(&mut h, &p.specs, p.size, &p.opts, &mut |_, _| Ok(()))?;
     h.finish()?;
     Ok(())
@@ -74,6 +74,7 @@ pub fn verify_targets(
         run.emit(&r)?;
         then(run, m)
     })
+    .map(|_| ())
 }
 
 /// `pmscope verify`.
@@ -81,6 +82,7 @@ pub struct Verify;
 
 impl Experiment for Verify {
     const NAME: &'static str = "verify";
+    const IN_BLOCKS: bool = false;
     type Params = Params;
     type Plan = Plan;
 
