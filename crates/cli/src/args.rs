@@ -31,9 +31,10 @@ pub struct Cli {
     /// that is impossible (a VM) the records say why and the run goes on.
     #[arg(long, global = true, value_enum, default_value = "on")]
     pub prefetchers: Prefetchers,
-    /// Repeat each point until the 95 % interval of its median is within ±PCT %, or until
-    /// 4x the time of its --reps repetitions is spent; 0: exactly --reps. A repetition that
-    /// other work or the hypervisor disturbed is measured again.
+    /// The precision asked of each point: its 95 % interval within ±PCT %, from the spread of
+    /// its blocks (its record says whether it was met); with --blocks 1, repetitions go on
+    /// until it is, or until 4x the time of its --reps is spent. 0: exactly --reps. A
+    /// repetition that other work or the hypervisor disturbed is measured again.
     #[arg(
         long,
         global = true,
@@ -42,6 +43,12 @@ pub struct Cli {
         allow_negative_numbers = true
     )]
     pub precision: pmscope_experiment::params::PrecisionPct,
+    /// Measure each point in N blocks, each on a fresh mapping of its target made beside the
+    /// previous one (pages first touched in a random order), the blocks of all points taken
+    /// in turn: a point's figure and interval come from its blocks, so they cover where the
+    /// pages landed and the machine's drift. 1: one mapping for the whole measurement.
+    #[arg(long, global = true, value_name = "N", default_value = "5")]
+    pub blocks: pmscope_experiment::params::Count,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -126,7 +133,7 @@ pub enum Command {
     /// Compare two runs, or two targets of one run, point by point: each point is better,
     /// worse, within noise or not resolvable (see docs/results.md).
     #[command(
-        after_help = "VERDICTS:\n  better, worse    beyond the noise, with Holm's correction over all points\n  within noise     no change, and one of PCT (--fail-above, else 10 %) would have been found\n  not resolvable   no change found, but one of PCT could not have been told from the noise\n                   there, or a run missed its precision target: measure with a tighter\n                   --precision or more --reps, or on a quieter machine\n\nEXAMPLES:\n  pmscope compare before after --fail-above 10\n  pmscope compare --targets latest dram:thp dram:4k --verbose"
+        after_help = "VERDICTS:\n  better, worse    beyond the spread of the point's blocks, with Holm's correction over all points\n  within noise     no change, and one of PCT (--fail-above, else 10 %) would have been found\n  not resolvable   no change found, but one of PCT could not have been told from the spread of\n                   the point's blocks: measure with more --blocks, or name several runs a side\n\nEXAMPLES:\n  pmscope compare before after --fail-above 10\n  pmscope compare 1 2,3 --fail-above 10\n  pmscope compare --targets latest dram:thp dram:4k --verbose"
     )]
     Compare(CompareArgs),
 }
@@ -185,9 +192,10 @@ pub enum ExportFormat {
 /// `pmscope compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Run A (id, latest, latest~N or tag), or with --targets the run holding both.
+    /// Run A (id, latest, latest~N or tag), or with --targets the run holding both. Several
+    /// runs, comma-separated, or a tag several runs carry, pool their blocks into one side.
     pub a: String,
-    /// Run B, or with --targets target A's spec.
+    /// Run B (as A), or with --targets target A's spec.
     pub b: String,
     /// With --targets: target B's spec.
     pub c: Option<String>,
@@ -204,9 +212,9 @@ pub struct CompareArgs {
     /// worse, over all points together (Holm's correction).
     #[arg(long, value_name = "P", default_value = "0.05")]
     pub alpha: Alpha,
-    /// Run-to-run variation assumed at least, per run, in percent: what a run on the same
-    /// machine may differ by although nothing changed.
-    #[arg(long, value_name = "PCT", default_value = "2")]
+    /// Run-to-run variation to add per run, in percent, beyond what the blocks measured (a
+    /// machine that drifts between runs more than within one); 0: none.
+    #[arg(long, value_name = "PCT", default_value = "0")]
     pub noise_floor: Percent,
     /// List every point, those within the noise too.
     #[arg(short, long)]

@@ -37,9 +37,9 @@
 //!   `--requests`);
 //! - with a results store of the page's own (`PMSCOPE_RESULTS` in a temporary directory;
 //!   `XDG_DATA_HOME` points there too), shared by the page's examples in page order, which
-//!   starts with two runs of `pmscope quick` tagged `before` and `after` (so `latest`,
-//!   `latest~1`, the ids 1 and 2 and both tags name runs). Nothing is written to the user's
-//!   store or home;
+//!   starts with three runs of `pmscope quick`, tagged `before`, `after` and `after` (so
+//!   `latest`, `latest~1`, the ids 1 to 3 and both tags name runs; `after` names two, which
+//!   `compare` pools). Nothing is written to the user's store or home;
 //! - in a fresh temporary working directory (files an example writes with `-o`, `--kmers`,
 //!   `>` land there), which holds the fixtures: `genomes/reference.fa.gz` and
 //!   `genomes/strain_{1,2,3}.fa.gz` (`pmscope kmer synth --length 100k --strains 3`, gzipped),
@@ -534,6 +534,7 @@ impl Fixtures {
             "seed.jsonl",
             "quick",
         ]);
+        pmscope(&["--null-executor", "--tag", "after", "quick"]);
         let genomes = d.join("genomes");
         pmscope(&[
             "--no-store",

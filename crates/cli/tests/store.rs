@@ -321,6 +321,10 @@ fn scaled(records: &[Record], factor: f64) -> Vec<Record> {
         .expect("a latency point");
     let s = first.summary.as_mut().unwrap();
     s.p50 *= factor;
+    // What compare reads: the point's blocks.
+    for b in &mut first.blocks {
+        b.median *= factor;
+    }
     out
 }
 
@@ -333,7 +337,8 @@ fn compare_fail_above_exits_1_only_when_a_point_got_worse() {
         write_jsonl(&file, &scaled(&base, factor));
         env.ok(&["--tag", tag, "results", "import", file.to_str().unwrap()]);
     }
-    // 50 % slower at one point: beyond the noise (there is none) and above 10 %.
+    // 50 % slower at one point: beyond the noise (its blocks agree to about 1 %) and above
+    // 10 %.
     let o = env.run(&["compare", "a", "slower", "--fail-above", "10"]);
     refused(
         &o,
@@ -376,7 +381,7 @@ fn compare_fail_above_exits_1_only_when_a_point_got_worse() {
     // The table lists the called point only, then counts every verdict; --verbose lists
     // every point.
     assert!(table.contains("1 worse, 0 better"), "{table}");
-    assert!(table.contains("noise latency latency_ns:"), "{table}");
+    assert!(table.contains("resolution latency latency_ns:"), "{table}");
     let verbose = env.ok(&["compare", "a", "slower", "--verbose"]);
     assert_eq!(
         verbose.lines().filter(|l| l.starts_with("latency")).count(),
@@ -508,8 +513,9 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
     assert_eq!(check, "ok");
     assert_eq!(count(&conn, "SELECT count(*) FROM runs"), 1);
     assert_eq!(count(&conn, "SELECT complete FROM runs"), 0, "incomplete");
+    // Measured in 5 blocks, the 8 steps run as 40 units, round after round.
     let done = count(&conn, "SELECT count(*) FROM run_steps");
-    assert!((1..8).contains(&done), "{done} steps finished");
+    assert!((1..40).contains(&done), "{done} units finished");
     let partial = count(
         &conn,
         "SELECT count(*) FROM points WHERE step NOT IN (SELECT step FROM run_steps)",
@@ -596,14 +602,44 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
     let conn = Connection::open(&store).unwrap();
     assert_eq!(count(&conn, "SELECT count(*) FROM runs"), 1, "no new run");
     assert_eq!(count(&conn, "SELECT complete FROM runs"), 1, "complete");
+    // The units were merged into their steps and discarded: 8 steps, no unit.
     assert_eq!(count(&conn, "SELECT count(*) FROM run_steps"), 8);
-    for (id, record) in &kept {
-        let now: String = conn
-            .query_row("SELECT record FROM points WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        assert_eq!(&now, record, "a finished point was measured again");
+    assert_eq!(
+        count(&conn, "SELECT count(*) FROM run_steps WHERE step >= 8"),
+        0
+    );
+    assert_eq!(
+        count(&conn, "SELECT count(*) FROM points WHERE step >= 8"),
+        0
+    );
+    // A block finished before the kill is in its point as it was, not measured again.
+    let merged: Vec<Record> = {
+        let mut stmt = conn.prepare("SELECT record FROM points").unwrap();
+        stmt.query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(|t| serde_json::from_str(&t.unwrap()).unwrap())
+            .collect()
+    };
+    for (_, text) in &kept {
+        let block: Record = serde_json::from_str(text).unwrap();
+        let (Some(key), Some(b)) = (
+            pmscope_core::blocks::point_key(&block, true),
+            block.blocks.first(),
+        ) else {
+            continue;
+        };
+        let point = merged
+            .iter()
+            .find(|r| pmscope_core::blocks::point_key(r, true).as_ref() == Some(&key))
+            .unwrap_or_else(|| panic!("the point of a kept block is gone: {key}"));
+        assert_eq!(point.blocks.len(), 5, "{key}");
+        assert!(
+            point
+                .blocks
+                .iter()
+                .any(|m| m.median == b.median && m.n == b.n),
+            "a finished block was measured again: {key}"
+        );
     }
     drop(conn);
     let got = identities(&store, 1);

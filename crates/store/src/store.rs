@@ -546,6 +546,25 @@ impl Store {
         found.ok_or_else(unknown)
     }
 
+    /// The runs a selector names for a comparison side: an id, `latest` or `latest~N` name
+    /// one; a tag names every run that carries it, oldest first.
+    pub fn resolve_all(&self, selector: &str) -> Result<Vec<RunId>, StoreError> {
+        let tagged: Vec<i64> = if selector.parse::<i64>().is_ok() || selector.starts_with("latest")
+        {
+            Vec::new()
+        } else {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT run_id FROM run_tags WHERE tag = ?1 ORDER BY run_id")?;
+            stmt.query_map([selector], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        if tagged.is_empty() {
+            return Ok(vec![self.resolve(selector)?]);
+        }
+        Ok(tagged)
+    }
+
     /// The records of `run`, in the order they were stored.
     pub fn records(&self, run: RunId) -> Result<Vec<Record>, StoreError> {
         let mut stmt = self

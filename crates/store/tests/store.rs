@@ -2,7 +2,7 @@
 //! export/import round trips and refusal of files that are not ours.
 
 use pmscope_core::record::Record;
-use pmscope_store::{Settings, Store, StoreError, compare_records, to_csv, to_jsonl};
+use pmscope_store::{Settings, Store, StoreError, Verdict, compare_records, to_csv, to_jsonl};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -263,23 +263,35 @@ fn a_corrupt_jsonl_file_imports_nothing() {
 
 #[test]
 fn compare_finds_a_slower_point_beyond_noise() {
-    let a = fixture();
-    let mut b = a.clone();
-    for r in &mut b {
-        let s = r.summary.as_mut().unwrap();
-        s.p50 *= 2.0;
-    }
+    // Three runs a side, their medians 1 % apart: one block each, pooled by side.
+    let runs = |factor: f64| -> Vec<Record> {
+        [1.0, 1.01, 0.99]
+            .iter()
+            .flat_map(|f| {
+                let mut run = fixture();
+                for r in &mut run {
+                    if let Some(s) = r.summary.as_mut() {
+                        s.p50 *= factor * f;
+                    }
+                }
+                run
+            })
+            .collect()
+    };
+    let (a, b) = (runs(1.0), runs(2.0));
     let same = compare_records(&a, &a, true, &Settings::default());
     assert_eq!(
         same.points.len(),
-        a.iter()
+        fixture()
+            .iter()
             .filter(|r| r.summary.is_some() && r.metric.is_some())
             .count()
     );
     assert_eq!(same.worse_than(0.0).count(), 0);
+    assert!(same.points.iter().all(|p| p.noise.runs == [3, 3]));
     let worse = compare_records(&a, &b, true, &Settings::default());
     assert!(worse.points.iter().all(|p| (p.ratio - 2.0).abs() < 1e-9));
-    // Latency doubled: 100 % worse, wherever the repetitions' spread lets us tell.
+    // Latency doubled: 100 % worse, called wherever the runs' spread lets us tell.
     assert!(
         worse
             .points
@@ -288,6 +300,19 @@ fn compare_finds_a_slower_point_beyond_noise() {
     );
     assert!(worse.worse_than(50.0).count() > 0);
     assert_eq!(worse.worse_than(150.0).count(), 0);
+    // One run a side has no spread to judge by: nothing is called.
+    let (one_a, one_b) = (fixture(), {
+        let mut b = fixture();
+        for r in &mut b {
+            if let Some(s) = r.summary.as_mut() {
+                s.p50 *= 2.0;
+            }
+        }
+        b
+    });
+    let c = compare_records(&one_a, &one_b, true, &Settings::default());
+    assert_eq!(c.worse_than(0.0).count(), 0);
+    assert!(c.points.iter().all(|p| p.verdict == Verdict::NotResolvable));
 }
 
 #[test]

@@ -1,22 +1,19 @@
 //! Comparing two sets of records point by point, with a verdict per point that holds
 //! between runs: `better`, `worse`, `within noise` or `not resolvable`.
 //!
-//! Each shared point is judged on its log ratio r = ln(median_B / median_A) against a
-//! standard error built from the noise terms of [`noise`]: both runs' own intervals, the
-//! timer step, a run-to-run term (the within-run interval cannot see a machine that is in
-//! another state for a whole run), and a factor for a group whose points scatter more than
-//! that. z = r / noise is a normal score; its two-sided p-values over all points compared
-//! go through Holm's correction, so the chance that an A/A comparison calls any point at
-//! all is at most α (a gate over 84 points at 5 % each would fire on almost every run).
+//! Each side of a point is its block medians, over every run named for that side: blocks
+//! are measurements of the point on mappings of their own, taken in turn with the other
+//! points over the run ([`pmscope_core::blocks`]), so their spread is the run-to-run
+//! variation, measured in the run itself. A point is judged on the difference of the mean
+//! log block medians, r = ln(B/A), with Student's t against the blocks' pooled spread,
+//! moderated by what the other points of its experiment and metric say about theirs
+//! ([`noise`]). The two-sided p-values over all points compared go through Holm's
+//! correction, so the chance that an A/A comparison calls any point at all is at most α.
 //!
 //! A point not called is `not resolvable` rather than `within noise` when it could not
-//! have been called at the size of difference the user cares about (`wanted_pct`), or
-//! when either run missed its precision target: "no difference found" would overstate it.
-//!
-//! No separate test of a group's median shift: the run-to-run floor is a property of the
-//! whole run, shared by every point, so averaging the points does not shrink it, and a
-//! shift every point shares is already called point by point (the scatter is taken around
-//! the group's median).
+//! have been called at the size of difference the user cares about (`wanted_pct`): "no
+//! difference found" would overstate it. Each group (experiment and metric) states its
+//! resolution: the change a typical point of it would have been called at.
 
 pub mod noise;
 mod render;
@@ -24,9 +21,9 @@ mod render;
 pub use noise::NoiseTerms;
 pub use render::table;
 
-use noise::{Side, group_factor, group_spread};
+use noise::{Side, group_prior, pairable};
 use pmscope_core::record::Record;
-use pmscope_core::stats::{holm, two_sided_critical, two_sided_p};
+use pmscope_core::stats::{holm, t_two_sided_critical, t_two_sided_p};
 use pmscope_core::vocab::v;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -107,7 +104,8 @@ pub struct Settings {
     /// The chance, over all points compared together, of calling any point that did not
     /// change (family-wise error rate).
     pub alpha: f64,
-    /// Run-to-run variation assumed at least, per run, as a fraction (0.02 for 2 %).
+    /// Run-to-run variation added per run, as a fraction (0.02 for 2 %); 0: none beyond
+    /// what the blocks measured.
     pub noise_floor: f64,
     /// The smallest difference that matters, in percent: a point that could not have been
     /// called at this size is `not resolvable`.
@@ -118,7 +116,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             alpha: 0.05,
-            noise_floor: 0.02,
+            noise_floor: 0.0,
             wanted_pct: 10.0,
         }
     }
@@ -197,7 +195,7 @@ pub struct PointComparison {
 }
 
 /// The noise of one group of points (one experiment and metric), as the summary line
-/// reports it.
+/// reports it: what the comparison can resolve there.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupNoise {
     /// The experiment.
@@ -206,19 +204,23 @@ pub struct GroupNoise {
     pub metric: String,
     /// Points compared in the group.
     pub points: usize,
-    /// The median, over the group's points, of the noise each was tested against, in
-    /// percent.
+    /// The median, over the group's points, of their blocks on each side.
+    pub blocks: [usize; 2],
+    /// The median spread of a point's blocks (its own standard deviation on a log scale),
+    /// in percent.
+    pub block_spread_pct: f64,
+    /// The degrees of freedom the group lends each point (its variance prior); infinite
+    /// when every point of the group spread alike; absent without a prior.
+    pub prior_df: Option<f64>,
+    /// The median, over the group's points, of the standard error of B/A, in percent.
     pub typical_noise_pct: f64,
-    /// The spread of the group's ratios seen between the two sides (1.4826·MAD of the log
-    /// ratios around their median), in percent.
-    pub seen_spread_pct: f64,
     /// The group's median change B/A − 1, in percent.
     pub median_change_pct: f64,
-    /// The median, over the group's points, of the smallest change each could have been
-    /// called at, in percent.
+    /// The resolution: the median, over the group's points, of the smallest change each
+    /// could have been called at (at the level Holm's correction held it to), in percent.
     pub typical_detectable_pct: f64,
-    /// How much more the group scattered than its points' terms predict (1: not more).
-    pub factor: f64,
+    /// Share of the group's points that resolve `wanted_pct`.
+    pub resolved_share: f64,
 }
 
 /// The result of a comparison.
@@ -286,26 +288,9 @@ impl Comparison {
 }
 
 /// The method, as printed.
-pub const METHOD: &str = "each point's ln(B/A) against its noise - both runs' 95% intervals, half a timer step per side, run-to-run variation (at least --noise-floor per run, more for wide single timings), scaled up where a group of points scatters more - with Holm's correction over all points, so an A/A comparison calls any point with probability at most --alpha";
+pub const METHOD: &str = "each point's ln(B/A), the difference of its mean log block medians, with Student's t against the spread of its blocks (each block measured on a mapping of its own, in turn with every other point), moderated by the spread of the other points of its experiment and metric (empirical Bayes, Smyth 2004); Holm's correction over all points, so an A/A comparison calls any point with probability at most --alpha";
 
-fn key(r: &Record, with_target: bool) -> Option<String> {
-    let target = if with_target {
-        r.target.as_ref().map_or("", |t| t.spec.as_str())
-    } else {
-        ""
-    };
-    let mut params = r.params.clone();
-    params.retain(|k, _| !pmscope_core::vocab::PROVENANCE_PARAMS.contains(&k.as_str()));
-    Some(format!(
-        "{}\u{1}{}\u{1}{}\u{1}{}",
-        r.experiment,
-        target,
-        r.metric.as_deref()?,
-        serde_json::to_string(&params).ok()?
-    ))
-}
-
-/// A shared point before the verdict: its sides and noise terms.
+/// A shared point before the verdict: its sides and noise.
 struct Pending<'r> {
     a: &'r Record,
     b: &'r Record,
@@ -315,55 +300,67 @@ struct Pending<'r> {
     noise: NoiseTerms,
 }
 
-impl Pending<'_> {
-    fn group(&self) -> (String, String) {
-        (
-            self.a.experiment.clone(),
-            self.a.metric.clone().unwrap_or_default(),
-        )
-    }
-}
-
 /// Compares the points of `a` and `b` that share experiment, metric and parameters (and
-/// target, when `match_targets`; pass false to compare two targets of one run).
+/// target, when `match_targets`; pass false to compare two targets of one run). Either
+/// side may hold several runs' records: the blocks of a point's records on one side are
+/// pooled.
 pub fn compare_records(
     a: &[Record],
     b: &[Record],
     match_targets: bool,
     settings: &Settings,
 ) -> Comparison {
-    let index = |rs: &[Record]| -> BTreeMap<String, Record> {
-        rs.iter()
-            .filter(|r| r.summary.is_some())
-            .filter_map(|r| Some((key(r, match_targets)?, r.clone())))
-            .collect()
-    };
-    let (ia, ib) = (index(a), index(b));
-    let mut pending: Vec<Pending> = Vec::new();
+    let (ia, ib) = (index(a, match_targets), index(b, match_targets));
+    // Two targets of one run were measured in the same rounds: their blocks pair.
+    let pair = |a: &Side, b: &Side| !match_targets && pairable(a, b);
+    let mut shared: Vec<(&Record, &Record, Side, Side)> = Vec::new();
     for (k, ra) in &ia {
         let Some(rb) = ib.get(k) else { continue };
         let (Some(side_a), Some(side_b)) = (Side::of(ra), Side::of(rb)) else {
             continue;
         };
-        let log_ratio = (side_b.median / side_a.median).ln();
-        let noise = NoiseTerms::of(&side_a, &side_b, settings.noise_floor);
-        pending.push(Pending {
-            a: ra,
-            b: rb,
-            side_a,
-            side_b,
-            log_ratio,
-            noise,
-        });
+        shared.push((ra[0], rb[0], side_a, side_b));
     }
-    let groups = scale_groups(&mut pending);
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, (ra, _, _, _)) in shared.iter().enumerate() {
+        let g = (ra.experiment.clone(), ra.metric.clone().unwrap_or_default());
+        groups.entry(g).or_default().push(i);
+    }
+    let mut priors: BTreeMap<(String, String), Option<pmscope_core::stats::VariancePrior>> =
+        BTreeMap::new();
+    for (g, members) in &groups {
+        let sides: Vec<(&Side, &Side, bool)> = members
+            .iter()
+            .map(|&i| {
+                let (a, b) = (&shared[i].2, &shared[i].3);
+                (a, b, pair(a, b))
+            })
+            .collect();
+        priors.insert(g.clone(), group_prior(&sides));
+    }
+    let pending: Vec<Pending> = shared
+        .into_iter()
+        .map(|(ra, rb, side_a, side_b)| {
+            let g = (ra.experiment.clone(), ra.metric.clone().unwrap_or_default());
+            let p = pair(&side_a, &side_b);
+            let noise = NoiseTerms::of((&side_a, &side_b, p), priors[&g], settings.noise_floor);
+            Pending {
+                a: ra,
+                b: rb,
+                log_ratio: (side_b.centre() / side_a.centre()).ln(),
+                side_a,
+                side_b,
+                noise,
+            }
+        })
+        .collect();
     let points = judge(&pending, settings);
     Comparison {
         method: METHOD,
         settings: *settings,
         only_a: ia.keys().filter(|k| !ib.contains_key(*k)).count(),
         only_b: ib.keys().filter(|k| !ia.contains_key(*k)).count(),
-        groups: summarise_groups(&pending, &points, groups),
+        groups: summarise_groups(&pending, &points, groups, &priors, settings),
         other_work: [
             OtherWorkSeen::of(pending.iter().map(|p| p.a)),
             OtherWorkSeen::of(pending.iter().map(|p| p.b)),
@@ -372,46 +369,51 @@ pub fn compare_records(
     }
 }
 
-/// Scales each group's noise by its factor; returns each group's members.
-fn scale_groups(pending: &mut [Pending]) -> BTreeMap<(String, String), Vec<usize>> {
-    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-    for (i, p) in pending.iter().enumerate() {
-        groups.entry(p.group()).or_default().push(i);
-    }
-    for members in groups.values() {
-        let standardised: Vec<f64> = members
-            .iter()
-            .map(|&i| pending[i].log_ratio / pending[i].noise.total)
-            .collect();
-        let factor = group_factor(&standardised);
-        for &i in members {
-            pending[i].noise = pending[i].noise.scaled(factor);
+/// Each point's records (one per run), by its key.
+fn index(rs: &[Record], match_targets: bool) -> BTreeMap<String, Vec<&Record>> {
+    let mut m: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+    for r in rs.iter().filter(|r| r.summary.is_some()) {
+        if let Some(k) = pmscope_core::blocks::point_key(r, match_targets) {
+            m.entry(k).or_default().push(r);
         }
     }
-    groups
+    m
 }
+
+type Priors = BTreeMap<(String, String), Option<pmscope_core::stats::VariancePrior>>;
 
 fn summarise_groups(
     pending: &[Pending],
     points: &[PointComparison],
     groups: BTreeMap<(String, String), Vec<usize>>,
+    priors: &Priors,
+    settings: &Settings,
 ) -> Vec<GroupNoise> {
+    use pmscope_core::stats::median;
     groups
         .into_iter()
-        .map(|((experiment, metric), members)| {
-            let ratios: Vec<f64> = members.iter().map(|&i| pending[i].log_ratio).collect();
-            let totals: Vec<f64> = members.iter().map(|&i| pending[i].noise.total).collect();
-            let detectable: Vec<f64> = members.iter().map(|&i| points[i].detectable_pct).collect();
-            let (spread, centre) = group_spread(&ratios);
+        .map(|(key, members)| {
+            let of = |f: &dyn Fn(usize) -> f64| -> f64 {
+                median(&members.iter().map(|&i| f(i)).collect::<Vec<_>>())
+            };
+            let resolved = members
+                .iter()
+                .filter(|&&i| points[i].detectable_pct <= settings.wanted_pct)
+                .count();
             GroupNoise {
-                experiment,
-                metric,
                 points: members.len(),
-                typical_noise_pct: pmscope_core::stats::median(&totals) * 100.0,
-                seen_spread_pct: spread * 100.0,
-                median_change_pct: centre.exp_m1() * 100.0,
-                typical_detectable_pct: pmscope_core::stats::median(&detectable),
-                factor: pending[members[0]].noise.group_factor,
+                blocks: [
+                    of(&|i| pending[i].noise.blocks[0] as f64) as usize,
+                    of(&|i| pending[i].noise.blocks[1] as f64) as usize,
+                ],
+                block_spread_pct: of(&|i| pending[i].noise.own_sd).exp_m1() * 100.0,
+                prior_df: priors[&key].map(|p| p.df),
+                typical_noise_pct: of(&|i| pending[i].noise.total) * 100.0,
+                median_change_pct: of(&|i| pending[i].log_ratio).exp_m1() * 100.0,
+                typical_detectable_pct: of(&|i| points[i].detectable_pct),
+                resolved_share: resolved as f64 / members.len() as f64,
+                experiment: key.0,
+                metric: key.1,
             }
         })
         .collect()
@@ -419,11 +421,13 @@ fn summarise_groups(
 
 /// Why a point cannot be judged at all (no test), if it cannot.
 fn untestable(p: &Pending) -> Option<&'static str> {
-    let both_positive = p.side_a.median > 0.0 && p.side_b.median > 0.0;
+    let both_positive = p.side_a.centre() > 0.0 && p.side_b.centre() > 0.0;
     if !(both_positive && p.log_ratio.is_finite()) {
         Some("a median is not positive: no ratio")
     } else if !p.noise.total.is_finite() {
-        Some("measured once: no spread to judge it by")
+        Some(
+            "one block a side and no point of its group with more: no spread to judge it by; measure with --blocks 2 or more, or compare several runs a side",
+        )
     } else {
         None
     }
@@ -434,7 +438,7 @@ fn judge(pending: &[Pending], settings: &Settings) -> Vec<PointComparison> {
         .iter()
         .map(|p| match untestable(p) {
             Some(_) => f64::NAN,
-            None => two_sided_p(p.log_ratio / p.noise.total),
+            None => t_two_sided_p(p.log_ratio / p.noise.total, p.noise.df),
         })
         .collect();
     let decisions = holm(&p_values, settings.alpha);
@@ -444,8 +448,8 @@ fn judge(pending: &[Pending], settings: &Settings) -> Vec<PointComparison> {
         .map(|(p, (&p_value, decision))| {
             let metric = p.a.metric.clone().unwrap_or_default();
             let direction = Direction::of_metric(&metric);
-            let z = two_sided_critical(decision.level);
-            let half = z * p.noise.total;
+            let t = t_two_sided_critical(decision.level, p.noise.df);
+            let half = t * p.noise.total;
             let detectable_pct = half.exp_m1() * 100.0;
             let change = p.log_ratio.exp_m1() * 100.0;
             let worse_pct = match direction {
@@ -474,8 +478,8 @@ fn judge(pending: &[Pending], settings: &Settings) -> Vec<PointComparison> {
                     .map_or(String::new(), |t| t.spec.clone()),
                 params: p.a.params.clone(),
                 metric,
-                median_a: p.a.summary.as_ref().map_or(f64::NAN, |s| s.p50),
-                median_b: p.b.summary.as_ref().map_or(f64::NAN, |s| s.p50),
+                median_a: p.side_a.centre(),
+                median_b: p.side_b.centre(),
                 ratio: p.log_ratio.exp(),
                 ratio_low: (p.log_ratio - half).exp(),
                 ratio_high: (p.log_ratio + half).exp(),
@@ -510,25 +514,16 @@ fn verdict_of(
     }
     let why = if let Some(why) = untestable(p) {
         Some(why.to_string())
-    } else if p.side_a.precision_met == Some(false) || p.side_b.precision_met == Some(false) {
-        let sides = match (p.side_a.precision_met, p.side_b.precision_met) {
-            (Some(false), Some(false)) => "both runs",
-            (Some(false), _) => "run A",
-            _ => "run B",
-        };
-        Some(format!("{sides} missed the precision target"))
     } else if detectable_pct > wanted_pct {
-        let cause = if p.noise.timer_step >= p.noise.within.max(p.noise.run_to_run) {
-            "the timer step"
-        } else {
-            "the noise"
-        };
         let size = if detectable_pct > 900.0 {
             "tenfold".to_string()
         } else {
             format!("{detectable_pct:.0}%")
         };
-        Some(format!("a change under {size} is lost in {cause} here"))
+        Some(format!(
+            "a change under {size} is lost in the spread of its blocks ({} + {})",
+            p.noise.blocks[0], p.noise.blocks[1]
+        ))
     } else {
         None
     };

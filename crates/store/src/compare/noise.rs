@@ -1,342 +1,233 @@
-//! The noise of one point's difference, term by term. A difference is the log ratio
-//! r = ln(median_B / median_A); each term below is a standard error of r, so they add in
-//! squares and read as relative differences (0.03 ≈ 3 %).
+//! The noise of one point's difference, measured, not assumed. A point's side is its block
+//! medians over every run of that side ([`pmscope_core::blocks`]): each block was measured
+//! on a mapping of its own, its blocks taken in turn with every other point's over the run,
+//! so their spread is what a run on other pages and in another minute would differ by. The
+//! difference is the log ratio r = mean ln(B blocks) − mean ln(A blocks), tested with
+//! Student's t against the pooled spread of both sides' blocks.
 //!
-//! * **within**: how precisely each run knows its own median — the 95 % interval the run
-//!   recorded (`Record::precision`), else one estimated from its summary;
-//! * **timer step**: single timings come in timer ticks (10 ns on some VMs), so a median
-//!   can flip by a whole step between runs; half a step per side, so two medians one step
-//!   apart are always within the noise;
-//! * **run to run**: what the within-run interval cannot see — the machine in another
-//!   state for the whole run (clock, neighbours, where the pages landed). At least the
-//!   noise floor per run; for single timings more where the distribution is wide, because
-//!   the median of a mixture (hits, misses, TLB walks, interrupts) moves with the share of
-//!   slow accesses, by about a fifth of its p50..p90 width between two runs of the 2-core
-//!   VM this was calibrated on (`bench/aa-compare.sh`);
-//! * **group factor**: when the points of one experiment and metric scatter more than
-//!   these terms predict, every point of the group is scaled up by how much more — read
-//!   from each side of zero and the quieter side taken, so that real differences, which
-//!   mostly go one way, are not mistaken for scatter, and a shift shared by every point
-//!   stays a finding.
+//! A point of three blocks a side has four degrees of freedom of its own: a t test on
+//! them alone would need a difference of several standard errors to call anything. So the
+//! points of one experiment and metric lend each other theirs: each point's variance is
+//! moderated by a prior fitted to its group's ([`pmscope_core::stats::fit_variance_prior`],
+//! Smyth 2004), which keeps a point that scattered more than its group near its own spread
+//! and gives one whose few blocks happened to agree its group's.
+//!
+//! Two targets of one run (`compare --targets`) were measured block by block side by side,
+//! in the same rounds: their blocks are *paired*, and the test is on the blocks' paired
+//! differences, whose spread leaves out whatever the host did to both in a round (the
+//! measurement side by side that the brief asks for, in the statistics too).
+//!
+//! Old records (written before blocks) and runs of `--blocks 1` count as one block per
+//! run: with one run a side they have no spread of their own and are judged by their
+//! group's, if any point of the group has blocks, and are otherwise untestable.
 
-use pmscope_core::precision::Precision;
+use pmscope_core::blocks::{VARIANCE_FLOOR, log_medians, mean_var};
 use pmscope_core::record::Record;
-use pmscope_core::stats::{mad_scale, median};
-use pmscope_core::summary::Summary;
+use pmscope_core::stats::{VariancePrior, fit_variance_prior, moderated_variance};
 
-/// The two-sided 97.5 % point of the normal distribution: a 95 % interval is ±this many
-/// standard errors.
-const Z95: f64 = 1.959_964;
-
-/// Run-to-run movement of a median of single timings, per run, as a share of the
-/// distribution's relative p50..p90 width (one standard error). Calibrated on A/A pairs
-/// of `suite table5` on a loaded 2-core VM: across ten runs the medians moved by 0.05-0.4
-/// of that width, 0.1 typically; a fifth keeps a one-point excursion of the kind those
-/// runs showed from failing the gate.
-pub const SINGLE_TIMING_DRIFT: f64 = 0.2;
-
-/// Fewest points in a group for its own scatter to say anything about the noise.
-pub const GROUP_MIN_POINTS: usize = 8;
-
-/// What one side of a point contributes.
+/// One side of a point: its block medians on a log scale, from every run of the side.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Side {
-    /// The median compared: the summary's, but never under half a timer step (a median of
-    /// 0 ns means "under one tick", not zero time).
-    pub median: f64,
-    /// Standard error of ln(median) within its run; NaN when the run gives no spread
-    /// (one repetition).
-    pub within: f64,
-    /// The step values come in, in the metric's unit; 0 when not quantised.
-    pub step: f64,
-    /// Run-to-run standard error of ln(median) beyond the floor (single timings only).
-    pub drift: f64,
-    /// Whether the run met its precision target (`None`: it had none, older records).
-    pub precision_met: Option<bool>,
+    /// ln of each block's median.
+    pub logs: Vec<f64>,
+    /// Runs the blocks came from.
+    pub runs: usize,
 }
 
 impl Side {
-    /// The side of `r`, or `None` for a record without a summary.
-    pub fn of(r: &Record) -> Option<Side> {
-        let s = r.summary.as_ref()?;
-        let single_timings = r.histogram.is_some();
-        let step = step_of(r, single_timings);
-        let median = if step > 0.0 {
-            s.p50.max(step / 2.0)
-        } else {
-            s.p50
-        };
-        let within = match &r.precision {
-            Some(p) => within_from_precision(p, median),
-            None => within_from_summary(s, median),
-        };
-        let drift = if single_timings && median > 0.0 {
-            SINGLE_TIMING_DRIFT * (s.p90 - s.p50).max(0.0) / median
-        } else {
-            0.0
-        };
+    /// The side of a point from its records (one per run); `None` when a median is not
+    /// positive (no ratio).
+    pub fn of(records: &[&Record]) -> Option<Side> {
+        let mut logs = Vec::new();
+        for r in records {
+            let l = log_medians(r);
+            if l.is_empty() {
+                return None;
+            }
+            logs.extend(l);
+        }
         Some(Side {
-            median,
-            within,
-            step,
-            drift,
-            precision_met: r.precision.as_ref().map(|p| p.met),
+            logs,
+            runs: records.len(),
         })
     }
 
-    /// The timer step's share: half a step per side, relative to the median.
-    fn quantisation(&self) -> f64 {
-        if self.step > 0.0 && self.median > 0.0 {
-            self.step / self.median / 2.0
-        } else {
-            0.0
-        }
+    /// The geometric mean of its block medians: the side's figure.
+    pub fn centre(&self) -> f64 {
+        mean_var(&self.logs).0.exp()
     }
 }
 
-/// The step a record's values come in: the one its precision names, else, for single
-/// operations timed in nanoseconds (the records that carry a histogram of individual
-/// samples), the timer's resolution. Averages over many operations are not quantised.
-fn step_of(r: &Record, single_timings: bool) -> f64 {
-    if let Some(step) = r.precision.as_ref().and_then(|p| p.step) {
-        return if step.is_finite() { step.max(0.0) } else { 0.0 };
-    }
-    let in_ns = r.metric.as_deref().is_some_and(|m| m.ends_with("_ns"));
-    match r.system.timer {
-        Some(t) if single_timings && in_ns && t.resolution_ns.is_finite() => {
-            t.resolution_ns.max(0.0)
-        }
-        _ => 0.0,
-    }
+/// Whether two sides of one run can be paired block by block: one record each with as many
+/// blocks, at least two (two targets of one run, measured in the same rounds).
+pub(crate) fn pairable(a: &Side, b: &Side) -> bool {
+    a.runs == 1 && b.runs == 1 && a.logs.len() == b.logs.len() && a.logs.len() >= 2
 }
 
-/// Standard error of ln(median) from the run's 95 % interval. An interval reaching zero
-/// or below (Student's t on few values) has no ratio; there its width relative to the
-/// median stands in.
-fn within_from_precision(p: &Precision, median: f64) -> f64 {
-    // NaN ends compare false: an interval with one is no interval.
-    let ordered = p.low.partial_cmp(&p.high).is_some_and(|o| o.is_le());
-    if p.n < 2 || !ordered {
-        return f64::NAN;
+/// A point's own spread, its degrees of freedom, and the factor from it to the variance
+/// of the log ratio: for paired sides, the variance of the blocks' differences (blocks −
+/// 1 degrees of freedom, over the blocks); otherwise the variance of the block log-medians
+/// around each side's mean, pooled over both sides (blocks − 2; 0 with one block a side),
+/// times 1/blocks A + 1/blocks B.
+pub(crate) fn own_variance_of(a: &Side, b: &Side, pair: bool) -> (f64, f64, f64) {
+    if pair {
+        let d: Vec<f64> = a.logs.iter().zip(&b.logs).map(|(x, y)| y - x).collect();
+        let (_, var) = mean_var(&d);
+        return (var, (d.len() - 1) as f64, 1.0 / d.len() as f64);
     }
-    if p.low > 0.0 {
-        (p.high / p.low).ln() / (2.0 * Z95)
-    } else if median > 0.0 {
-        (p.high - p.low) / median / (2.0 * Z95)
-    } else {
-        f64::NAN
-    }
+    let (var, df) = own_variance(a, b);
+    (
+        var,
+        df,
+        1.0 / a.logs.len() as f64 + 1.0 / b.logs.len() as f64,
+    )
 }
 
-/// Standard error of ln(median) from a summary: the median's own standard error is
-/// 1/(2 f(m) √n), with the density at the median f(m) estimated from the p50..p90 width
-/// (0.4 of the probability: f(m) ≈ 0.4/(p90 − p50)); the normal-theory 1.2533·σ/√n is
-/// taken instead when smaller, since one 12 ms interrupt in 20 000 timings inflates σ but
-/// not the median's uncertainty.
-fn within_from_summary(s: &Summary, median: f64) -> f64 {
-    if s.n < 2 || median <= 0.0 {
-        return f64::NAN;
+/// A point's own spread: the variance of its block log-medians around each side's mean,
+/// pooled over both sides, and its degrees of freedom (blocks − 2; 0 with one block a
+/// side).
+pub(crate) fn own_variance(a: &Side, b: &Side) -> (f64, f64) {
+    let ss = |s: &Side| {
+        let (m, _) = mean_var(&s.logs);
+        s.logs.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+    };
+    let df = (a.logs.len() + b.logs.len()).saturating_sub(2) as f64;
+    if df == 0.0 {
+        return (f64::NAN, 0.0);
     }
-    let root_n = (s.n as f64).sqrt();
-    let from_density = (s.p90 - s.p50).max(0.0) / (0.8 * root_n);
-    let from_stddev = 1.2533 * s.stddev / root_n;
-    from_density.min(from_stddev) / median
+    ((ss(a) + ss(b)) / df, df)
 }
 
-/// The noise of one point's log ratio, term by term (standard errors of ln(B/A)).
+/// The noise a point's log ratio is tested against, as `compare --json` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct NoiseTerms {
-    /// Both runs' own uncertainty of their medians.
-    pub within: f64,
-    /// The timer step on both sides.
-    pub timer_step: f64,
-    /// Run-to-run variation on both sides (the floor, or more for wide single timings).
-    pub run_to_run: f64,
-    /// How much more the point's group scattered than these terms predict (1: not more).
-    pub group_factor: f64,
-    /// The standard error the point is tested against: the terms added in squares, times
-    /// the group factor.
+    /// Blocks on side A and side B, over all their runs.
+    pub blocks: [usize; 2],
+    /// Runs on side A and side B.
+    pub runs: [usize; 2],
+    /// Whether the blocks were paired (two targets of one run, side by side).
+    pub paired: bool,
+    /// The standard deviation of the point's own block log-medians (pooled over both
+    /// sides); NaN with one block a side.
+    pub own_sd: f64,
+    /// The standard deviation the point is judged by: its own, moderated by its group's.
+    pub sd: f64,
+    /// The degrees of freedom of its test (its own and those its group lends it).
+    pub df: f64,
+    /// Run-to-run variation added per run (`--noise-floor`), as a standard deviation.
+    pub per_run: f64,
+    /// The standard error of ln(B/A): sd·√(1/blocks A + 1/blocks B) (paired: sd/√blocks),
+    /// with the per-run term added in squares.
     pub total: f64,
 }
 
 impl NoiseTerms {
-    /// The terms of a point before its group is seen; `floor` is the run-to-run floor per
-    /// run (0.02 for 2 %).
-    pub(crate) fn of(a: &Side, b: &Side, floor: f64) -> NoiseTerms {
-        let within = a.within.hypot(b.within);
-        let timer_step = a.quantisation().hypot(b.quantisation());
-        let run_to_run = a.drift.max(floor).hypot(b.drift.max(floor));
-        let total = (within * within + timer_step * timer_step + run_to_run * run_to_run).sqrt();
+    /// The noise of a point with sides `a` and `b`, its group's `prior`, and a per-run
+    /// variation `per_run` (0 for none).
+    pub(crate) fn of(
+        (a, b, pair): (&Side, &Side, bool),
+        prior: Option<VariancePrior>,
+        per_run: f64,
+    ) -> NoiseTerms {
+        let (s2, df, factor) = own_variance_of(a, b, pair);
+        let (var, df) = if df > 0.0 {
+            moderated_variance(prior, s2.max(VARIANCE_FLOOR), df)
+        } else {
+            match prior {
+                Some(p) => (p.s2, p.df),
+                None => (f64::NAN, 0.0),
+            }
+        };
+        let runs = if pair {
+            0.0 // one run: nothing between runs to add
+        } else {
+            per_run * per_run * (1.0 / a.runs as f64 + 1.0 / b.runs as f64)
+        };
+        let total = (var * factor + runs).sqrt();
         NoiseTerms {
-            within,
-            timer_step,
-            run_to_run,
-            group_factor: 1.0,
-            total,
-        }
-    }
-
-    /// The same terms scaled by the group's factor.
-    pub(crate) fn scaled(self, factor: f64) -> NoiseTerms {
-        NoiseTerms {
-            group_factor: factor,
-            total: self.total * factor,
-            ..self
+            blocks: [a.logs.len(), b.logs.len()],
+            runs: [a.runs, b.runs],
+            paired: pair,
+            own_sd: s2.sqrt(),
+            sd: var.sqrt(),
+            df,
+            per_run,
+            total: if df > 0.0 { total } else { f64::NAN },
         }
     }
 }
 
-/// How much more a group's points scatter than their noise terms predict, at least 1; 1
-/// for a group of fewer than [`GROUP_MIN_POINTS`] points.
-///
-/// Read from each side of zero on its own — the median of |z| over the points at or below
-/// zero, and over those at or above it, each 0.6745 for normal z — and the smaller taken.
-/// Noise scatters both ways, so in a comparison of two runs of the same thing both sides
-/// measure it. A real difference usually goes one way (every working set past the cache
-/// slower on 4 KiB pages, every bandwidth lower under a competing load), so it inflates
-/// one side only, and the other still measures the noise; a scale read from all the points
-/// would hide exactly those differences, even when they are half of the group or more.
-/// A side with fewer than three points measures nothing, and a shift every point shares
-/// leaves the factor at 1: it is a finding, not scatter. Points exactly at zero (two
-/// medians on the same timer step) count on both sides.
-pub(crate) fn group_factor(standardised: &[f64]) -> f64 {
-    let finite: Vec<f64> = standardised
+/// The prior of a group of points: fitted to their own variances (those with blocks).
+pub(crate) fn group_prior(sides: &[(&Side, &Side, bool)]) -> Option<VariancePrior> {
+    let (s2, df): (Vec<f64>, Vec<f64>) = sides
         .iter()
-        .copied()
-        .filter(|z| z.is_finite())
-        .collect();
-    if finite.len() < GROUP_MIN_POINTS {
-        return 1.0;
-    }
-    let below: Vec<f64> = finite.iter().filter(|z| **z <= 0.0).map(|z| -z).collect();
-    let above: Vec<f64> = finite.iter().copied().filter(|z| *z >= 0.0).collect();
-    if below.len() < 3 || above.len() < 3 {
-        return 1.0;
-    }
-    // The smaller of two estimates comes out low; 1 + 0.65/√n (n the smaller side's count)
-    // undoes that to within 3 % from 12 points on (simulated on normal scores).
-    let fewer = below.len().min(above.len()) as f64;
-    let scale = median(&below).min(median(&above)) / 0.6745 * (1.0 + 0.65 / fewer.sqrt());
-    scale.max(1.0)
-}
-
-/// The spread of a group's log ratios seen between the two runs (1.4826·MAD around their
-/// median), and their median: what the summary line reports.
-pub(crate) fn group_spread(log_ratios: &[f64]) -> (f64, f64) {
-    let finite: Vec<f64> = log_ratios
-        .iter()
-        .copied()
-        .filter(|r| r.is_finite())
-        .collect();
-    (mad_scale(&finite), median(&finite))
+        .map(|(a, b, pair)| {
+            let (s2, df, _) = own_variance_of(a, b, *pair);
+            (s2, df)
+        })
+        .unzip();
+    fit_variance_prior(&s2, &df, VARIANCE_FLOOR)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pmscope_core::record::{SystemSummary, TimerInfo, TimerSource};
-    use pmscope_core::summary::LogHistogram;
 
-    fn timed(values: &[f64], resolution_ns: f64) -> Record {
-        let mut r = Record::new(
-            "inst",
-            vec![],
-            SystemSummary {
-                timer: Some(TimerInfo {
-                    source: TimerSource::Tsc,
-                    hz: 1e9,
-                    invariant_tsc: true,
-                    overhead_ns: 0.0,
-                    resolution_ns,
-                }),
-                ..Default::default()
-            },
+    fn side(logs: &[f64]) -> Side {
+        Side {
+            logs: logs.to_vec(),
+            runs: 1,
+        }
+    }
+
+    /// Three blocks a side at ±sd: the pooled variance is the blocks', with four degrees
+    /// of freedom; one block a side has none, and takes its group's.
+    #[test]
+    fn the_spread_is_the_blocks_pooled_over_both_sides() {
+        let sd: f64 = 0.03;
+        let a = side(&[-sd, 0.0, sd]);
+        let b = side(&[0.1 - sd, 0.1, 0.1 + sd]);
+        let (s2, df) = own_variance(&a, &b);
+        assert!((s2 - sd * sd).abs() < 1e-12 && df == 4.0, "{s2} {df}");
+        let n = NoiseTerms::of((&a, &b, false), None, 0.0);
+        assert!(
+            (n.total - sd * (2.0f64 / 3.0).sqrt()).abs() < 1e-12,
+            "{n:?}"
         );
-        r.metric = Some("latency_ns".into());
-        r.summary = Summary::of(values);
-        r.histogram = Some(LogHistogram::of(values, 4));
-        r
+        let one = NoiseTerms::of((&side(&[0.0]), &side(&[0.1]), false), None, 0.0);
+        assert!(one.total.is_nan() && one.df == 0.0);
+        let prior = VariancePrior {
+            s2: 0.0004,
+            df: 30.0,
+        };
+        let lent = NoiseTerms::of((&side(&[0.0]), &side(&[0.1]), false), Some(prior), 0.0);
+        assert!((lent.total - 0.02 * 2f64.sqrt()).abs() < 1e-12 && lent.df == 30.0);
     }
 
-    /// A median of 0 ns (under one tick) is compared as half a tick, and the step's term
-    /// is half a step relative to that.
+    /// Two targets of one run are paired block by block: a shift the host gave both in
+    /// one round cancels, where unpaired blocks would count it as spread.
     #[test]
-    fn single_timings_in_ticks_are_quantised() {
-        let side = Side::of(&timed(&[0.0, 0.0, 10.0, 0.0, 0.0], 10.0)).unwrap();
-        assert_eq!((side.median, side.step), (5.0, 10.0));
-        assert!((side.quantisation() - 1.0).abs() < 1e-12);
-        // The same values as an average over many operations (no histogram): not quantised.
-        let mut r = timed(&[100.0, 110.0, 90.0], 10.0);
-        r.histogram = None;
-        let side = Side::of(&r).unwrap();
-        assert_eq!((side.step, side.drift), (0.0, 0.0));
+    fn paired_blocks_leave_out_what_both_sides_shared() {
+        let rounds = [0.10, -0.08, 0.02, -0.05, 0.07];
+        let a = side(&rounds);
+        let b = side(&rounds.map(|r| r + 0.15 + if r > 0.0 { 0.005 } else { -0.005 }));
+        assert!(pairable(&a, &b));
+        let n = NoiseTerms::of((&a, &b, true), None, 0.0);
+        assert!(n.paired && n.total < 0.005, "{n:?}");
+        let n = NoiseTerms::of((&a, &b, false), None, 0.0);
+        assert!(!n.paired && n.total > 0.03, "{n:?}");
     }
 
-    /// The within-run term comes from the recorded interval when there is one: a ±3 %
-    /// interval is a standard error of about 1.5 %.
+    /// A per-run variation adds its variance once per run of each side, however many
+    /// blocks the run had.
     #[test]
-    fn the_recorded_interval_gives_the_within_run_term() {
-        let mut r = timed(&[100.0; 10], 0.0);
-        r.precision = Some(Precision {
-            low: 97.0,
-            high: 103.0,
-            n: 10,
-            disturbed: 0,
-            target: Some(0.03),
-            met: true,
-            step: None,
-        });
-        let side = Side::of(&r).unwrap();
-        assert!((side.within - 0.0153).abs() < 2e-4, "{}", side.within);
-        // An interval below zero falls back to its width relative to the median.
-        r.precision.as_mut().unwrap().low = -3.0;
-        let side = Side::of(&r).unwrap();
-        assert!((side.within - 1.06 / (2.0 * Z95)).abs() < 1e-3);
-    }
-
-    /// One slow outlier inflates the standard deviation, not the median's uncertainty.
-    #[test]
-    fn an_outlier_does_not_widen_the_median() {
-        let mut values: Vec<f64> = (0..1000).map(|i| 100.0 + (i % 10) as f64).collect();
-        values.push(1e7);
-        let s = Summary::of(&values).unwrap();
-        let within = within_from_summary(&s, s.p50);
-        assert!(within < 0.01, "{within}");
-        assert!(within_from_summary(&Summary::of(&[5.0]).unwrap(), 5.0).is_nan());
-    }
-
-    /// Normal scores at evenly spaced probabilities: a sample of N(0, σ²) without chance.
-    fn normal_scores(n: usize, sigma: f64) -> Vec<f64> {
-        (1..=n)
-            .map(|i| {
-                let p = (i as f64 - 0.5) / n as f64;
-                let z = pmscope_core::stats::two_sided_critical(2.0 * p.min(1.0 - p));
-                sigma * if p < 0.5 { -z } else { z }
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_group_factor_measures_noise_not_differences() {
-        // Scatter three times the predicted noise: factor about 3.
-        let factor = group_factor(&normal_scores(84, 3.0));
-        assert!((factor / 3.0 - 1.0).abs() < 0.12, "{factor}");
-        // As predicted: 1.
-        assert_eq!(group_factor(&normal_scores(84, 0.8)), 1.0);
-        // Every point shifted alike: a finding, factor 1.
-        let shifted: Vec<f64> = normal_scores(40, 1.0).iter().map(|z| z + 7.0).collect();
-        assert_eq!(group_factor(&shifted), 1.0);
-        // More than half of the points slower for real, by different amounts: the
-        // unchanged ones still set the scale.
-        let mut mixed = normal_scores(17, 1.0);
-        mixed.extend((0..20).map(|i| 2.0 + i as f64 * 0.5));
-        let factor = group_factor(&mixed);
-        assert!(factor < 1.3, "{factor}");
-        // Quantised: most medians on the same step (z = 0), a few one step apart.
-        let mut ties = vec![0.0; 70];
-        ties.extend([1.4, -1.4, 1.4, -1.4, 1.4, -1.4, 2.8]);
-        assert_eq!(group_factor(&ties), 1.0);
-        // Too few points to judge.
-        assert_eq!(group_factor(&[30.0, -30.0, 0.0]), 1.0);
+    fn a_per_run_floor_counts_runs_not_blocks() {
+        let a = side(&[0.0, 0.0, 0.0]);
+        let mut b = side(&[0.0, 0.0, 0.0]);
+        b.runs = 2;
+        b.logs.extend([0.0, 0.0, 0.0]);
+        let n = NoiseTerms::of((&a, &b, false), None, 0.02);
+        let expect = (VARIANCE_FLOOR * (1.0 / 3.0 + 1.0 / 6.0) + 0.0004 * 1.5).sqrt();
+        assert!((n.total - expect).abs() < 1e-9, "{n:?}");
     }
 }

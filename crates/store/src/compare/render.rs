@@ -72,20 +72,32 @@ pub fn table(c: &Comparison, with_target: bool, all: bool) -> String {
     }
     out.push('\n');
     for g in &c.groups {
+        let resolves = if g.typical_detectable_pct.is_nan() {
+            "resolves nothing (no spread to judge by)".to_string()
+        } else if g.typical_detectable_pct > 900.0 {
+            "resolves only tenfold changes".to_string()
+        } else {
+            format!("resolves {:.1}% changes", g.typical_detectable_pct)
+        };
+        let prior = match g.prior_df {
+            Some(df) if df.is_infinite() => ", its points spread alike".to_string(),
+            Some(df) => format!(", the group lends each point {df:.0} degrees of freedom"),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "noise {} {}: {:.1}% standard error of B/A at a typical point, a change under {} lost in it (spread seen {:.1}%, median change {:+.1}%, {} point(s))",
+            "resolution {} {}: {} at a typical point; {:.0}% of its {} point(s) resolve {}% (blocks {}+{}, block spread {:.1}%, standard error of B/A {:.1}%{prior}; median change {:+.1}%)",
             g.experiment,
             g.metric,
+            resolves,
+            100.0 * g.resolved_share,
+            g.points,
+            c.settings.wanted_pct,
+            g.blocks[0],
+            g.blocks[1],
+            g.block_spread_pct,
             g.typical_noise_pct,
-            if g.typical_detectable_pct > 900.0 {
-                "tenfold".to_string()
-            } else {
-                format!("{:.0}%", g.typical_detectable_pct)
-            },
-            g.seen_spread_pct,
             g.median_change_pct,
-            g.points
         );
     }
     for (side, seen) in ["A", "B"].iter().zip(&c.other_work) {
@@ -100,7 +112,7 @@ pub fn table(c: &Comparison, with_target: bool, all: bool) -> String {
     if c.count(Verdict::NotResolvable) > 0 {
         let _ = writeln!(
             out,
-            "not resolvable: a change of {}% could not have been told from the noise there, or a run missed its precision target; measure with a tighter --precision or more --reps, or on a quieter machine",
+            "not resolvable: a change of {}% could not have been told from the spread of the point's blocks; measure with more --blocks, compare several runs a side, or measure on a quieter machine",
             c.settings.wanted_pct
         );
     }
