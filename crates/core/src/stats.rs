@@ -214,17 +214,33 @@ pub struct VariancePrior {
     pub s2: f64,
     /// How many degrees of freedom the group lends each point.
     pub df: f64,
+    /// The fence above which a point's variance is not the group's (on the scale of
+    /// [`log_variance`]): such a point keeps its own variance and degrees of freedom.
+    pub upper: f64,
+}
+
+/// ln s² − ψ(d/2) + ln(d/2): for a sample variance s² on d degrees of freedom of a true
+/// variance σ², its mean is ln σ² and its variance ψ'(d/2) (Smyth 2004).
+pub fn log_variance(s2: f64, df: f64) -> f64 {
+    s2.ln() - digamma(df / 2.0) + (df / 2.0).ln()
 }
 
 /// Fits the prior to the sample variances `s2` (each with its degrees of freedom in `df`)
 /// of a group of points, by the method of moments on log variances of Smyth (2004),
 /// "Linear models and empirical Bayes methods for assessing differential expression"
-/// (limma's `fitFDist`): for a point with true variance σ², ln s² − ψ(d/2) + ln(d/2) has
-/// mean ln σ² and variance ψ'(d/2); the spread of the points' values beyond that is the
-/// spread of their σ², which sets the prior's degrees of freedom. Points with no degrees of
-/// freedom or a non-finite variance are left out; `None` for fewer than three left. A zero
-/// variance (a point whose blocks agreed exactly) is raised to `floor` first: its log would
-/// be minus infinity.
+/// (limma's `fitFDist`): for a point with true variance σ², [`log_variance`] has mean
+/// ln σ² and variance ψ'(d/2); the spread of the points' values beyond that is the spread
+/// of their σ², which sets the prior's degrees of freedom.
+///
+/// Robust to points that are not of the group, as Phipson et al. (2016, "Robust
+/// hyperparameter estimation protects against hypervariable genes") ask: the moments are
+/// taken over the points inside Tukey's far fences (3 interquartile ranges beyond the
+/// quartiles), so a few points whose blocks agreed exactly (a median on one timer step)
+/// or scattered wildly (a store timed at nearly zero) do not take the group's degrees of
+/// freedom away from the rest; a point above the upper fence keeps its own variance
+/// ([`moderated_variance`]). Points with no degrees of freedom or a non-finite variance
+/// are left out; `None` for fewer than three left. A zero variance is raised to `floor`
+/// first: its log would be minus infinity.
 pub fn fit_variance_prior(s2: &[f64], df: &[f64], floor: f64) -> Option<VariancePrior> {
     let points: Vec<(f64, f64)> = s2
         .iter()
@@ -235,35 +251,55 @@ pub fn fit_variance_prior(s2: &[f64], df: &[f64], floor: f64) -> Option<Variance
     if points.len() < 3 {
         return None;
     }
-    let e: Vec<f64> = points
+    let all: Vec<f64> = points.iter().map(|&(s, d)| log_variance(s, d)).collect();
+    let (q1, q3) = (quantile(&all, 0.25), quantile(&all, 0.75));
+    let (lower, upper) = (q1 - 3.0 * (q3 - q1), q3 + 3.0 * (q3 - q1));
+    let kept: Vec<(f64, f64)> = points
         .iter()
-        .map(|(s, d)| s.ln() - digamma(d / 2.0) + (d / 2.0).ln())
+        .zip(&all)
+        .filter(|(_, e)| (lower..=upper).contains(*e))
+        .map(|(p, e)| (*e, p.1))
         .collect();
-    let n = e.len() as f64;
-    let mean = e.iter().sum::<f64>() / n;
-    let var = e.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let expected = points.iter().map(|(_, d)| trigamma(d / 2.0)).sum::<f64>() / n;
+    let n = kept.len() as f64;
+    let mean = kept.iter().map(|(e, _)| e).sum::<f64>() / n;
+    let var = kept.iter().map(|(e, _)| (e - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let expected = kept.iter().map(|(_, d)| trigamma(d / 2.0)).sum::<f64>() / n;
     let excess = var - expected;
     if excess <= 0.0 {
         return Some(VariancePrior {
             s2: mean.exp(),
             df: f64::INFINITY,
+            upper,
         });
     }
     let df0 = 2.0 * trigamma_inverse(excess);
     Some(VariancePrior {
         s2: (mean + digamma(df0 / 2.0) - (df0 / 2.0).ln()).exp(),
         df: df0,
+        upper,
     })
 }
 
+/// The `q` quantile of `v` (type 7, linear interpolation).
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let h = (s.len() - 1) as f64 * q;
+    let (i, f) = (h.floor() as usize, h.fract());
+    s[i] + (s[(i + 1).min(s.len() - 1)] - s[i]) * f
+}
+
 /// A point's variance moderated by its group's prior: (d0 s0² + d s²) / (d0 + d), with
-/// d0 + d degrees of freedom (Smyth 2004); the point's own with no prior, the prior's with
-/// an infinite prior.
+/// d0 + d degrees of freedom (Smyth 2004); the point's own with no prior or above the
+/// prior's upper fence, the prior's with an infinite prior.
 pub fn moderated_variance(prior: Option<VariancePrior>, s2: f64, df: f64) -> (f64, f64) {
     let Some(prior) = prior else {
         return (s2, df);
     };
+    if df > 0.0 && s2.is_finite() && log_variance(s2, df) > prior.upper {
+        // Not of the group: its own spread, however few its degrees of freedom.
+        return (s2, df);
+    }
     if prior.df.is_infinite() || !(df > 0.0 && s2.is_finite()) {
         return (prior.s2, prior.df);
     }
@@ -409,9 +445,40 @@ mod tests {
         assert!(prior.df.is_finite() && prior.df < 10.0, "{prior:?}");
         assert!(prior.s2.sqrt() > 0.01 && prior.s2.sqrt() < 0.1, "{prior:?}");
         // Moderation pulls a point towards the prior, weighted by degrees of freedom.
-        let (s2, df) = moderated_variance(Some(VariancePrior { s2: 4.0, df: 6.0 }), 1.0, 2.0);
+        let (s2, df) = moderated_variance(
+            Some(VariancePrior {
+                s2: 4.0,
+                df: 6.0,
+                upper: 10.0,
+            }),
+            1.0,
+            2.0,
+        );
         assert!((s2 - 3.25).abs() < 1e-12 && df == 8.0);
         assert_eq!(moderated_variance(None, 1.0, 2.0), (1.0, 2.0));
         assert!(fit_variance_prior(&[1.0, 2.0], &[2.0, 2.0], 1e-12).is_none());
+    }
+
+    /// A few points whose blocks agreed exactly (variance 0) or scattered a hundredfold do
+    /// not take the group's degrees of freedom away from the 200 that share one variance,
+    /// and the wild ones keep their own spread.
+    #[test]
+    fn a_few_points_outside_the_group_do_not_decide_its_prior() {
+        use statrs::distribution::{ChiSquared, ContinuousCDF};
+        let d = 8.0;
+        let chi = ChiSquared::new(d).unwrap();
+        let mut s2: Vec<f64> = (1..=200)
+            .map(|i| 0.05f64.powi(2) * chi.inverse_cdf((i as f64 - 0.5) / 200.0) / d)
+            .collect();
+        s2.extend([0.0; 10]);
+        s2.extend([0.5f64.powi(2); 10]);
+        let prior = fit_variance_prior(&s2, &vec![d; 220], 1e-8).unwrap();
+        assert!(prior.df > 50.0, "{prior:?}");
+        assert!((prior.s2.sqrt() / 0.05 - 1.0).abs() < 0.1, "{prior:?}");
+        let wild = 0.5f64.powi(2);
+        assert_eq!(moderated_variance(Some(prior), wild, d), (wild, d));
+        // One that agreed exactly is given the group's spread.
+        let (lucky, df) = moderated_variance(Some(prior), 1e-8, d);
+        assert!(lucky.sqrt() > 0.04 && df > 50.0, "{lucky} {df}");
     }
 }

@@ -72,7 +72,7 @@ pub enum Verdict {
     /// have been found.
     WithinNoise,
     /// No difference beyond the noise, but the test could not have found one of the
-    /// wanted size there (noise, timer step), or a run missed its precision target.
+    /// wanted size there (the spread of the point's blocks), or had no spread to judge by.
     NotResolvable,
 }
 

@@ -199,6 +199,7 @@ mod tests {
         let prior = VariancePrior {
             s2: 0.0004,
             df: 30.0,
+            upper: 0.0,
         };
         let lent = NoiseTerms::of((&side(&[0.0]), &side(&[0.1]), false), Some(prior), 0.0);
         assert!((lent.total - 0.02 * 2f64.sqrt()).abs() < 1e-12 && lent.df == 30.0);
