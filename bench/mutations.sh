@@ -44,7 +44,7 @@ W = "crates/workload/src/kmer"
 SP = f"{W}/table/static_pm"
 # The checker's tests, the quickest to fail first: a mutation is caught at the first
 # failing test, and the rest do not run.
-CHECK = ("pmscope-workload", (
+CHECK = ("pmscope-workload", ("--lib",), (
     "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_one_word_keys",
     "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_two_word_keys",
     "kmer::table::crash_check::interleaved_inserts_of_two_workers_recover",
@@ -52,11 +52,53 @@ CHECK = ("pmscope-workload", (
 # --fence per-slot is a cost, not a correctness, choice (a group of one is as crash-consistent
 # as a group of 256), so the crash checker cannot tell the two apart: the test that counts
 # a fence per written slot can.
-FENCE = ("pmscope-workload", (
+FENCE = ("pmscope-workload", ("--lib",), (
     "kmer::tests::static_pm_per_slot_fences_every_written_slot",
 ))
 
-# (name, file, original text, mutated text, (crate, test filter))
+H = "crates/runner/src/harness.rs"
+B = "crates/core/src/blocks.rs"
+C = "crates/store/src/compare/mod.rs"
+N = "crates/store/src/compare/noise.rs"
+FRESH = ("pmscope", ("--test", "precision"), (
+    "each_block_is_measured_on_fresh_pages_beside_the_previous_ones",
+))
+SEEDS = ("pmscope-runner", ("--lib",), (
+    "harness::tests::each_block_draws_its_own_orders_and_its_share",
+))
+MERGE = ("pmscope-core", ("--lib",), (
+    "blocks::tests::blocks_merge_into_one_point",
+    "blocks::tests::agreeing_blocks_give_a_narrow_interval",
+    "blocks::tests::the_group_lends_its_spread_to_each_point",
+))
+PRIOR = ("pmscope-core", ("--lib",), (
+    "stats::tests::a_few_points_outside_the_group_do_not_decide_its_prior",
+    "stats::tests::the_prior_is_the_shared_variance_or_lends_fewer_degrees_of_freedom",
+))
+ROUNDS = ("pmscope-experiment", ("--lib",), (
+    "suite::rounds::tests::rounds_take_every_step_in_turn",
+))
+TIED = ("pmscope-core", ("--lib",), (
+    "summary::tests::the_tied_median_moves_with_the_share_on_each_step",
+))
+COMPARE = ("pmscope-store", ("--test", "compare_noise"), (
+    "an_aa_comparison_calls_almost_nothing",
+    "pooling_runs_resolves_more",
+    "a_few_points_forty_percent_slower_are_called_worse",
+    "a_uniform_bandwidth_loss_is_called_worse",
+    "each_group_states_its_resolution",
+    "one_block_a_side_needs_its_group_or_more_runs",
+    "two_targets_of_one_run_are_paired_by_block",
+    "the_wanted_resolution_only_labels_what_was_not_found",
+    "a_side_is_the_geometric_mean_of_its_blocks",
+))
+NOISE = ("pmscope-store", ("--lib",), (
+    "compare::noise::tests::the_spread_is_the_blocks_pooled_over_both_sides",
+    "compare::noise::tests::paired_blocks_leave_out_what_both_sides_shared",
+    "compare::noise::tests::a_per_run_floor_counts_runs_not_blocks",
+))
+
+# (name, file, original text, mutated text, (crate, test target, tests in the order run))
 MUTATIONS = [
     ("pool memory: flush_all skips the first line of each group", f"{SP}/pool_words.rs",
      "        for &i in words {\n            self.persister.flush_word(&all[i]);",
@@ -133,6 +175,62 @@ MUTATIONS = [
     ("recovery: a cleared slot is not written back", f"{SP}/recovery.rs",
      "            self.mem.store(base + j, 0);\n        }\n        self.mem.flush(base);\n        self.fence();",
      "            self.mem.store(base + j, 0);\n        }\n        self.fence();", CHECK),
+    # The statistics of blocks and compare (issue 42): where a point's blocks are measured,
+    # how they become its figure and interval, and how compare judges a difference.
+    ("blocks: a block reuses the previous block's mapping", H,
+     "    let mapping = match pmscope_mapping::map(spec, bytes, &opts) {",
+     "    let mapping = match previous.mapping.take().map(Ok).unwrap_or_else(|| pmscope_mapping::map(spec, bytes, &opts)) {", FRESH),
+    ("blocks: the old mapping is released before the new one is made", H,
+     "        let hold = (targets.len() as u64 + 1).saturating_mul(bytes) <= opts.guard.limit;",
+     "        let hold = false;", FRESH),
+    ("blocks: pages first touched in address order", H,
+     "        first_touch_order: FirstTouch::Shuffled(block.seed(0x00b1_0c4e) ^ block.index as u64),",
+     "        first_touch_order: FirstTouch::Ascending,", FRESH),
+    ("blocks: every block draws the same random orders", H,
+     "        if self.index == 0 {\n            seed", "        if true {\n            seed", SEEDS),
+    ("merge: the interval is the first block's repetitions", B,
+     "    if blocks.len() > 1 {\n        let disturbed", "    if false {\n        let disturbed", MERGE),
+    ("merge: the point is the first block's median", B,
+     "        p50: geometric_mean(&blocks.iter().map(|b| b.median).collect::<Vec<_>>()),",
+     "        p50: s[0].p50,", MERGE),
+    ("interval: block medians pooled as one sample (standard error over every repetition)", B,
+     "    let half = t_two_sided_critical(0.05, df) * (var / logs.len() as f64).sqrt();",
+     "    let half = t_two_sided_critical(0.05, df) * (var / blocks.iter().map(|b| b.n).sum::<usize>() as f64).sqrt();", MERGE),
+    ("interval: the spread between blocks is ignored", B,
+     "    let (mean, var) = mean_var(&logs);\n    let df = (logs.len() - 1) as f64;",
+     "    let (mean, var) = (mean_var(&logs).0, 0.0);\n    let df = (logs.len() - 1) as f64;", MERGE),
+    ("moderate: the group's spread is not lent", B,
+     "        let prior = fit_variance_prior(&s2, &df, VARIANCE_FLOOR);",
+     "        let prior = {\n            let _ = (&s2, &df);\n            None\n        };", MERGE),
+    ("prior: fitted over every point, however far outside its group", "crates/core/src/stats.rs",
+     "        .filter(|(_, e)| (lower..=upper).contains(*e))",
+     "        .filter(|(_, e)| (lower..=upper).contains(*e) || e.is_finite())", PRIOR),
+    ("prior: a point far above its group is moderated anyway", "crates/core/src/stats.rs",
+     "    if df > 0.0 && s2.is_finite() && log_variance(s2, df) > prior.upper {",
+     "    if df > 0.0 && s2.is_finite() && log_variance(s2, df) > prior.upper + 1e9 {", PRIOR),
+    ("suite: each step's blocks in a row, not in rounds", "crates/experiment/src/suite/rounds.rs",
+     "    for r in 0..blocks {\n        for (i, (name, in_blocks)) in steps.iter().enumerate() {",
+     "    for (i, (name, in_blocks)) in steps.iter().enumerate() {\n        for r in 0..blocks {", ROUNDS),
+    ("sampled: a median of single timings jumps by whole timer steps", "crates/core/src/summary.rs",
+     "    let share = (n as f64 / 2.0 - below as f64) / ties;\n    v - down + (down + up) * share",
+     "    let _ = (down, up, ties, below);\n    v", TIED),
+    ("compare: no correction for the number of points (Holm removed)", C,
+     "    let decisions = holm(&p_values, settings.alpha);",
+     "    let decisions: Vec<_> = p_values.iter().map(|p| holm(std::slice::from_ref(p), settings.alpha).remove(0)).collect();", COMPARE),
+    ("compare: only the first run of a side counts", N,
+     "        for r in records {\n            let l = log_medians(r);",
+     "        for r in records.iter().take(1) {\n            let l = log_medians(r);", COMPARE),
+    ("compare: the spread is side A's alone", N,
+     "    ((ss(a) + ss(b)) / df, df)", "    ((ss(a) + ss(a)) / df, df)", NOISE),
+    ("compare: the group's spread is not lent", C,
+     "        priors.insert(g.clone(), group_prior(&sides));",
+     "        let _ = sides;\n        priors.insert(g.clone(), None);", COMPARE),
+    ("compare: runs of one side paired block by block", N,
+     "    a.runs == 1 && b.runs == 1 && a.logs.len() == b.logs.len()",
+     "    a.logs.len() == b.logs.len()", COMPARE),
+    ("compare: two targets of one run not paired", C,
+     "    let pair = |a: &Side, b: &Side| !match_targets && pairable(a, b);",
+     "    let pair = |a: &Side, b: &Side| false && !match_targets && pairable(a, b);", COMPARE),
 ]
 
 def run(cmd, limit=None):
@@ -145,40 +243,38 @@ def run(cmd, limit=None):
     except subprocess.TimeoutExpired as e:
         return -1, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), time.time() - t, True
 
-def test_cmd(crate, name):
-    return ["cargo", "test", "--profile", "mutation", "-p", crate, "--lib", name, "--", "--exact"]
+def test_cmd(crate, kind, name):
+    return ["cargo", "test", "--profile", "mutation", "-p", crate, *kind, name, "--", "--exact"]
 
-def tests(crate, names, limit):
+def tests(crate, kind, names, limit):
     """Runs each test in turn until one fails: (failed, hung, failing tests, seconds)."""
     t = time.time()
     for name in names:
-        rc, log, _, hung = run(test_cmd(crate, name), limit)
+        rc, log, _, hung = run(test_cmd(crate, kind, name), limit)
         if hung:
             return True, True, [name], time.time() - t
         if rc != 0:
             return True, False, re.findall(r"^test (\S+) \.\.\. FAILED", log, re.M) or [name], time.time() - t
     return False, False, [], time.time() - t
 
-def build_cmd(crate):
-    return ["cargo", "test", "--profile", "mutation", "-p", crate, "--lib", "--no-run"]
+def build_cmd(crate, kind):
+    return ["cargo", "test", "--profile", "mutation", "-p", crate, *kind, "--no-run"]
 
-crates = sorted({m[4][0] for m in MUTATIONS})
-for c in crates:
-    rc, log, _, _ = run(build_cmd(c))
+chosen = [m for m in MUTATIONS if not name_filter or re.search(name_filter, m[0])]
+for c, kind in sorted({m[4][:2] for m in chosen}):
+    rc, log, _, _ = run(build_cmd(c, kind))
     if rc != 0:
         sys.exit(f"mutations: the unmutated tree does not build:\n{log[-3000:]}")
-for c, names in sorted({m[4] for m in MUTATIONS}):
+for c, kind, names in sorted({m[4] for m in chosen}):
     if os.environ.get("PMSCOPE_MUTATION_NO_BASELINE"):
         break
-    failed, _, which, secs = tests(c, names, timeout)
+    failed, _, which, secs = tests(c, kind, names, timeout)
     if failed:
         sys.exit(f"mutations: the unmutated tree fails {which}")
     print(f"baseline: {c} passes ({secs:.0f} s)", file=sys.stderr)
 
 rows, missed = [], 0
-for name, path, old, new, (crate, filt) in MUTATIONS:
-    if name_filter and not re.search(name_filter, name):
-        continue
+for name, path, old, new, (crate, kind, filt) in chosen:
     full = os.path.join(scratch, path)
     original = open(full).read()
     if original.count(old) != 1:
@@ -186,10 +282,10 @@ for name, path, old, new, (crate, filt) in MUTATIONS:
     line = original[: original.index(old)].count("\n") + 1
     open(full, "w").write(original.replace(old, new))
     try:
-        rc, _, _, _ = run(build_cmd(crate))
+        rc, log, _, _ = run(build_cmd(crate, kind))
         if rc != 0:
-            sys.exit(f"mutations: '{name}' does not compile")
-        caught, hung, failed, secs = tests(crate, filt, timeout)
+            sys.exit(f"mutations: '{name}' does not compile:\n{log[-3000:]}")
+        caught, hung, failed, secs = tests(crate, kind, filt, timeout)
     finally:
         open(full, "w").write(original)
     missed += not caught
