@@ -111,7 +111,7 @@ pub fn run(out: &OutputArgs, a: &CompareArgs) -> Result<()> {
         let coarse: Vec<String> = cmp
             .groups
             .iter()
-            .filter(|g| !(g.typical_detectable_pct <= pct.0))
+            .filter(|g| g.typical_detectable_pct.is_nan() || g.typical_detectable_pct > pct.0)
             .map(|g| {
                 format!(
                     "{} {} ({})",
