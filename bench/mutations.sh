@@ -62,6 +62,7 @@ C = "crates/store/src/compare/mod.rs"
 N = "crates/store/src/compare/noise.rs"
 FRESH = ("pmscope", ("--test", "precision"), (
     "each_block_is_measured_on_fresh_pages_beside_the_previous_ones",
+    "a_block_that_reuses_the_old_frames_puts_them_at_other_offsets",
 ))
 SEEDS = ("pmscope-runner", ("--lib",), (
     "harness::tests::each_block_draws_its_own_orders_and_its_share",
@@ -198,7 +199,7 @@ MUTATIONS = [
      "    let half = t_two_sided_critical(0.05, df) * (var / blocks.iter().map(|b| b.n).sum::<usize>() as f64).sqrt();", MERGE),
     ("interval: the spread between blocks is ignored", B,
      "    let (mean, var) = mean_var(&logs);\n    let df = (logs.len() - 1) as f64;",
-     "    let (mean, var) = (mean_var(&logs).0, 0.0);\n    let df = (logs.len() - 1) as f64;", MERGE),
+     "    let (mean, var) = (mean_var(&logs).0, 0.0_f64);\n    let df = (logs.len() - 1) as f64;", MERGE),
     ("moderate: the group's spread is not lent", B,
      "        let prior = fit_variance_prior(&s2, &df, VARIANCE_FLOOR);",
      "        let prior = {\n            let _ = (&s2, &df);\n            None\n        };", MERGE),

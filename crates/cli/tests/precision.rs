@@ -302,3 +302,49 @@ fn each_block_is_measured_on_fresh_pages_beside_the_previous_ones() {
         }
     }
 }
+
+/// Where two mappings do not fit (`--max-mem`), the old one is released first and the
+/// kernel hands its frames back: the record says so (`beside_previous` false, as root
+/// `shared_frames` near 1), and the random first touch still puts other pages at each
+/// offset, so the chain meets other cache sets. Pages touched in address order would
+/// come back at the same offsets (same colour nearly everywhere).
+#[test]
+fn a_block_that_reuses_the_old_frames_puts_them_at_other_offsets() {
+    let rs = records(&[
+        "--json",
+        "--blocks",
+        "3",
+        "latency",
+        "--max-mem",
+        "12MiB",
+        "-t",
+        "dram:4k",
+        "--sizes",
+        "8MiB",
+        "--samples",
+        "0",
+        "--reps",
+        "2",
+    ]);
+    let r = rs
+        .iter()
+        .find(|r| r.experiment == "latency")
+        .expect("a latency point");
+    let root = pmscope_sys::process::effective_uid() == 0;
+    for (i, b) in r.blocks.iter().enumerate().skip(1) {
+        let p = b
+            .placement
+            .unwrap_or_else(|| panic!("block {i} without placement"));
+        assert!(
+            !p.beside_previous,
+            "block {i}: two 8 MiB mappings do not fit in 12 MiB"
+        );
+        if root {
+            let same = p.same_colour.expect("root reads pagemap");
+            assert!(
+                same < 0.15,
+                "block {i}: {same} of its pages kept their colour"
+            );
+        }
+    }
+}

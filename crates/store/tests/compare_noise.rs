@@ -324,6 +324,25 @@ fn one_block_a_side_needs_its_group_or_more_runs() {
     );
     assert_eq!(c.points[0].verdict, Verdict::Worse, "{:?}", c.points[0]);
     assert_eq!(c.points[0].noise.runs, [4, 4]);
+    // One block a side among points of its group measured in five: the group's spread
+    // judges it, and 40 % slower is called.
+    let mut rng = Rng(7);
+    let group: Vec<Point> = (1..30)
+        .map(|index| Point {
+            index,
+            median: 100.0 + index as f64,
+            ..p
+        })
+        .collect();
+    let (mut a, mut b) = (
+        run(&mut rng, &group, 5, |_| 1.0),
+        run(&mut rng, &group, 5, |_| 1.0),
+    );
+    a.push(block_record(&p, 100.0));
+    b.push(block_record(&p, 140.0));
+    let c = compare_records(&a, &b, true, &Settings::default());
+    let lone = c.points.iter().find(|v| v.params["point"] == 0).unwrap();
+    assert_eq!(lone.verdict, Verdict::Worse, "{lone:?}");
 }
 
 /// Two targets of one run are paired block by block: a change the host made to both in

@@ -186,12 +186,13 @@ mod tests {
     fn the_spread_is_the_blocks_pooled_over_both_sides() {
         let sd: f64 = 0.03;
         let a = side(&[-sd, 0.0, sd]);
-        let b = side(&[0.1 - sd, 0.1, 0.1 + sd]);
+        // B scatters twice as far: the pooled variance is (2 + 8) sd² / 4.
+        let b = side(&[0.1 - 2.0 * sd, 0.1, 0.1 + 2.0 * sd]);
         let (s2, df) = own_variance(&a, &b);
-        assert!((s2 - sd * sd).abs() < 1e-12 && df == 4.0, "{s2} {df}");
+        assert!((s2 - 2.5 * sd * sd).abs() < 1e-12 && df == 4.0, "{s2} {df}");
         let n = NoiseTerms::of((&a, &b, false), None, 0.0);
         assert!(
-            (n.total - sd * (2.0f64 / 3.0).sqrt()).abs() < 1e-12,
+            (n.total - sd * (2.5f64 * 2.0 / 3.0).sqrt()).abs() < 1e-12,
             "{n:?}"
         );
         let one = NoiseTerms::of((&side(&[0.0]), &side(&[0.1]), false), None, 0.0);
