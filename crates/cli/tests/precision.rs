@@ -304,10 +304,9 @@ fn each_block_is_measured_on_fresh_pages_beside_the_previous_ones() {
 }
 
 /// Where two mappings do not fit (`--max-mem`), the old one is released first and the
-/// kernel hands its frames back: the record says so (`beside_previous` false, as root
-/// `shared_frames` near 1), and the random first touch still puts other pages at each
-/// offset, so the chain meets other cache sets. Pages touched in address order would
-/// come back at the same offsets (same colour nearly everywhere).
+/// kernel hands its frames back: the record says so (`beside_previous` false; as root,
+/// `shared_frames` near 1 here), and the pages at each offset still meet other cache sets
+/// than the block before's (same colour near 1/64), so the block samples another placement.
 #[test]
 fn a_block_that_reuses_the_old_frames_puts_them_at_other_offsets() {
     let rs = records(&[
