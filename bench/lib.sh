@@ -166,3 +166,55 @@ acceptance_table() {
 
 # cpu_name: the CPU as the scripts' headers name it.
 cpu_name() { grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'; }
+
+# glibc_copy_path BYTES: which of glibc's memcpy paths a copy of BYTES takes on this machine,
+# in one line, e.g. "glibc 2.36 __memmove_evex_unaligned_erms; 512 MiB >= 16 x the
+# non-temporal threshold (18.9 MiB): large_memcpy_4x, non-temporal 32-byte stores over 4
+# pages at a time". The variant follows glibc's ifunc rules (sysdeps/x86_64/multiarch/
+# ifunc-memmove.h, 2.33-2.38) applied to the CPU flags and the `preferred` bits that
+# `ld.so --list-diagnostics` prints; the path follows memmove-vec-unaligned-erms.S's size
+# thresholds, also from the diagnostics. On the Ice Lake guest of issue 45 a gdb breakpoint
+# confirmed the rule's answer (memcpy stopped in __memcpy_evex_unaligned_erms).
+glibc_copy_path() {
+	local bytes=$1 ldso diag version flags variant vec path
+	ldso=$(ls /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 2>/dev/null | head -1)
+	version=$(ldd --version 2>/dev/null | head -1 | awk '{print $NF}')
+	diag=$("$ldso" --list-diagnostics 2>/dev/null || true)
+	if [ -z "$diag" ]; then
+		echo "glibc ${version:-?}: ld.so --list-diagnostics unavailable (glibc < 2.33), path unknown"
+		return 0
+	fi
+	pref() { grep -q "^x86.cpu_features.preferred.$1=0x1" <<<"$diag"; }
+	diag_num() { sed -n "s/^x86.cpu_features.$1=//p" <<<"$diag" | head -1; }
+	flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+	has() { [[ $flags == *" $1 "* ]]; }
+	local erms=""
+	has erms && erms=_erms
+	if has avx512f && ! pref Prefer_No_AVX512 && has avx512vl; then
+		variant=__memmove_avx512_unaligned$erms vec=64
+	elif pref AVX_Fast_Unaligned_Load && has avx512vl; then
+		variant=__memmove_evex_unaligned$erms vec=32
+	elif pref AVX_Fast_Unaligned_Load && has rtm; then
+		variant=__memmove_avx_unaligned${erms}_rtm vec=32
+	elif pref AVX_Fast_Unaligned_Load && ! pref Prefer_No_VZEROUPPER; then
+		variant=__memmove_avx_unaligned$erms vec=32
+	else
+		variant=__memmove_sse2_unaligned$erms vec=16
+	fi
+	local nt movsb_stop
+	nt=$(($(diag_num non_temporal_threshold)))
+	movsb_stop=$(($(diag_num rep_movsb_stop_threshold)))
+	mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+	if [ "$nt" -le 0 ]; then
+		path="non-temporal threshold unknown"
+	elif [ "$bytes" -ge $((nt * 16)) ]; then
+		path="$(mib "$bytes") >= 16 x the non-temporal threshold ($(mib "$nt")): large_memcpy_4x, non-temporal $vec-byte stores over 4 pages at a time, prefetcht0 one iteration ahead"
+	elif [ "$bytes" -ge "$nt" ]; then
+		path="$(mib "$bytes") >= the non-temporal threshold ($(mib "$nt")): large_memcpy_2x, non-temporal $vec-byte stores over 2 pages at a time"
+	elif [ -n "$erms" ] && [ "$bytes" -lt "$movsb_stop" ]; then
+		path="$(mib "$bytes") < rep_movsb_stop_threshold ($(mib "$movsb_stop")): rep movsb"
+	else
+		path="$(mib "$bytes"): 4 x $vec-byte vector loop with ordinary stores"
+	fi
+	echo "glibc $version $variant (by glibc's rules); $path"
+}

@@ -159,6 +159,8 @@ vname() { # op:width -> how the lines name it: the width only where several are 
 }
 
 echo "# $(cpu_name), $(ldd --version | head -1 | sed 's/^ldd //'), pmscope $TARGET, 1 GiB per thread, best/typical of $REPS x $DURATION s, $RUNS runs of each variant, each between two peer runs"
+# The peer copies the first 512 MiB of its buffer into the second half in one call.
+echo "# the peer's memcpy: $(glibc_copy_path $((512 << 20)))"
 printf '%-7s %-6s %-16s %8s %8s %-7s %8s %8s %7s %7s %9s %9s %5s\n' threads family variant best typical peer best typical b/peer t/peer b_brack t_brack kept
 for threads in $THREADS; do
 	for family in fill copy; do

@@ -3,7 +3,8 @@
 #
 # For each case (sequential read, and read-ahead, which starts each page's table walk 4 pages
 # ahead, both against likwid's load; ordinary write; non-temporal write, and ntstore-ahead,
-# both against likwid's store_mem; copy, and ntcopy: copy with non-temporal stores, against likwid's copy_mem, as
+# both against likwid's store_mem; copy, and ntcopy and ntcopy-pages (copy with non-temporal
+# stores, the second over 4 pages at a time as glibc's large memcpy) against likwid's copy_mem, as
 # glibc memcpy and so STREAM Copy stream at this size) and thread count (1 and 2), runs
 # likwid-bench, then pmscope and likwid-bench in turn RUNS times, on the same working set
 # (1 GiB per thread) and page policy, and prints one line per case: the median GB/s of each
@@ -30,7 +31,7 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-3}
 TARGET=${PMSCOPE_TARGET:-dram:4k}
 DURATION=${PMSCOPE_DURATION:-1}
-CASES=${PMSCOPE_CASES:-read:load read-ahead:load write:store ntstore:store_mem ntstore-ahead:store_mem copy:copy ntcopy:copy_mem} # pmscope-op:likwid-kernel
+CASES=${PMSCOPE_CASES:-read:load read-ahead:load write:store ntstore:store_mem ntstore-ahead:store_mem copy:copy ntcopy:copy_mem ntcopy-pages:copy_mem} # pmscope-op:likwid-kernel
 THREADS=${PMSCOPE_THREADS:-1 2}
 
 if ! command -v likwid-bench >/dev/null 2>&1; then
