@@ -82,10 +82,10 @@ rm -rf "$OUT"
 mkdir -p "$PAYLOAD/bin" "$PAYLOAD/boots"
 
 # ------------------------------------------------------------------ build on the host
-# The same build as ./dev test's `cargo test --workspace --release`, so after it nothing is
+# The same build as ./dev test's `cargo test --workspace --profile ci`, so after it nothing is
 # rebuilt; it also builds the pmscope binary the CLI tests run.
-log "building pmscope and its test binaries (release)"
-cargo test --workspace --release --no-run -q --message-format=json >"$OUT/build.json"
+log "building pmscope and its test binaries (profile ci)"
+cargo test --workspace --profile ci --no-run -q --message-format=json >"$OUT/build.json"
 executables() { # grep pattern: executable paths of the matching compiler-artifact lines
 	grep '"reason":"compiler-artifact"' "$OUT/build.json" | grep "$1" |
 		grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | sort -u
