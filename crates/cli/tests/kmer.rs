@@ -1339,3 +1339,89 @@ fn binned_jobs_on_the_debian_genomes_equal_the_tables_and_refuse_table_options()
         );
     }
 }
+
+/// Without --method, a job that names no target counts by the binned method (the fastest),
+/// and one that names a target (or an option of the one table) counts in one table there,
+/// the memory-tier measurement, and says so in one sentence; --method still overrides both.
+#[test]
+fn the_default_method_is_binned_unless_a_target_names_the_table() {
+    let dir = fixtures();
+    let d = dir.path();
+    let method_of = |args: &[&str]| -> (String, String) {
+        let _ = std::fs::remove_file(d.join("m.json"));
+        let mut all = args.to_vec();
+        all.extend(["-o", "m.json", "--threads", "1"]);
+        let o = pmscope(d, &all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let r: serde_json::Value =
+            serde_json::from_str(read(d, "m.json").lines().next().unwrap()).unwrap();
+        (
+            r["params"]["method"].as_str().unwrap().to_string(),
+            stdout(&o),
+        )
+    };
+    let note = "note: -t names a target, so the k-mers are counted in one table there (the memory-tier measurement); --method binned counts faster";
+    for op in [
+        vec!["kmer", "count", "-k", "5", "a.fa", "b.fa"],
+        vec!["kmer", "union", "-k", "5", "a.fa", "b.fa"],
+        vec!["kmer", "intersect", "-k", "5", "a.fa", "b.fa"],
+        vec!["kmer", "subtract", "-k", "5", "a.fa", "--minus", "b.fa"],
+        vec![
+            "kmer",
+            "primers",
+            "-k",
+            "5",
+            "--in-group",
+            "a.fa",
+            "--out-group",
+            "c.fa",
+        ],
+    ] {
+        let (method, out) = method_of(&op);
+        assert_eq!(method, "binned", "{op:?}: {out}");
+        assert!(!out.contains("note:"), "{op:?}: {out}");
+        let mut with_target = op.clone();
+        with_target.extend(["-t", "dram:4k"]);
+        let (method, out) = method_of(&with_target);
+        assert_eq!(method, "table", "{with_target:?}");
+        assert_eq!(out.matches(note).count(), 1, "{with_target:?}: {out}");
+        let mut binned = with_target.clone();
+        binned.extend(["--method", "binned"]);
+        let (method, out) = method_of(&binned);
+        assert_eq!(method, "binned", "{binned:?}");
+        assert!(!out.contains("note:"), "{binned:?}: {out}");
+        let mut table = op.clone();
+        table.extend(["--method", "table"]);
+        let (method, out) = method_of(&table);
+        assert_eq!(method, "table", "{table:?}");
+        assert!(!out.contains("note:"), "{table:?}: {out}");
+    }
+    // An option of the one table names it too; with --method binned it is one sentence, exit 2.
+    let (method, out) = method_of(&[
+        "kmer",
+        "count",
+        "-k",
+        "5",
+        "--fence",
+        "per-slot",
+        "--table",
+        "static-pm",
+        "a.fa",
+    ]);
+    assert_eq!(method, "table");
+    assert!(out.contains("note: --table static-pm shapes the one table, so the k-mers are counted in one table there"), "{out}");
+    let o = pmscope(
+        d,
+        &[
+            "kmer",
+            "count",
+            "--method",
+            "binned",
+            "--table",
+            "static-pm",
+            "a.fa",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+}

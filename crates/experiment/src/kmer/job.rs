@@ -31,6 +31,8 @@ pub struct Plan {
     record: Option<PathBuf>,
     /// The demo's first line (which genomes are which), and its longer previews.
     intro: Option<String>,
+    /// Why the one-table method was chosen when no --method was given.
+    method_note: Option<String>,
 }
 
 impl Plan {
@@ -45,7 +47,7 @@ pub fn plan(
     env: &Env,
     r: &RunArgs,
     operation: Operation,
-    method: Method,
+    method: Option<Method>,
     default_k: usize,
     intro: Option<String>,
 ) -> Result<Plan> {
@@ -64,6 +66,7 @@ pub fn plan(
     // The rule of every command: one pinned thread per CPU.
     check_threads(threads, &allowed).map_err(usage)?;
     let table = r.table;
+    let (method, method_note) = choose_method(r, method);
     if method == Method::Binned {
         binned_alone(r)?;
     }
@@ -136,13 +139,36 @@ pub fn plan(
         kmers: r.kmers.clone(),
         record: r.record.clone(),
         intro,
+        method_note,
     })
 }
 
-/// `--method binned` counts in tables of its own, one per worker: the options that shape
-/// the one table are refused with it rather than ignored.
-fn binned_alone(r: &RunArgs) -> Result<()> {
-    let clash = if r.table != TableKind::Volatile {
+/// The method when none is named: the binned one, the fastest, unless the command names
+/// where the one table lives or how (then it is the memory-tier measurement, and the note
+/// says so, since the same command without that option counts by the faster method).
+fn choose_method(r: &RunArgs, method: Option<Method>) -> (Method, Option<String>) {
+    if let Some(m) = method {
+        return (m, None);
+    }
+    let named = if !r.targets.targets.is_empty() {
+        Some("-t names a target".to_string())
+    } else {
+        one_table_option(r).map(|o| format!("{o} shapes the one table"))
+    };
+    match named {
+        Some(why) => (
+            Method::Table,
+            Some(format!(
+                "{why}, so the k-mers are counted in one table there (the memory-tier measurement); --method binned counts faster"
+            )),
+        ),
+        None => (Method::Binned, None),
+    }
+}
+
+/// The first option given that only the one table has.
+fn one_table_option(r: &RunArgs) -> Option<String> {
+    if r.table != TableKind::Volatile {
         Some(format!("--table {}", r.table))
     } else if r.pool.is_some() {
         Some("--pool".to_string())
@@ -154,7 +180,13 @@ fn binned_alone(r: &RunArgs) -> Result<()> {
         Some("--persist".to_string())
     } else {
         None
-    };
+    }
+}
+
+/// `--method binned` counts in tables of its own, one per worker: the options that shape
+/// the one table are refused with it rather than ignored.
+fn binned_alone(r: &RunArgs) -> Result<()> {
+    let clash = one_table_option(r);
     match clash {
         Some(option) => Err(usage(format!(
             "{option} shapes the one table of --method table, but --method binned counts in a small volatile table per thread; drop {option} or use --method table"
@@ -350,6 +382,9 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     run.emit(&rec)?;
     h.finish()?;
     if human {
+        if let Some(note) = &p.method_note {
+            say(&format!("note: {note}"));
+        }
         say(&summary::summary(
             &report,
             p.job.partition.as_ref(),

@@ -66,7 +66,7 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
             env, run, op, method, k, intro,
         )?)))
     };
-    let table_job = |run, op, k, intro| job(run, op, Method::Table, k, intro);
+    let table_job = |run, op, k, intro| job(run, op, Some(Method::Table), k, intro);
     match &a.command {
         Command::Primers(p) => {
             let op = Operation::Primers {

@@ -139,11 +139,12 @@ pub struct SetArgs {
     /// FASTA or gzipped FASTA files, one genome each.
     #[arg(required = true, value_name = "FILES")]
     pub genomes: Vec<PathBuf>,
-    /// How to count: one table on the target (what `kmer bench` compares across tables and
-    /// targets), or minimizer bins counted one by one in tables the size of the L2 cache.
-    /// The results are the same.
-    #[arg(long, default_value = "table", value_parser = methods())]
-    pub method: Method,
+    /// How to count (default: binned, the fastest; table when -t or an option of the one
+    /// table names where or how it lives): one table on the target (what `kmer bench`
+    /// compares across tables and targets), or minimizer bins counted one by one in tables
+    /// the size of the L2 cache. The results are the same.
+    #[arg(long, value_parser = methods())]
+    pub method: Option<Method>,
     /// Run options.
     #[command(flatten)]
     pub run: RunArgs,
@@ -158,11 +159,12 @@ pub struct SubtractArgs {
     /// Genomes whose k-mers are removed.
     #[arg(long, required = true, num_args = 1.., value_name = "FILES")]
     pub minus: Vec<PathBuf>,
-    /// How to count: one table on the target (what `kmer bench` compares across tables and
-    /// targets), or minimizer bins counted one by one in tables the size of the L2 cache.
-    /// The results are the same.
-    #[arg(long, default_value = "table", value_parser = methods())]
-    pub method: Method,
+    /// How to count (default: binned, the fastest; table when -t or an option of the one
+    /// table names where or how it lives): one table on the target (what `kmer bench`
+    /// compares across tables and targets), or minimizer bins counted one by one in tables
+    /// the size of the L2 cache. The results are the same.
+    #[arg(long, value_parser = methods())]
+    pub method: Option<Method>,
     /// Run options.
     #[command(flatten)]
     pub run: RunArgs,
@@ -177,11 +179,12 @@ pub struct PrimersArgs {
     /// Genomes that must not be detected.
     #[arg(long, required = true, num_args = 1.., value_name = "FILES")]
     pub out_group: Vec<PathBuf>,
-    /// How to count: one table on the target (what `kmer bench` compares across tables and
-    /// targets), or minimizer bins counted one by one in tables the size of the L2 cache.
-    /// The results are the same.
-    #[arg(long, default_value = "table", value_parser = methods())]
-    pub method: Method,
+    /// How to count (default: binned, the fastest; table when -t or an option of the one
+    /// table names where or how it lives): one table on the target (what `kmer bench`
+    /// compares across tables and targets), or minimizer bins counted one by one in tables
+    /// the size of the L2 cache. The results are the same.
+    #[arg(long, value_parser = methods())]
+    pub method: Option<Method>,
     /// Run options.
     #[command(flatten)]
     pub run: RunArgs,

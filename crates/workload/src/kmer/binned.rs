@@ -27,7 +27,7 @@
 //! to 255 k-mers (about (k − m + 2) / 2 of them on average: 9 at k = 31, 44 at k = 100).
 
 use super::encode::{BASE_CODE, Kmer, Roller};
-use super::read::Genome;
+use super::packed::{PackedGenome, code_at};
 use super::table::Entry;
 use pmscope_core::record::ThreadPlacement;
 use pmscope_runner::pin::PinError;
@@ -224,11 +224,11 @@ struct Piece {
     starts: usize,
 }
 
-/// Splits `genomes` into super-k-mers in `bins` bins, the pieces shared out among the
-/// workers in genome order; the first `inserted` genomes are the ones counted.
+/// Splits `genomes` into super-k-mers in `bins` bins, the pieces of their segments shared
+/// out among the workers in genome order; the first `inserted` genomes are the ones counted.
 pub fn split(
     workers: &super::build::Workers,
-    genomes: &[Genome],
+    genomes: &[PackedGenome],
     inserted: usize,
     k: usize,
     bins: usize,
@@ -238,12 +238,12 @@ pub fn split(
     let piece = ((kmers / (16 * workers.len() as u64)) as usize).clamp(1, PIECE);
     let mut pieces = Vec::new();
     for (gi, g) in genomes.iter().enumerate() {
-        for c in &g.contigs {
-            let windows = (c.end - c.start + 1).saturating_sub(k);
+        for &(start, end) in &g.segments {
+            let windows = end - start + 1 - k;
             for a in (0..windows).step_by(piece) {
                 pieces.push(Piece {
                     genome: gi,
-                    from: c.start + a,
+                    from: start + a,
                     starts: piece.min(windows - a),
                 });
             }
@@ -257,12 +257,17 @@ pub fn split(
     let (parts, placements) = workers.run(|_| {
         let mut lists: Vec<Vec<SuperKmer>> = (0..bins).map(|_| Vec::with_capacity(room)).collect();
         let mut kmers = vec![0u64; bins];
+        // A piece's bases unpacked, for the minimizer scan (a piece is a segment's part: all
+        // A, C, G, T).
+        let mut seq: Vec<u8> = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(p) = pieces.get(i) else { break };
-            let seq = &genomes[p.genome].seq[p.from..p.from + p.starts + k - 1];
+            let g = &genomes[p.genome];
+            seq.clear();
+            seq.extend((p.from..p.from + p.starts + k - 1).map(|i| b"ACGT"[g.code(i) as usize]));
             let counted = (p.genome < inserted) as u64;
-            super_kmers(seq, k, m, bins, |start, run, bin| {
+            super_kmers(&seq, k, m, bins, |start, run, bin| {
                 lists[bin].push(SuperKmer::new(p.genome, p.from + start, run));
                 kmers[bin] += counted * run as u64;
             });
@@ -289,40 +294,44 @@ pub fn split(
     ))
 }
 
-/// The genomes' sequences copied back to back into one mapping with 2 MiB pages: a bin's
+/// The genomes' 2-bit texts moved back to back into one mapping with 2 MiB pages: a bin's
 /// super-k-mers start anywhere in the genomes, and with 4 KiB pages nearly each one's
 /// text costs a TLB miss (a third of the count's time at k = 31) that its prefetch cannot
-/// hide.
+/// hide. Each genome's own text is freed as it is copied, so the two are not both whole.
 pub struct Text {
     mapping: pmscope_mapping::Mapping,
-    /// Where each genome starts in it (and, last, the end).
+    /// Where each genome starts in it, in words (and, last, the end).
     starts: Vec<usize>,
 }
 
 impl Text {
-    /// Copies `genomes` into a `dram:thp` mapping.
+    /// Moves the texts of `genomes` into a `dram:thp` mapping.
     pub fn of(
-        genomes: &[Genome],
+        genomes: &mut [PackedGenome],
         opts: &pmscope_mapping::MapOptions,
     ) -> Result<Text, pmscope_mapping::TargetError> {
         let mut starts = vec![0usize];
-        for g in genomes {
-            starts.push(starts.last().unwrap() + g.seq.len());
+        for g in genomes.iter() {
+            starts.push(starts.last().unwrap() + g.words.len());
         }
         let spec: pmscope_mapping::TargetSpec = "dram:thp".parse().expect("a valid spec");
-        let total = (*starts.last().unwrap()).max(1) as u64;
+        let total = ((*starts.last().unwrap()).max(1) * 8) as u64;
         let mut mapping = pmscope_mapping::map_chosen(&spec, total, opts)?;
-        let bytes = mapping.bytes_mut();
-        for (g, &at) in genomes.iter().zip(&starts) {
-            bytes[at..at + g.seq.len()].copy_from_slice(&g.seq);
+        let words = mapping.slice_mut::<u64>()?;
+        for (g, &at) in genomes.iter_mut().zip(&starts) {
+            let text = std::mem::take(&mut g.words);
+            words[at..at + text.len()].copy_from_slice(&text);
         }
         Ok(Text { mapping, starts })
     }
 
-    /// Each genome's sequence, in input order.
-    pub fn genomes(&mut self) -> Vec<&[u8]> {
-        let bytes: &[u8] = self.mapping.bytes_mut();
-        self.starts.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
+    /// Each genome's text, in input order.
+    pub fn genomes(&mut self) -> Vec<&[u64]> {
+        let words: &[u64] = self
+            .mapping
+            .slice_mut::<u64>()
+            .expect("a fresh mapping is aligned for words");
+        self.starts.windows(2).map(|w| &words[w[0]..w[1]]).collect()
     }
 }
 
@@ -607,7 +616,7 @@ struct Worker<'a, const W: usize> {
 impl<const W: usize> Worker<'_, W> {
     /// Counts bin `b`: the inserted genomes' k-mers into the table, genome by genome, then
     /// the looked-up genomes' k-mers mark theirs; the scan keeps what `keep` asks.
-    fn bin(&mut self, bins: &Bins, b: usize, texts: &[&[u8]], k: usize, keep: Keep) {
+    fn bin(&mut self, bins: &Bins, b: usize, texts: &[&[u64]], k: usize, keep: Keep) {
         let inserted = bins.inserted;
         // Sized from the share of distinct k-mers in the bins counted so far.
         let distinct_share = if self.seen_kmers == 0 {
@@ -642,14 +651,15 @@ impl<const W: usize> Worker<'_, W> {
                         break;
                     }
                     if let Some(ahead) = list.get(*head + TEXT_AHEAD) {
+                        // 32 bases a word: a run's text is one or two lines.
                         let text = texts[ahead.genome()];
-                        pmscope_sys::prefetch::prefetch(&text[ahead.start()]);
-                        let end = (ahead.start() + 64).min(text.len() - 1);
+                        pmscope_sys::prefetch::prefetch(&text[ahead.start() >> 5]);
+                        let end = ((ahead.start() + 256) >> 5).min(text.len() - 1);
                         pmscope_sys::prefetch::prefetch(&text[end]);
                     }
                     self.roller.reset();
-                    for &base in &seq[s.start()..s.start() + s.run() + k - 1] {
-                        if self.roller.push(BASE_CODE[base as usize]) {
+                    for i in s.start()..s.start() + s.run() + k - 1 {
+                        if self.roller.push(code_at(seq, i)) {
                             let key = self.roller.canonical().0;
                             let hash = key.hash();
                             table.prefetch(hash);
@@ -678,11 +688,11 @@ impl<const W: usize> Worker<'_, W> {
 }
 
 /// Counts every bin, each worker in its own table (`tables[w]`, words of its mapping),
-/// the largest bins first. `texts[g]` is genome g's sequence ([`Text`]).
+/// the largest bins first. `texts[g]` is genome g's 2-bit text ([`Text`]).
 pub fn count<const W: usize>(
     workers: &super::build::Workers,
     bins: &Bins,
-    texts: &[&[u8]],
+    texts: &[&[u64]],
     k: usize,
     tables: &mut [&mut [u64]],
     keep: Keep,

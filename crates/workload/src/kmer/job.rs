@@ -24,6 +24,7 @@ use super::encode::words_for;
 use super::estimate::DistinctSketch;
 use super::filter::StrandFilter;
 use super::output::{self, Candidate, Format, Region};
+use super::packed::PackedGenome;
 use super::read::{Genome, ReadError, Split, read_genomes};
 pub use super::table::TableFacts;
 use super::table::partition::{NodePlan, PartitionedTable};
@@ -992,22 +993,43 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     let mut phases = Phases::default();
     let mut cpu = Phases::default();
 
-    let t = Stopwatch::start();
-    let (genomes, n) = read_both(job, &pool)?;
-    t.stop(&mut phases.parse, &mut cpu.parse);
-    binned_limits(&genomes)?;
-    let (left, right) = genomes.split_at(n);
-    // Primers bin the in-group only: the out-group is looked up in the intersection, behind
-    // the one-table method's Bloom filter, which answers most of it from the cache.
+    // Primers read their groups whole: the out-group step walks the out-group's and the
+    // first in-group genome's bytes. Every other job streams its files into 2-bit text.
     let primers = matches!(job.operation, Operation::Primers { .. });
-    let binned_genomes = if primers { left } else { &genomes[..] };
+    let t = Stopwatch::start();
+    let (whole, mut packed, n) = if primers {
+        let (genomes, n) = read_both(job, &pool)?;
+        let packed: Vec<PackedGenome> = pool.install(|| {
+            genomes[..n]
+                .par_iter()
+                .map(|g| PackedGenome::of(g, k))
+                .collect()
+        });
+        (genomes, packed, n)
+    } else {
+        let (packed, n) = read_both_packed(job, &pool)?;
+        (Vec::new(), packed, n)
+    };
+    t.stop(&mut phases.parse, &mut cpu.parse);
+    binned_limits(&packed)?;
+    let summaries = if primers {
+        summaries(&whole[..n], &whole[n..])
+    } else {
+        packed_summaries(&packed, n)
+    };
+    let lookups: u64 = summaries
+        .iter()
+        .filter(|g| g.role == "out")
+        .map(|g| g.kmers)
+        .sum();
+    let (left, right) = whole.split_at(n.min(whole.len()));
 
     interrupt::check()?;
     let t = Stopwatch::start();
     let slot_bytes = binned::slot_words::<W>() * 8;
-    let inserts: u64 = left.iter().map(|g| g.stats.kmers).sum();
+    let inserts: u64 = packed[..n].iter().map(|g| g.stats.kmers).sum();
     let count = binned::bins_for(inserts, slot_bytes, binned::l2_bytes(), job.threads);
-    let (bins, _) = binned::split(&workers, binned_genomes, n, k, count)?;
+    let (bins, _) = binned::split(&workers, &packed, n, k, count)?;
     t.stop(&mut phases.split, &mut cpu.split);
 
     interrupt::check()?;
@@ -1018,7 +1040,8 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         .map(|_| pmscope_mapping::map_chosen(&job.target, bytes, &job.map_options))
         .collect::<Result<Vec<_>, _>>()
         .map_err(TableError::from)?;
-    let mut text = binned::Text::of(binned_genomes, &job.map_options).map_err(TableError::from)?;
+    let mut text = binned::Text::of(&mut packed, &job.map_options).map_err(TableError::from)?;
+    drop(packed);
     t.stop(&mut phases.map, &mut cpu.map);
 
     interrupt::check()?;
@@ -1073,9 +1096,9 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         }),
         k,
         threads: job.threads,
-        genomes: summaries(left, right),
+        genomes: summaries,
         inserts,
-        lookups: right.iter().map(|g| g.stats.kmers).sum(),
+        lookups,
         lookup_hits,
         estimated_distinct: 0,
         sets,
@@ -1106,6 +1129,49 @@ fn read_both(job: &Job, pool: &rayon::ThreadPool) -> Result<(Vec<Genome>, usize)
     let n = genomes.len();
     genomes.extend(right);
     Ok((genomes, n))
+}
+
+/// Streams both groups of files into 2-bit text ([`super::packed`]); returns their
+/// genomes, the left ones first, and how many are left ones. Primers bin the in-group
+/// only: the out-group is looked up in the intersection, behind the one-table method's
+/// Bloom filter, which answers most of it from the cache.
+fn read_both_packed(
+    job: &Job,
+    pool: &rayon::ThreadPool,
+) -> Result<(Vec<PackedGenome>, usize), JobError> {
+    let (left_files, right_files) = job.operation.files();
+    let read = |files: &[PathBuf]| -> Result<Vec<PackedGenome>, ReadError> {
+        let per_file: Vec<Result<Vec<PackedGenome>, ReadError>> = files
+            .par_iter()
+            .map(|f| super::packed::read_packed_file(f, job.split, job.k))
+            .collect();
+        let mut genomes = Vec::new();
+        for r in per_file {
+            genomes.extend(r?);
+        }
+        Ok(genomes)
+    };
+    let (mut genomes, right) =
+        pool.install(|| Ok::<_, ReadError>((read(left_files)?, read(right_files)?)))?;
+    let n = genomes.len();
+    genomes.extend(right);
+    Ok((genomes, n))
+}
+
+/// The report's genomes from packed ones, the first `n` inserted.
+fn packed_summaries(genomes: &[PackedGenome], n: usize) -> Vec<GenomeSummary> {
+    genomes
+        .iter()
+        .enumerate()
+        .map(|(i, g)| GenomeSummary {
+            name: g.name.clone(),
+            path: g.path.clone(),
+            role: if i < n { "in" } else { "out" },
+            bases: g.stats.bases,
+            kmers: g.stats.kmers,
+            skipped_kmers: g.stats.skipped_kmers,
+        })
+        .collect()
 }
 
 /// Named set sizes, in order.
@@ -1205,7 +1271,7 @@ fn binned_keep(operation: &Operation, writing: bool) -> super::binned::Keep {
 }
 
 /// The widths of a super-k-mer's fields: genomes and bases per genome.
-fn binned_limits(left: &[Genome]) -> Result<(), JobError> {
+fn binned_limits(left: &[PackedGenome]) -> Result<(), JobError> {
     use super::binned::{MAX_GENOME_BASES, MAX_GENOMES};
     if left.len() > MAX_GENOMES {
         return Err(JobError::Usage(format!(
@@ -1213,11 +1279,11 @@ fn binned_limits(left: &[Genome]) -> Result<(), JobError> {
             left.len(),
         )));
     }
-    match left.iter().find(|g| g.seq.len() >= MAX_GENOME_BASES) {
+    match left.iter().find(|g| g.len >= MAX_GENOME_BASES) {
         Some(g) => Err(JobError::Usage(format!(
             "{}: {} bases are more than --method binned addresses in one genome ({MAX_GENOME_BASES}); use --method table",
             g.path.display(),
-            g.seq.len(),
+            g.len,
         ))),
         None => Ok(()),
     }

@@ -10,7 +10,8 @@
 //!     ──job (set operations on the trait)──▶ output (TSV / FASTA) + Report
 //! ```
 //!
-//! * [`read`] — genomes from FASTA and gzipped FASTA, with the N/IUPAC policy;
+//! * [`read`] — genomes from FASTA and gzipped FASTA, streamed a chunk at a time, with the N/IUPAC policy;
+//! * [`packed`] — genomes streamed into 2-bit text and their runs of A, C, G, T (the binned method's input);
 //! * [`encode`] — 2-bit k-mers up to k = 128, reverse complement, canonical form, rolling;
 //! * [`estimate`] — a HyperLogLog estimate of distinct k-mers that sizes the table;
 //! * [`table`] — the table interface and the volatile table;
@@ -28,6 +29,7 @@ pub mod estimate;
 pub mod filter;
 pub mod job;
 pub mod output;
+pub mod packed;
 pub mod read;
 mod rendezvous;
 pub mod synth;

@@ -1,4 +1,7 @@
-//! Genomes from FASTA files, plain or gzipped (needletail parses, flate2 decompresses).
+//! Genomes from FASTA files, plain or gzipped (flate2 decompresses).
+//!
+//! Files are read as streams, a chunk of bases at a time ([`stream_fasta`]), so a record
+//! of any length never sits whole in a reader's buffers.
 //!
 //! One file is one genome (its records are contigs or chromosomes), or, with
 //! [`Split::PerRecord`], every record is a genome of its own. Policy for the bytes of a
@@ -8,13 +11,9 @@
 
 use super::encode::{BASE_CODE, INVALID};
 use flate2::read::MultiGzDecoder;
-use needletail::errors::ParseErrorKind;
-use needletail::parser::{FastaReader, FastxReader};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How files map to genomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,25 +153,8 @@ impl ReadError {
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Counts the line breaks that pass through, so that an error of the stream itself (a
-/// truncated gzip member) can name the line where it happened.
-struct LineCounter<R> {
-    inner: R,
-    lines: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for LineCounter<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let breaks = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
-        self.lines.fetch_add(breaks, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-/// Reads the genomes of one FASTA file (gzipped or not) and counts their k-mers of
-/// length `k`. Every genome must have at least one k-mer.
-pub fn read_genomes(path: &Path, split: Split, k: usize) -> Result<Vec<Genome>, ReadError> {
+/// Opens a FASTA file, plain or gzipped: its decoded bytes and whether it was gzipped.
+fn open(path: &Path) -> Result<(Box<dyn BufRead + Send>, bool), ReadError> {
     let file = File::open(path).map_err(|e| {
         let mut err = ReadError::new(path, None, format!("cannot open it ({e})"));
         err.is_usage = matches!(
@@ -199,55 +181,149 @@ pub fn read_genomes(path: &Path, split: Split, k: usize) -> Result<Vec<Genome>, 
         ));
     }
     let gzipped = head.starts_with(&GZIP_MAGIC);
-    let decoded: Box<dyn Read + Send> = if gzipped {
-        Box::new(MultiGzDecoder::new(buffered))
+    let decoded: Box<dyn BufRead + Send> = if gzipped {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            MultiGzDecoder::new(buffered),
+        ))
     } else {
         Box::new(buffered)
     };
-    let lines = Arc::new(AtomicU64::new(0));
-    let reader = LineCounter {
-        inner: decoded,
-        lines: lines.clone(),
-    };
-    let mut fasta = FastaReader::with_capacity(reader, 1 << 20);
-    let file_name = genome_name_of(path);
-    let mut genomes: Vec<Genome> = Vec::new();
-    let mut records = 0usize;
-    while let Some(rec) = fasta.next() {
-        let rec = rec.map_err(|e| {
-            // A stream that breaks breaks on the line after the last complete one read.
-            let at = lines.load(Ordering::Relaxed) + 1;
-            parse_error(path, gzipped, records, at, e)
-        })?;
-        records += 1;
-        let header_line = rec.start_line_number();
-        let id = String::from_utf8_lossy(rec.id());
-        let name = id.split_whitespace().next().unwrap_or("").to_string();
-        let seq = rec.seq();
-        if let Some(pos) = seq.iter().position(|&b| BASE_CODE[b as usize] == INVALID) {
-            let line = line_of(rec.raw_seq(), pos, header_line);
-            return Err(ReadError::new(
-                path,
-                Some(line),
-                format!(
-                    "'{}' in record '{name}' is not a nucleotide (A, C, G, T, N or another IUPAC code); is this a FASTA file of DNA?",
-                    (seq[pos] as char).escape_default()
-                ),
-            ));
+    Ok((decoded, gzipped))
+}
+
+/// Bases a reader hands on at once: what a file being read holds in memory besides its
+/// decoder's buffers, however long its records.
+pub const CHUNK_BASES: usize = 1 << 20;
+
+/// What a FASTA stream hands on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A record starts: its identifier (the header up to the first white space).
+    Record(&'a str),
+    /// The next bases of the current record, without line breaks.
+    Bases(&'a [u8]),
+}
+
+/// Reads one FASTA file (gzipped or not) as a stream, holding at most `chunk` bases: a
+/// [`Piece::Record`] at each record's header, then [`Piece::Bases`] for its bases in pieces
+/// of at most `chunk`, each validated (A, C, G, T, N or another IUPAC code). A record's
+/// bases may come in several pieces; a piece never holds bases of two records. Returns the
+/// number of records.
+pub fn stream_fasta(
+    path: &Path,
+    chunk: usize,
+    mut on: impl FnMut(Piece),
+) -> Result<usize, ReadError> {
+    let chunk = chunk.max(1);
+    let (mut reader, gzipped) = open(path)?;
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk.min(CHUNK_BASES));
+    let mut header: Vec<u8> = Vec::new();
+    let mut name = String::new();
+    let (mut line, mut records) = (1u64, 0usize);
+    let (mut at_line_start, mut in_header) = (true, false);
+    loop {
+        let avail = match reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(stream_error(path, gzipped, line, &e)),
+        };
+        if avail.is_empty() {
+            break;
         }
-        match split {
-            Split::PerRecord => {
-                let mut g = empty_genome(&name, path);
-                g.push_record(name.clone(), &seq);
-                genomes.push(g);
-            }
-            Split::PerFile => {
-                if genomes.is_empty() {
-                    genomes.push(empty_genome(&file_name, path));
+        let n = avail.len();
+        let mut i = 0;
+        while i < n {
+            if in_header {
+                match avail[i..].iter().position(|&b| b == b'\n') {
+                    Some(p) => {
+                        header.extend_from_slice(&avail[i..i + p]);
+                        name = record_name(&header);
+                        on(Piece::Record(&name));
+                        (in_header, at_line_start) = (false, true);
+                        line += 1;
+                        i += p + 1;
+                    }
+                    None => {
+                        header.extend_from_slice(&avail[i..]);
+                        i = n;
+                    }
                 }
-                genomes[0].push_record(name, &seq);
+                continue;
             }
+            let b = avail[i];
+            if b == b'\n' {
+                (line, at_line_start) = (line + 1, true);
+                i += 1;
+                continue;
+            }
+            if b == b'\r' {
+                i += 1;
+                continue;
+            }
+            if at_line_start && b == b'>' {
+                if !buf.is_empty() {
+                    on(Piece::Bases(&buf));
+                    buf.clear();
+                }
+                records += 1;
+                header.clear();
+                (in_header, at_line_start) = (true, false);
+                i += 1;
+                continue;
+            }
+            if records == 0 {
+                let hint = if b == b'@' {
+                    "it looks like FASTQ (reads); pmscope kmer reads genomes as FASTA"
+                } else {
+                    "a FASTA file starts with '>' and a record name"
+                };
+                return Err(ReadError::new(
+                    path,
+                    Some(line),
+                    format!(
+                        "not a FASTA file: it starts with '{}'; {hint}",
+                        (b as char).escape_default()
+                    ),
+                ));
+            }
+            at_line_start = false;
+            // The rest of the line, validated and copied a chunk at a time.
+            let end = avail[i..]
+                .iter()
+                .position(|&b| b == b'\n' || b == b'\r')
+                .map_or(n, |p| i + p);
+            for &b in &avail[i..end] {
+                if BASE_CODE[b as usize] == INVALID {
+                    return Err(ReadError::new(
+                        path,
+                        Some(line),
+                        format!(
+                            "'{}' in record '{name}' is not a nucleotide (A, C, G, T, N or another IUPAC code); is this a FASTA file of DNA?",
+                            (b as char).escape_default()
+                        ),
+                    ));
+                }
+            }
+            let mut piece = &avail[i..end];
+            while !piece.is_empty() {
+                let take = (chunk - buf.len()).min(piece.len());
+                buf.extend_from_slice(&piece[..take]);
+                piece = &piece[take..];
+                if buf.len() == chunk {
+                    on(Piece::Bases(&buf));
+                    buf.clear();
+                }
+            }
+            i = end;
         }
+        reader.consume(n);
+    }
+    if in_header {
+        on(Piece::Record(&record_name(&header)));
+    }
+    if !buf.is_empty() {
+        on(Piece::Bases(&buf));
     }
     if records == 0 {
         let what = if gzipped {
@@ -261,27 +337,89 @@ pub fn read_genomes(path: &Path, split: Split, k: usize) -> Result<Vec<Genome>, 
             format!("{what}; a genome file holds FASTA records ('>name' then bases)"),
         ));
     }
+    Ok(records)
+}
+
+/// A header's identifier: up to the first white space.
+fn record_name(header: &[u8]) -> String {
+    let id = String::from_utf8_lossy(header);
+    id.split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// An error of the stream itself, on the line it broke on.
+fn stream_error(path: &Path, gzipped: bool, line: u64, e: &std::io::Error) -> ReadError {
+    if gzipped {
+        ReadError::new(
+            path,
+            Some(line),
+            format!(
+                "the gzip data is truncated or corrupt ({e}); check the download, e.g. with `gzip -t`"
+            ),
+        )
+    } else {
+        ReadError {
+            is_usage: false,
+            ..ReadError::new(path, Some(line), format!("cannot read it ({e})"))
+        }
+    }
+}
+
+/// The message for a genome without a single k-mer of A, C, G, T.
+pub(super) fn no_kmer(path: &Path, name: &str, stats: &GenomeStats, k: usize) -> ReadError {
+    let message = if (stats.longest_record as usize) < k {
+        format!(
+            "genome '{name}' is shorter than k = {k} (its longest record has {} bases); choose a smaller -k or leave the file out",
+            stats.longest_record
+        )
+    } else {
+        format!(
+            "genome '{name}' has no {k}-mer without N or another ambiguous base; choose a smaller -k or leave the file out"
+        )
+    };
+    ReadError::new(path, None, message)
+}
+
+/// Reads the genomes of one FASTA file (gzipped or not) whole, one byte per base, and
+/// counts their k-mers of length `k`. Every genome must have at least one k-mer. The
+/// one-table method reads this way; the binned one streams ([`super::packed`]).
+pub fn read_genomes(path: &Path, split: Split, k: usize) -> Result<Vec<Genome>, ReadError> {
+    let file_name = genome_name_of(path);
+    let mut genomes: Vec<Genome> = Vec::new();
+    stream_fasta(path, CHUNK_BASES, |piece| match piece {
+        Piece::Record(name) => {
+            if split == Split::PerRecord || genomes.is_empty() {
+                let gname = if split == Split::PerRecord {
+                    name
+                } else {
+                    &file_name
+                };
+                genomes.push(empty_genome(gname, path));
+            }
+            let g = genomes.last_mut().expect("a genome was just pushed");
+            let start = g.seq.len();
+            g.contigs.push(Contig {
+                name: name.to_string(),
+                start,
+                end: start,
+            });
+        }
+        Piece::Bases(bases) => {
+            let g = genomes.last_mut().expect("bases follow a header");
+            g.seq.extend_from_slice(bases);
+            let end = g.seq.len();
+            g.contigs.last_mut().expect("bases follow a header").end = end;
+        }
+    })?;
     for g in &mut genomes {
         g.count(k);
         if g.stats.kmers == 0 {
-            let message = if (g.stats.longest_record as usize) < k {
-                format!(
-                    "genome '{}' is shorter than k = {k} (its longest record has {} bases); choose a smaller -k or leave the file out",
-                    g.name, g.stats.longest_record
-                )
-            } else {
-                format!(
-                    "genome '{}' has no {k}-mer without N or another ambiguous base; choose a smaller -k or leave the file out",
-                    g.name
-                )
-            };
-            return Err(ReadError::new(path, None, message));
+            return Err(no_kmer(path, &g.name, &g.stats, k));
         }
     }
     Ok(genomes)
 }
 
-fn empty_genome(name: &str, path: &Path) -> Genome {
+pub(super) fn empty_genome(name: &str, path: &Path) -> Genome {
     Genome {
         name: name.to_string(),
         path: path.to_path_buf(),
@@ -292,7 +430,7 @@ fn empty_genome(name: &str, path: &Path) -> Genome {
 }
 
 /// `ecoli.fasta.gz` → `ecoli`.
-fn genome_name_of(path: &Path) -> String {
+pub(super) fn genome_name_of(path: &Path) -> String {
     let mut name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -305,69 +443,6 @@ fn genome_name_of(path: &Path) -> String {
         }
     }
     name
-}
-
-/// The line of the `pos`-th base of a record whose header is on `header_line`, counting
-/// the line breaks in its raw bytes.
-fn line_of(raw: &[u8], pos: usize, header_line: u64) -> u64 {
-    let mut line = header_line + 1;
-    let mut seen = 0usize;
-    for &b in raw {
-        match b {
-            b'\n' => line += 1,
-            b'\r' => {}
-            _ => {
-                if seen == pos {
-                    return line;
-                }
-                seen += 1;
-            }
-        }
-    }
-    line
-}
-
-fn parse_error(
-    path: &Path,
-    gzipped: bool,
-    records: usize,
-    last_line: u64,
-    e: needletail::errors::ParseError,
-) -> ReadError {
-    match e.kind {
-        ParseErrorKind::Io if gzipped => ReadError::new(
-            path,
-            Some(last_line),
-            format!(
-                "the gzip data is truncated or corrupt ({}); check the download, e.g. with `gzip -t`",
-                e.msg
-            ),
-        ),
-        ParseErrorKind::Io => ReadError {
-            is_usage: false,
-            ..ReadError::new(path, Some(last_line), format!("cannot read it ({})", e.msg))
-        },
-        ParseErrorKind::InvalidStart if records == 0 => {
-            // needletail says "Expected '>' but found 'x".
-            let found = e.msg.split("found '").nth(1).unwrap_or("?");
-            let found = found.trim_end_matches('\'').to_string();
-            let hint = if found == "@" {
-                "it looks like FASTQ (reads); pmscope kmer reads genomes as FASTA"
-            } else {
-                "a FASTA file starts with '>' and a record name"
-            };
-            ReadError::new(
-                path,
-                Some(1),
-                format!("not a FASTA file: it starts with '{found}'; {hint}"),
-            )
-        }
-        _ => ReadError::new(
-            path,
-            Some(e.position.line.max(1)),
-            format!("malformed FASTA ({e}); a record is a '>name' line followed by bases"),
-        ),
-    }
 }
 
 #[cfg(test)]
