@@ -1,7 +1,9 @@
 //! Genomes from FASTA files, plain or gzipped (flate2 decompresses).
 //!
 //! Files are read as streams, a chunk of bases at a time ([`stream_fasta`]), so a record
-//! of any length never sits whole in a reader's buffers.
+//! of any length never sits whole in a reader's buffers. Not needletail (used before issue
+//! 43): its readers hand out whole records, and a bacterial genome is often one record of
+//! several megabases, where the binned method wants only its 2-bit packed text.
 //!
 //! One file is one genome (its records are contigs or chromosomes), or, with
 //! [`Split::PerRecord`], every record is a genome of its own. Policy for the bytes of a
