@@ -258,6 +258,11 @@ pub fn split(
         let mut lists: Vec<Vec<SuperKmer>> = (0..bins).map(|_| Vec::with_capacity(room)).collect();
         let mut kmers = vec![0u64; bins];
         loop {
+            // A piece is at most a few milliseconds of work: a signal stops the split
+            // within one, and the job's check after the split turns it into the error.
+            if pmscope_sys::signal::received().is_some() {
+                break;
+            }
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(p) = pieces.get(i) else { break };
             let seq = &genomes[p.genome].seq[p.from..p.from + p.starts + k - 1];
@@ -705,6 +710,11 @@ pub fn count<const W: usize>(
             slots_used: 0,
         };
         while let Some(&b) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // A bin's table fits in half the L2, so a bin is milliseconds: polled between
+            // bins, and the job's check after the count turns a stop into the error.
+            if pmscope_sys::signal::received().is_some() {
+                break;
+            }
             w.bin(bins, b, texts, k, keep);
         }
         (w.histogram, w.kept, w.hits, w.table.grown, w.slots_used)
