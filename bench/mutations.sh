@@ -49,6 +49,23 @@ CHECK = ("pmscope-workload", ("--lib",), (
     "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_two_word_keys",
     "kmer::table::crash_check::interleaved_inserts_of_two_workers_recover",
 ))
+# The checker's tests for what issue 47 found unchecked: keys of three and four words,
+# production-size groups, the header's fields, creation and recovery.
+WIDE = ("pmscope-workload", ("--lib",), (
+    "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_three_word_keys",
+    "kmer::table::crash_check::every_crash_image_of_the_production_path_recovers_four_word_keys",
+))
+GROUPS = ("pmscope-workload", ("--lib",), (
+    "kmer::table::crash_check::production_size_groups_recover",
+))
+HEADER = ("pmscope-workload", ("--lib",), (
+    "kmer::table::crash_check::a_header_with_any_field_changed_is_refused",
+))
+# The long phases that poll the signal flag (issue 47): the test sends SIGINT to itself
+# and runs each phase after it.
+PHASES = ("pmscope", ("--test", "interrupt_phases"), (
+    "long_phases_stop_at_a_signal_without_finishing_their_work",
+))
 # --fence per-slot is a cost, not a correctness, choice (a group of one is as crash-consistent
 # as a group of 256), so the crash checker cannot tell the two apart: the test that counts
 # a fence per written slot can.
@@ -138,6 +155,33 @@ MUTATIONS = [
     ("table: k > 32, publish after the first key word", f"{SP}/mod.rs",
      "                        for (j, &x) in kmer.0.iter().enumerate() {\n                            self.mem.store(base + j, x);\n                        }\n                        self.mem.store(at, VALID | tag | 1);",
      "                        for (j, &x) in kmer.0.iter().enumerate() {\n                            self.mem.store(base + j, x);\n                            if j == 0 {\n                                self.mem.store(at, VALID | tag | 1);\n                            }\n                        }", CHECK),
+    ("table: k > 64, publish after only the first two key words", f"{SP}/mod.rs",
+     "                        for (j, &x) in kmer.0.iter().enumerate() {\n                            self.mem.store(base + j, x);\n                        }\n                        self.mem.store(at, VALID | tag | 1);",
+     "                        for (j, &x) in kmer.0.iter().enumerate() {\n                            self.mem.store(base + j, x);\n                            if j == 1.min(W - 1) {\n                                self.mem.store(at, VALID | tag | 1);\n                            }\n                        }", WIDE),
+    ("pool memory: flush_all writes back only the first 64 lines of each group", f"{SP}/pool_words.rs",
+     "        for &i in words {\n            self.persister.flush_word(&all[i]);",
+     "        for &i in words.iter().take(64) {\n            self.persister.flush_word(&all[i]);", GROUPS),
+    ("header: the checksum covers only magic, version and K", f"{SP}/mod.rs",
+     "    words\n        .iter()\n        .fold(Fnv1a::default(), |h, &w| h.word(w))",
+     "    words\n        .iter()\n        .take(H_CAPACITY)\n        .fold(Fnv1a::default(), |h, &w| h.word(w))", HEADER),
+    ("create: a new pool is named (synced and linked) before its header is written", f"{SP}/create.rs",
+     "    let mut t = StaticPm::format(\n        mem,\n        header.k,\n        header.capacity,\n        header.strategy,\n        header.inputs,\n    );\n    name(t.mem.backing_mut())?;",
+     "    let mut mem = mem;\n    name(mem.backing_mut())?;\n    let t = StaticPm::format(\n        mem,\n        header.k,\n        header.capacity,\n        header.strategy,\n        header.inputs,\n    );", CHECK),
+    ("recover: `kmer recover` persists nothing", f"{SP}/create.rs",
+     "    let persister = Persister::new(\n        PersistStrategy::Clflush,",
+     "    let persister = Persister::new(\n        PersistStrategy::None,", CHECK),
+    ("interrupt: the binned split does not poll the signal flag", f"{W}/binned.rs",
+     "            if pmscope_sys::signal::received().is_some() {\n                break;\n            }\n            let i = next",
+     "            let i = next", PHASES),
+    ("interrupt: the binned count does not poll the signal flag", f"{W}/binned.rs",
+     "            if pmscope_sys::signal::received().is_some() {\n                break;\n            }\n            w.bin(",
+     "            w.bin(", PHASES),
+    ("interrupt: a random chain's links do not poll the signal flag", "crates/loops/src/chain.rs",
+     "        if stop_asked() {\n            return false;\n        }\n",
+     "", PHASES),
+    ("interrupt: a sequential chain's links do not poll the signal flag", "crates/loops/src/chain.rs",
+     "        if j % LINK_CHUNK as usize == 0 && stop_asked() {\n            return Err(ChainError::Interrupted);\n        }\n",
+     "", PHASES),
     ("table: the count update as two stores (torn)", f"{SP}/mod.rs",
      "                    match self.mem.compare_exchange(at, m, counted + 1) {",
      "                    self.mem.store(at, counted);\n                    match self.mem.compare_exchange(at, counted, counted + 1) {", CHECK),

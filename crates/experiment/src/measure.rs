@@ -24,6 +24,27 @@ pub struct LatencyPlan {
     pub rep_ns: f64,
 }
 
+/// A chain over the first `ws` bytes of `region`. Writing a large one takes seconds and
+/// stops at a signal: that stop is the run's [`Interrupted`](pmscope_runner::interrupt::Interrupted),
+/// so it ends as every interrupted point does (exit 130/143), not as a failed chain.
+pub fn chaser<'r, 'a>(
+    region: &'r mut pmscope_loops::Region<'a>,
+    ws: usize,
+    spec: &pmscope_loops::chain::ChainSpec,
+) -> anyhow::Result<Chaser<'r, 'a>> {
+    use pmscope_loops::chain::ChainError;
+    Chaser::build(region, ws, spec).map_err(|e| match e {
+        ChainError::Interrupted => match pmscope_runner::interrupt::check() {
+            Err(i) => anyhow::Error::from(i),
+            Ok(()) => anyhow::Error::from(e),
+        },
+        e => anyhow::Error::from(e).context(format!(
+            "building a chain over {}",
+            pmscope_core::units::Bytes(ws as u64)
+        )),
+    })
+}
+
 /// ns per load of each kept repetition of chasing `chaser`, repeated as `policy` says and
 /// judged by `watch` (run it on the pinned worker: the watch counts one busy thread).
 pub fn chase_latency(

@@ -127,6 +127,9 @@ pub enum ChainError {
         /// Element size.
         element: usize,
     },
+    /// SIGINT or SIGTERM arrived while the chain was being written: it is incomplete.
+    #[error("interrupted while the chain was written")]
+    Interrupted,
 }
 
 /// A chain written into a region: where it starts and how long its cycle is.
@@ -229,14 +232,24 @@ pub fn build(region: &mut Region<'_>, ws: usize, spec: &ChainSpec) -> Result<Cha
             std::thread::available_parallelism().map_or(1, |t| t.get().min(4)) as u64
         };
         let part = n64.div_ceil(threads);
-        std::thread::scope(|s| {
-            for t in 0..threads {
-                let (first, last) = (t * part, ((t + 1) * part).min(n64));
-                let slot = &slot;
-                let order = &order;
-                s.spawn(move || link(words, base, first, last, n64, start, |k| slot(order.at(k))));
-            }
+        let whole = std::thread::scope(|s| {
+            let linking: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (first, last) = (t * part, ((t + 1) * part).min(n64));
+                    let slot = &slot;
+                    let order = &order;
+                    s.spawn(move || {
+                        link(words, base, first, last, n64, start, |k| slot(order.at(k)))
+                    })
+                })
+                .collect();
+            linking
+                .into_iter()
+                .all(|h| h.join().expect("a linking thread panicked"))
         });
+        if !whole {
+            return Err(ChainError::Interrupted);
+        }
         return Ok(Chain {
             start: start as *const usize,
             elements: n,
@@ -247,6 +260,9 @@ pub fn build(region: &mut Region<'_>, ws: usize, spec: &ChainSpec) -> Result<Cha
     let words = region.words();
     let slot = |e: u32| base + e as usize * spec.element + offsets[e as usize] as usize;
     for j in 0..n {
+        if j % LINK_CHUNK as usize == 0 && stop_asked() {
+            return Err(ChainError::Interrupted);
+        }
         let from = slot(seq[j]);
         let to = slot(seq[(j + 1) % n]);
         words[(from - base) / 8] = to;
@@ -262,7 +278,9 @@ pub fn build(region: &mut Region<'_>, ws: usize, spec: &ChainSpec) -> Result<Cha
 /// chunks: the slots of a chunk are computed first (arithmetic only), then written (one
 /// random store each, a cache and TLB miss): mixed in one loop, the arithmetic fills the
 /// reorder window and the stores' misses wait on one another (5.0 s for 1 GiB on one
-/// thread, against 2.2 s in chunks).
+/// thread, against 2.2 s in chunks). A chunk is about 2 ms: the signal flag is polled
+/// before each, so a 1 GiB chain (seconds to write) stops within one; false when it
+/// stopped, the links unfinished.
 fn link(
     words: &[std::sync::atomic::AtomicUsize],
     base: usize,
@@ -271,12 +289,14 @@ fn link(
     n: u64,
     start: usize,
     slot_at: impl Fn(u64) -> usize,
-) {
-    const CHUNK: u64 = 1 << 14;
-    let mut slots = Vec::with_capacity(CHUNK as usize + 1);
+) -> bool {
+    let mut slots = Vec::with_capacity(LINK_CHUNK as usize + 1);
     let mut j = first;
     while j < last {
-        let end = (j + CHUNK).min(last);
+        if stop_asked() {
+            return false;
+        }
+        let end = (j + LINK_CHUNK).min(last);
         slots.clear();
         slots.extend((j..=end).map(|k| if k == n { start } else { slot_at(k) }));
         for w in slots.windows(2) {
@@ -284,6 +304,16 @@ fn link(
         }
         j = end;
     }
+    true
+}
+
+/// Links written between two polls of the signal flag.
+const LINK_CHUNK: u64 = 1 << 14;
+
+/// Whether SIGINT or SIGTERM has arrived (the binary installs the handler; without it,
+/// never).
+fn stop_asked() -> bool {
+    pmscope_sys::signal::received().is_some()
 }
 
 /// Follows a chain through `region` and checks it is one cycle visiting every element of

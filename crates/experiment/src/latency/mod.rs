@@ -6,13 +6,13 @@ mod render;
 
 use crate::error::usage;
 use crate::measure::{
-    LatencyPlan, Sampled, Sampler, chase_distribution, chase_latency, with_repetitions,
+    LatencyPlan, Sampled, Sampler, chase_distribution, chase_latency, chaser, with_repetitions,
 };
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Size, TargetArgs};
 use crate::progress::Progress;
 use crate::{Env, Experiment, Placement};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::Args;
 use pmscope_core::range::{AxisKind, parse_axis};
 use pmscope_core::record::Record;
@@ -21,7 +21,6 @@ use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{p, v};
 use pmscope_loops::Region;
 use pmscope_loops::chain::{ChainSpec, Order};
-use pmscope_loops::chase::Chaser;
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
 use pmscope_runner::executor::Executor;
@@ -281,10 +280,9 @@ fn sweep_target(
             break; // the points so far are recorded, then the run stops
         }
         let with_distribution = ws == max_ws && p.samples > 0;
-        let (ns, d) = executor.run(
+        let measured = executor.run(
             || -> Result<_> {
-                let mut chaser = Chaser::build(region, ws as usize, &chain)
-                    .with_context(|| format!("building a chain over {}", Bytes(ws)))?;
+                let mut chaser = chaser(region, ws as usize, &chain)?;
                 let rep_ns = p.repetition.rep_ns * how.block.rep_scale(p.repetition.reps);
                 let ns = chase_latency(
                     &mut chaser,
@@ -305,7 +303,11 @@ fn sweep_target(
                 });
                 Ok((Repeated::fixed(ns, how.policy.target), d))
             },
-        )?;
+        );
+        if measured.is_err() && interrupt::check().is_err() {
+            break; // stopped while its chain was written: the points before it are kept
+        }
+        let (ns, d) = measured?;
         dist = dist.or(d);
         points.push((ws, ns));
         progress.inc();

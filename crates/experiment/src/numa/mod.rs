@@ -10,14 +10,12 @@ use crate::measure::{chase_latency, read_bandwidth, with_repetitions};
 use crate::output::Output;
 use crate::params::{AutoSize, Count, Seconds, TargetArgs};
 use crate::{Env, Experiment, Placement};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::Args;
 use pmscope_core::record::Record;
-use pmscope_core::units::Bytes;
 use pmscope_core::vocab::{Pattern, p, v};
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
-use pmscope_loops::chase::Chaser;
 use pmscope_loops::stream::{StreamOp, Streamer};
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
@@ -187,8 +185,7 @@ fn measure_cell(
         executor.run(
             || {
                 let len = r.len();
-                let mut chaser = Chaser::build(r, len, &spec)
-                    .with_context(|| format!("building a chain over {}", Bytes(len as u64)))?;
+                let mut chaser = crate::measure::chaser(r, len, &spec)?;
                 let rep_ns = 40e6 * block.rep_scale(reps);
                 chase_latency(&mut chaser, timer, rep_ns, &policy, &mut watch)
             },

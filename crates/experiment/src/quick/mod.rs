@@ -16,7 +16,6 @@ use pmscope_core::record::Record;
 use pmscope_core::vocab::{Pattern, p};
 use pmscope_loops::Region;
 use pmscope_loops::chain::ChainSpec;
-use pmscope_loops::chase::Chaser;
 use pmscope_loops::stream::{StreamOp, Streamer};
 use pmscope_mapping::sizing::{Source, Want};
 use pmscope_mapping::{MapOptions, TargetSpec};
@@ -99,7 +98,7 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         let latency = run.on_cpu(cpus[0], &mut region, |r| {
             executor.run(
                 || -> Result<_> {
-                    let mut chaser = Chaser::build(r, size as usize, &spec)?;
+                    let mut chaser = crate::measure::chaser(r, size as usize, &spec)?;
                     chase_latency(
                         &mut chaser,
                         &timer,

@@ -261,6 +261,11 @@ pub fn split(
         // A, C, G, T).
         let mut seq: Vec<u8> = Vec::new();
         loop {
+            // A piece is at most a few milliseconds of work: a signal stops the split
+            // within one, and the job's check after the split turns it into the error.
+            if pmscope_sys::signal::received().is_some() {
+                break;
+            }
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(p) = pieces.get(i) else { break };
             let g = &genomes[p.genome];
@@ -715,6 +720,11 @@ pub fn count<const W: usize>(
             slots_used: 0,
         };
         while let Some(&b) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // A bin's table fits in half the L2, so a bin is milliseconds: polled between
+            // bins, and the job's check after the count turns a stop into the error.
+            if pmscope_sys::signal::received().is_some() {
+                break;
+            }
             w.bin(bins, b, texts, k, keep);
         }
         (w.histogram, w.kept, w.hits, w.table.grown, w.slots_used)

@@ -26,6 +26,9 @@ pub const CREATED: u64 = 1;
 pub const OPENED: u64 = 2;
 /// Marker: a worker's `persist_deferred` returned: its inserts so far are acknowledged.
 pub const PERSISTED: u64 = 3;
+/// Marker: the new pool was named (synced and linked into its directory): from here on a
+/// crash leaves a pool file, which must open.
+pub const NAMED: u64 = 4;
 /// Marker: `completed(g)` returned (value `COMPLETED + g`).
 pub const COMPLETED: u64 = 1 << 32;
 

@@ -4,7 +4,8 @@
 //! `pmscope kmer recover`'s check of a pool file.
 
 use super::{
-    Backing, HEADER_WORDS, Header, PoolWords, Recovery, SLOT_WORDS, StaticPm, TARGET_LOAD,
+    Backing, HEADER_WORDS, Header, PoolMemory, PoolWords, Recovery, SLOT_WORDS, StaticPm,
+    TARGET_LOAD,
 };
 use super::{MAX_GENOMES, read_header};
 use crate::kmer::encode::words_for;
@@ -34,17 +35,22 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
             Some(path) => {
                 // Unnamed until the header is durable: a kill before that leaves no file.
                 let pool = Pool::create(path, bytes, r.map_options)?;
-                let mut t = Self::format(
-                    PoolWords::over(Backing::Pool(pool), persister),
-                    r.k,
+                let header = Header {
+                    k: r.k,
                     capacity,
-                    persister.strategy(),
-                    r.inputs,
-                );
-                if let Backing::Pool(pool) = t.mem.backing_mut() {
-                    pool.publish()?;
-                }
-                Ok(t)
+                    strategy: persister.strategy(),
+                    inputs: r.inputs,
+                    done: 0,
+                };
+                create_named(
+                    PoolWords::over(Backing::Pool(pool), persister),
+                    &header,
+                    |backing| match backing {
+                        Backing::Pool(pool) => pool.publish(),
+                        Backing::Mapping(_) => Ok(()),
+                    },
+                )
+                .map_err(TableError::from)
             }
             None => {
                 let m = pmscope_mapping::map_chosen(r.target, bytes, r.map_options)?;
@@ -58,6 +64,25 @@ impl<const W: usize> Create<W> for StaticPmTable<W> {
             }
         }
     }
+}
+
+/// A new pool: formatted, then named by `name` (in production, synced and linked into its
+/// directory) only once its header is durable, so that no crash leaves a named file that
+/// is not a pool. The crash checker runs this with a `name` that marks its log.
+pub(crate) fn create_named<const W: usize, M: PoolMemory, E>(
+    mem: PoolWords<M>,
+    header: &Header,
+    name: impl FnOnce(&mut M) -> Result<(), E>,
+) -> Result<StaticPm<W, PoolWords<M>>, E> {
+    let mut t = StaticPm::format(
+        mem,
+        header.k,
+        header.capacity,
+        header.strategy,
+        header.inputs,
+    );
+    name(t.mem.backing_mut())?;
+    Ok(t)
 }
 
 /// Reopens the pool `path` to resume its job: its header must match the request, and it
@@ -109,19 +134,26 @@ pub fn check_pool(
 ) -> Result<(Header, Recovery), TableError> {
     let pool = Pool::open(path, opts)?;
     let what = path.display().to_string();
+    recover(Backing::Pool(pool), &what)
+        .map(|(header, recovery, _)| (header, recovery))
+        .map_err(TableError::Refused)
+}
+
+/// `pmscope kmer recover` on any pool memory, which it gives back (the crash checker runs
+/// it on a recording memory and reads the log).
+pub(crate) fn recover<M: PoolMemory>(mem: M, what: &str) -> Result<(Header, Recovery, M), String> {
     // clflush needs no drain and every x86-64 CPU has it: recovery's writes are durable.
     let persister = Persister::new(
         PersistStrategy::Clflush,
         &pmscope_sys::cpu::CpuFeatures::detect(),
     )
-    .map_err(|e| TableError::Refused(e.to_string()))?;
-    let words = PoolWords::over(Backing::Pool(pool), persister);
-    let header = read_header(&words, &what).map_err(TableError::Refused)?;
+    .map_err(|e| e.to_string())?;
+    let words = PoolWords::over(mem, persister);
+    let header = read_header(&words, what)?;
     macro_rules! open_w {
         ($w:literal) => {
-            StaticPm::<$w, PoolWords>::open(words, &what, None, None)
-                .map(|t| (t.header(), t.recovery()))
-                .map_err(TableError::Refused)
+            StaticPm::<$w, PoolWords<M>>::open(words, what, None, None)
+                .map(|t| (t.header(), t.recovery(), t.mem.into_backing()))
         };
     }
     match words_for(header.k) {
@@ -129,9 +161,9 @@ pub fn check_pool(
         2 => open_w!(2),
         3 => open_w!(3),
         4 => open_w!(4),
-        _ => Err(TableError::Refused(format!(
+        _ => Err(format!(
             "{what} has a corrupt header (K = {}); it was left untouched",
             header.k
-        ))),
+        )),
     }
 }

@@ -68,6 +68,8 @@ mod pool_words;
 mod recovery;
 
 pub use create::{StaticPmTable, check_pool};
+#[cfg(test)]
+pub(crate) use create::{create_named, recover};
 pub use pool_words::{Backing, PoolInfo, PoolMemory, PoolWords};
 pub use recovery::Recovery;
 

@@ -81,6 +81,10 @@ impl<B: PoolMemory> PoolWords<B> {
         &mut self.backing
     }
 
+    pub(super) fn into_backing(self) -> B {
+        self.backing
+    }
+
     pub(super) fn set_persister(&mut self, persister: Persister) {
         self.persister = persister;
     }

@@ -1,0 +1,108 @@
+//! The long phases that run no measuring loop of their own — the binned k-mer count's split
+//! and count, and writing a large random chain (`latency`, and `suite basic`'s first step)
+//! — look at the signal flag as they go (issue 47). Each is run here after SIGINT has
+//! arrived, on inputs of many pieces, bins and chunks, and must stop at once: without the
+//! poll it does all its work first, which is how a stop took 1.7 s and 3 CPU-seconds.
+//!
+//! The flag cannot be lowered once raised, so this binary holds one test and sends the
+//! signal to itself only after the work that must run unstopped is done.
+
+use pmscope_loops::Region;
+use pmscope_loops::chain::{self, ChainError, ChainSpec, Order};
+use pmscope_workload::kmer::binned::{self, Keep};
+use pmscope_workload::kmer::build::Workers;
+use pmscope_workload::kmer::read::Genome;
+use pmscope_workload::kmer::synth::random_bases;
+use std::time::{Duration, Instant};
+
+/// A 64-byte aligned slice of `len` bytes inside `buf`.
+fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    buf.resize(len + 64, 0);
+    let off = (64 - buf.as_ptr() as usize % 64) % 64;
+    &mut buf[off..off + len]
+}
+
+/// SIGINT to this process, through the handler the binary installs.
+fn interrupt_self() {
+    pmscope_sys::signal::install().unwrap();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &std::process::id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let t = Instant::now();
+    while pmscope_sys::signal::received().is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "SIGINT never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn long_phases_stop_at_a_signal_without_finishing_their_work() {
+    const K: usize = 31;
+    let genomes: Vec<Genome> = (0..2)
+        .map(|i| {
+            let seq = random_bases(2_000_000, 0x47 + i);
+            Genome::from_records(&format!("g{i}"), &[("r", &seq)], K)
+        })
+        .collect();
+    let workers = Workers::new(2).unwrap();
+    let inserts: u64 = genomes.iter().map(|g| g.stats.kmers).sum();
+    let bin_count = binned::bins_for(
+        inserts,
+        binned::slot_words::<1>() * 8,
+        binned::l2_bytes(),
+        2,
+    );
+
+    // Before the signal: the split is whole, so the count below has every bin to do.
+    let (bins, _) = binned::split(&workers, &genomes, 2, K, bin_count).unwrap();
+    assert!(bins.super_kmers() > 0);
+    let busy = (0..bin_count).filter(|&b| bins.kmers[b] > 0).count();
+    assert!(busy > 8, "{busy} bins: too few to tell a stop from the end");
+
+    interrupt_self();
+
+    // The split: its pieces are polled, so none is taken after the signal.
+    let (after, _) = binned::split(&workers, &genomes, 2, K, bin_count).unwrap();
+    assert_eq!(
+        after.super_kmers(),
+        0,
+        "the split went on after the signal (out of {} super-k-mers)",
+        bins.super_kmers()
+    );
+
+    // The count: its bins are polled, so no k-mer is counted after the signal.
+    let slots = binned::table_slots(&bins);
+    let mut words: Vec<Vec<u64>> = (0..2)
+        .map(|_| vec![0u64; slots * binned::slot_words::<1>()])
+        .collect();
+    let mut tables: Vec<&mut [u64]> = words.iter_mut().map(|w| &mut w[..]).collect();
+    let texts: Vec<&[u8]> = genomes.iter().map(|g| &g.seq[..]).collect();
+    let counted =
+        binned::count::<1>(&workers, &bins, &texts, K, &mut tables, Keep::Nothing).unwrap();
+    let distinct: u64 = counted.histogram.iter().sum();
+    assert_eq!(
+        distinct, 0,
+        "the count went on after the signal ({distinct} k-mers counted)"
+    );
+
+    // A random chain large enough to be written by several threads (2^20 elements), and a
+    // sequential one: both stop before their first chunk of links.
+    let mut buf = Vec::new();
+    let region = aligned(&mut buf, 64 << 20);
+    for order in [Order::Random, Order::Sequential] {
+        let spec = ChainSpec {
+            order,
+            ..ChainSpec::default()
+        };
+        let built = chain::build(&mut Region::from_slice(region), 64 << 20, &spec);
+        assert!(
+            matches!(built, Err(ChainError::Interrupted)),
+            "a {order:?} chain was written whole after the signal: {built:?}"
+        );
+    }
+}
