@@ -947,3 +947,98 @@ fn sequential_accesses_larger_than_a_call_are_measured() {
     assert_eq!(rates.len(), 4, "{rates:?}");
     assert!(rates.iter().all(|(_, gbs)| *gbs > 0.1), "{rates:?}");
 }
+
+/// Runs pmscope with a standard output whose reader is already gone (`| true`), and a
+/// results store of `dir`'s own.
+fn with_closed_stdout(dir: &std::path::Path, args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("results.sqlite"))
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run pmscope")
+}
+
+/// Issue 47, class 1: a reader that quits (`| head -1`, `| true`) ends pmscope quietly
+/// with exit 0 (as documented in docs/cli.md), never with a panic, and a measuring run says
+/// in the store that its output was cut: complete when only the table after its points was
+/// lost, incomplete (and resumable) when a record could not be written.
+#[test]
+fn a_closed_stdout_is_a_quiet_end_and_the_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("g.fa"),
+        ">g\nACGTTGCAACGTAGCTAGCTAGGATCGATCGGATCCGATCGATGCTAGCTAGCTAGCTGATCG\n",
+    )
+    .unwrap();
+    let quiet: &[&[&str]] = &[
+        &["info"],
+        &["--json", "info"],
+        &["completions", "bash"],
+        &["man"],
+        &["list", "ops"],
+        &["--json", "list", "targets"],
+    ];
+    // (arguments, whether every point was measured before the write that failed)
+    let measuring: &[(&[&str], bool)] = &[
+        (&["verify", "-t", "dram:4k", "--size", "4MiB"], true),
+        (&["bandwidth", "-t", "dram:4k", "--sizes", "64KiB"], true),
+        (&["kmer", "count", "-k", "5", "g.fa"], true),
+        (
+            &[
+                "--json",
+                "bandwidth",
+                "-t",
+                "dram:4k",
+                "--sizes",
+                "64KiB..1MiB",
+            ],
+            false,
+        ),
+    ];
+    let all = quiet.iter().copied().chain(measuring.iter().map(|m| m.0));
+    for args in all {
+        let mut full = vec!["--null-executor"];
+        full.extend_from_slice(args);
+        let o = with_closed_stdout(dir.path(), &full);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            !err.contains("internal error") && !err.contains("pmscope: "),
+            "{args:?} said more than warnings: {err}"
+        );
+    }
+    let list = pmscope_in(dir.path(), &["--json", "results", "list"]);
+    let runs: Vec<serde_json::Value> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), measuring.len(), "one run per measuring command");
+    for (run, (args, whole)) in runs.iter().zip(measuring) {
+        assert!(
+            run["tags"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!("stdout-closed")),
+            "{args:?}: {run}"
+        );
+        assert_eq!(
+            run["complete"],
+            serde_json::json!(*whole),
+            "{args:?}: {run}"
+        );
+    }
+}
+
+fn pmscope_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("results.sqlite"))
+        .args(args)
+        .output()
+        .expect("run pmscope")
+}

@@ -7,7 +7,6 @@ use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
 use pmscope_experiment::atomic_file::PendingOutput;
 use pmscope_store::{RunId, Store};
-use std::io::Write;
 
 /// The results store and this command's run in it (begun at the first record).
 pub(super) struct StoreRun {
@@ -138,7 +137,7 @@ impl Sink {
                     .with_context(|| format!("writing {name}"))?;
             }
             if self.json {
-                writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+                self.print_record(&line)?;
             }
         }
         self.records.push(r.clone());
