@@ -9,6 +9,7 @@
 
 mod args;
 mod cmd;
+mod environment;
 mod error;
 mod output;
 

@@ -1042,3 +1042,75 @@ fn pmscope_in(dir: &std::path::Path, args: &[&str]) -> Output {
         .output()
         .expect("run pmscope")
 }
+
+/// Issue 47, class 3: the environment is checked before anything is measured, as the
+/// command line is: a variable naming what cannot be used is refused in one sentence naming
+/// the variable and the path (exit 2), and a relative XDG_DATA_HOME is ignored.
+#[test]
+fn the_environment_is_checked_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str, &[&str], &str)] = &[
+        (
+            "PMSCOPE_RESULTS",
+            "/proc/pmscope-x",
+            &["verify", "-t", "dram:4k", "--size", "4MiB"],
+            "pmscope: the environment variable PMSCOPE_RESULTS: /proc/pmscope-x cannot be written",
+        ),
+        (
+            "PMSCOPE_RESULTS",
+            "/nonexistent-dir/r.sqlite",
+            &["verify", "-t", "dram:4k", "--size", "4MiB"],
+            "pmscope: the environment variable PMSCOPE_RESULTS: /nonexistent-dir/r.sqlite does not exist and neither does its directory",
+        ),
+        (
+            "PMSCOPE_SYSROOT",
+            "/nonexistent",
+            &["verify", "-t", "dram:4k", "--size", "4MiB"],
+            "pmscope: the environment variable PMSCOPE_SYSROOT: /nonexistent does not exist",
+        ),
+        (
+            "PMSCOPE_SYSROOT",
+            "/nonexistent",
+            &["info"],
+            "pmscope: the environment variable PMSCOPE_SYSROOT: /nonexistent does not exist",
+        ),
+    ];
+    for (var, value, args, first) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+            .current_dir(dir.path())
+            .env("PMSCOPE_RESULTS", dir.path().join("results.sqlite"))
+            .env(var, value)
+            .arg("--null-executor")
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{var}={value} {args:?}: {err}");
+        assert!(err.starts_with(first), "{var}={value} {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+        assert!(o.stdout.is_empty(), "nothing measured");
+    }
+    assert!(!dir.path().join("results.sqlite").exists());
+    // A relative XDG_DATA_HOME is ignored (XDG Base Directory specification): the store
+    // goes under $HOME, not under the working directory.
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir.path())
+        .env_remove("PMSCOPE_RESULTS")
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", "relative-data")
+        .args([
+            "--null-executor",
+            "verify",
+            "-t",
+            "dram:4k",
+            "--size",
+            "4MiB",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!dir.path().join("relative-data").exists());
+    assert!(home.join(".local/share/pmscope/results.sqlite").is_file());
+}

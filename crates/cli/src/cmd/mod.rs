@@ -45,6 +45,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         _ => {}
     }
+    crate::environment::check_sysroot()?;
     match &cli.command {
         Command::Results(a) => return results::run(&cli.output, a),
         Command::Compare(a) => return compare::run(&cli.output, a),
