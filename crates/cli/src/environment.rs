@@ -27,6 +27,15 @@ pub fn store_location(results: Option<&Path>) -> Result<StoreLocation> {
     }
     if let Some(p) = std::env::var_os("PMSCOPE_RESULTS").filter(|p| !p.is_empty()) {
         let path = PathBuf::from(p);
+        if !parent(&path).exists() {
+            // Its directories are made with the first record, as the default location's
+            // are (tests and scripts point it into a fresh temporary directory);
+            // `check_writable` probes the nearest directory that exists.
+            return Ok(StoreLocation {
+                path,
+                named_by: "the environment variable PMSCOPE_RESULTS:",
+            });
+        }
         let found = pmscope_sys::path::look(&path).map_err(|e| {
             usage(format!(
                 "the environment variable PMSCOPE_RESULTS: {e} (or unset the variable)"
@@ -59,12 +68,16 @@ pub fn store_location(results: Option<&Path>) -> Result<StoreLocation> {
 /// directory is probed by creating (and removing) a file in it.
 pub fn check_writable(loc: &StoreLocation) -> Result<()> {
     let path = &loc.path;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    // Directories still to be made are made with the first record: the nearest one that
+    // exists must take them.
+    let mut dir = parent(path);
+    while !dir.exists() {
+        match dir.parent() {
+            Some(d) if !d.as_os_str().is_empty() => dir = d,
+            _ => return Ok(()),
+        }
+    }
     if !dir.is_dir() {
-        // The default location's directories are made with the first record.
         return Ok(());
     }
     let refuse = |e: std::io::Error| {
@@ -93,6 +106,14 @@ pub fn check_writable(loc: &StoreLocation) -> Result<()> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(refuse(e)),
+    }
+}
+
+/// The directory of `path` (`.` for a bare name).
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     }
 }
 

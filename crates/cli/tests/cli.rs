@@ -1058,9 +1058,9 @@ fn the_environment_is_checked_before_measuring() {
         ),
         (
             "PMSCOPE_RESULTS",
-            "/nonexistent-dir/r.sqlite",
+            "/proc/pmscope-x/r.sqlite",
             &["verify", "-t", "dram:4k", "--size", "4MiB"],
-            "pmscope: the environment variable PMSCOPE_RESULTS: /nonexistent-dir/r.sqlite does not exist and neither does its directory",
+            "pmscope: the environment variable PMSCOPE_RESULTS: /proc/pmscope-x/r.sqlite cannot be written",
         ),
         (
             "PMSCOPE_SYSROOT",
