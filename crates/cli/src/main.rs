@@ -9,6 +9,7 @@
 
 mod args;
 mod cmd;
+mod environment;
 mod error;
 mod output;
 
@@ -77,13 +78,9 @@ fn main() -> ExitCode {
     let outcome = std::panic::catch_unwind(|| cmd::run(cli));
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(e))
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            // The reader went away (`pmscope man | head`): not an error of ours.
+        Ok(Err(e)) if pmscope_experiment::stdout::is_closed(&e) => {
+            // The reader went away (`pmscope info | head -1`): it took what it wanted, so
+            // exit 0, not 141, and a `set -o pipefail` pipeline does not fail on it.
             ExitCode::SUCCESS
         }
         Ok(Err(e)) if e.downcast_ref::<error::PassThrough>().is_some() => {

@@ -972,6 +972,44 @@ fn cli_is_at_most_15_percent() {
     }
 }
 
+/// Where `println!`, `print!` and `std::io::stdout()` appear outside `exempt` (test items
+/// left out): `file:line what`.
+fn stdout_writers(files: &[SourceFile], exempt: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| f.shown != exempt) {
+        let toks = without_test_items(lex(&f.text));
+        for (i, t) in toks.iter().enumerate() {
+            let next = |k: usize| toks.get(i + k).map(|t| &t.tok);
+            let bang = next(1) == Some(&Tok::Punct('!'));
+            let what = if (t.is_ident("println") || t.is_ident("print")) && bang {
+                "a print macro"
+            } else if t.is_ident("io")
+                && next(1) == Some(&Tok::PathSep)
+                && matches!(next(2), Some(Tok::Ident(s)) if s == "stdout")
+            {
+                "std::io::stdout"
+            } else {
+                continue;
+            };
+            found.push(format!("{}:{} {what}", f.shown, t.line));
+        }
+    }
+    found
+}
+
+/// Issue 47: a closed stdout (`pmscope info | head -1`) is a quiet end, which holds only if
+/// every write to stdout goes through `pmscope_experiment::stdout` (a `println!` panics
+/// on a closed pipe).
+#[test]
+fn stdout_has_one_writer() {
+    let files: Vec<SourceFile> = workspace().into_iter().flat_map(|c| c.files).collect();
+    let findings = stdout_writers(&files, "crates/experiment/src/stdout.rs");
+    fail_with(
+        "stdout written outside crates/experiment/src/stdout.rs",
+        &findings,
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // The checkers on fixtures: each catches what it is for.
 
@@ -1230,5 +1268,29 @@ mod checkers {
         assert_eq!(module_of("kinds/mod.rs"), vec!["kinds"]);
         assert_eq!(module_of("kinds/dram.rs"), vec!["kinds", "dram"]);
         assert_eq!(module_of("kinds/lib.rs"), vec!["kinds", "lib"]);
+    }
+
+    #[test]
+    fn stdout_writers_are_found_outside_the_one_writer() {
+        let files = krate(&[
+            ("a.rs", "fn f() {\n    println!(\"x\");\n}\n"),
+            (
+                "b.rs",
+                "fn g() {\n    let _ = std::io::stdout().lock();\n    print!(\"y\");\n}\n",
+            ),
+            (
+                "c.rs",
+                "// println!(\"in a comment\")\nfn h() {\n    eprintln!(\"e\");\n}\n#[cfg(test)]\nmod tests {\n    fn t() { println!(); }\n}\n",
+            ),
+            ("out.rs", "fn w() {\n    print!(\"z\");\n}\n"),
+        ]);
+        assert_eq!(
+            stdout_writers(&files, "out.rs"),
+            vec![
+                "a.rs:2 a print macro",
+                "b.rs:2 std::io::stdout",
+                "b.rs:3 a print macro"
+            ]
+        );
     }
 }

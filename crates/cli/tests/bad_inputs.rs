@@ -137,16 +137,47 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// How a line runs pmscope beyond its arguments: leading `VAR=value` words set the
+/// environment, and a last word `>closed` gives it a standard output whose reader is gone.
+struct Setting {
+    env: Vec<(String, String)>,
+    closed: bool,
+}
+
+fn setting(args: &mut Vec<String>) -> Setting {
+    let mut env = Vec::new();
+    while let Some((k, v)) = args.first().and_then(|a| a.split_once('=')) {
+        if k.is_empty() || !k.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+            break;
+        }
+        env.push((k.to_string(), v.to_string()));
+        args.remove(0);
+    }
+    let closed = args.last().map(String::as_str) == Some(">closed");
+    if closed {
+        args.pop();
+    }
+    Setting { env, closed }
+}
+
 /// Runs pmscope in `cwd`, killed after 30 s: no bad input may hang.
-fn run(cwd: &Path, home: &Path, store: &Path, args: &[String]) -> Output {
+fn run(cwd: &Path, home: &Path, store: &Path, args: &[String], how: &Setting) -> Output {
+    let stdout = if how.closed {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Stdio::from(writer)
+    } else {
+        Stdio::piped()
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_pmscope"))
         .current_dir(cwd)
         .env("HOME", home)
         .env_remove("XDG_DATA_HOME")
         .env("PMSCOPE_RESULTS", store)
+        .envs(how.env.iter().map(|(k, v)| (k, v)))
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
         .expect("run pmscope");
@@ -182,11 +213,12 @@ fn check(case: &Case, f: &Fixtures, port: u16) -> Option<String> {
             .replace("{port}", &port.to_string())
     };
     let mut args: Vec<String> = fill(&case.args).split(' ').map(String::from).collect();
+    let how = setting(&mut args);
     if args.first().map(String::as_str) != Some("app") {
         args.insert(0, "--null-executor".into());
     }
     let before = (snapshot(dir.path()), snapshot(&f.fx()));
-    let o = run(&cwd, &home, &store, &args);
+    let o = run(&cwd, &home, &store, &args, &how);
     let err = stderr(&o);
     let first = err.lines().next().unwrap_or_default();
     let fragment = fill(&case.fragment);
@@ -198,14 +230,21 @@ fn check(case: &Case, f: &Fixtures, port: u16) -> Option<String> {
             case.code
         ));
     }
-    if !first.contains(&fragment) {
-        wrong.push(format!("first line lacks '{fragment}'"));
-    }
-    if first.starts_with("pmscope: ") && err.lines().count() != 1 {
-        wrong.push("more than one line".into());
-    }
-    if !first.starts_with("pmscope: ") && !first.starts_with("error: ") {
-        wrong.push("neither pmscope's sentence nor clap's usage error".into());
+    if how.closed {
+        // A quiet end: no sentence of pmscope's at all (warnings may precede it).
+        if err.lines().any(|l| l.starts_with("pmscope: ")) {
+            wrong.push("a closed stdout is not a quiet end".into());
+        }
+    } else {
+        if !first.contains(&fragment) {
+            wrong.push(format!("first line lacks '{fragment}'"));
+        }
+        if first.starts_with("pmscope: ") && err.lines().count() != 1 {
+            wrong.push("more than one line".into());
+        }
+        if !first.starts_with("pmscope: ") && !first.starts_with("error: ") {
+            wrong.push("neither pmscope's sentence nor clap's usage error".into());
+        }
     }
     if err.contains("panicked") || err.contains("RUST_BACKTRACE") {
         wrong.push("a panic".into());

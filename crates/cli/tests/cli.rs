@@ -947,3 +947,170 @@ fn sequential_accesses_larger_than_a_call_are_measured() {
     assert_eq!(rates.len(), 4, "{rates:?}");
     assert!(rates.iter().all(|(_, gbs)| *gbs > 0.1), "{rates:?}");
 }
+
+/// Runs pmscope with a standard output whose reader is already gone (`| true`), and a
+/// results store of `dir`'s own.
+fn with_closed_stdout(dir: &std::path::Path, args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("results.sqlite"))
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run pmscope")
+}
+
+/// Issue 47, class 1: a reader that quits (`| head -1`, `| true`) ends pmscope quietly
+/// with exit 0 (as documented in docs/cli.md), never with a panic, and a measuring run says
+/// in the store that its output was cut: complete when only the table after its points was
+/// lost, incomplete (and resumable) when a record could not be written.
+#[test]
+fn a_closed_stdout_is_a_quiet_end_and_the_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("g.fa"),
+        ">g\nACGTTGCAACGTAGCTAGCTAGGATCGATCGGATCCGATCGATGCTAGCTAGCTAGCTGATCG\n",
+    )
+    .unwrap();
+    let quiet: &[&[&str]] = &[
+        &["info"],
+        &["--json", "info"],
+        &["completions", "bash"],
+        &["man"],
+        &["list", "ops"],
+        &["--json", "list", "targets"],
+    ];
+    // (arguments, whether every point was measured before the write that failed)
+    let measuring: &[(&[&str], bool)] = &[
+        (&["verify", "-t", "dram:4k", "--size", "4MiB"], true),
+        (&["bandwidth", "-t", "dram:4k", "--sizes", "64KiB"], true),
+        (&["kmer", "count", "-k", "5", "g.fa"], true),
+        (
+            &[
+                "--json",
+                "bandwidth",
+                "-t",
+                "dram:4k",
+                "--sizes",
+                "64KiB..1MiB",
+            ],
+            false,
+        ),
+    ];
+    let all = quiet.iter().copied().chain(measuring.iter().map(|m| m.0));
+    for args in all {
+        let mut full = vec!["--null-executor"];
+        full.extend_from_slice(args);
+        let o = with_closed_stdout(dir.path(), &full);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            !err.contains("internal error") && !err.contains("pmscope: "),
+            "{args:?} said more than warnings: {err}"
+        );
+    }
+    let list = pmscope_in(dir.path(), &["--json", "results", "list"]);
+    let runs: Vec<serde_json::Value> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), measuring.len(), "one run per measuring command");
+    for (run, (args, whole)) in runs.iter().zip(measuring) {
+        assert!(
+            run["tags"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!("stdout-closed")),
+            "{args:?}: {run}"
+        );
+        assert_eq!(
+            run["complete"],
+            serde_json::json!(*whole),
+            "{args:?}: {run}"
+        );
+    }
+}
+
+fn pmscope_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir)
+        .env("PMSCOPE_RESULTS", dir.join("results.sqlite"))
+        .args(args)
+        .output()
+        .expect("run pmscope")
+}
+
+/// Issue 47, class 3: the environment is checked before anything is measured, as the
+/// command line is: a variable naming what cannot be used is refused in one sentence naming
+/// the variable and the path (exit 2), and a relative XDG_DATA_HOME is ignored.
+#[test]
+fn the_environment_is_checked_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str, &[&str], &str)] = &[
+        (
+            "PMSCOPE_RESULTS",
+            "/proc/pmscope-x",
+            &["verify", "-t", "dram:4k", "--size", "4MiB"],
+            "pmscope: the environment variable PMSCOPE_RESULTS: /proc/pmscope-x cannot be written",
+        ),
+        (
+            "PMSCOPE_RESULTS",
+            "/proc/pmscope-x/r.sqlite",
+            &["verify", "-t", "dram:4k", "--size", "4MiB"],
+            "pmscope: the environment variable PMSCOPE_RESULTS: /proc/pmscope-x/r.sqlite cannot be written",
+        ),
+        (
+            "PMSCOPE_SYSROOT",
+            "/nonexistent",
+            &["verify", "-t", "dram:4k", "--size", "4MiB"],
+            "pmscope: the environment variable PMSCOPE_SYSROOT: /nonexistent does not exist",
+        ),
+        (
+            "PMSCOPE_SYSROOT",
+            "/nonexistent",
+            &["info"],
+            "pmscope: the environment variable PMSCOPE_SYSROOT: /nonexistent does not exist",
+        ),
+    ];
+    for (var, value, args, first) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+            .current_dir(dir.path())
+            .env("PMSCOPE_RESULTS", dir.path().join("results.sqlite"))
+            .env(var, value)
+            .arg("--null-executor")
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{var}={value} {args:?}: {err}");
+        assert!(err.starts_with(first), "{var}={value} {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+        assert!(o.stdout.is_empty(), "nothing measured");
+    }
+    assert!(!dir.path().join("results.sqlite").exists());
+    // A relative XDG_DATA_HOME is ignored (XDG Base Directory specification): the store
+    // goes under $HOME, not under the working directory.
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .current_dir(dir.path())
+        .env_remove("PMSCOPE_RESULTS")
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", "relative-data")
+        .args([
+            "--null-executor",
+            "verify",
+            "-t",
+            "dram:4k",
+            "--size",
+            "4MiB",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!dir.path().join("relative-data").exists());
+    assert!(home.join(".local/share/pmscope/results.sqlite").is_file());
+}

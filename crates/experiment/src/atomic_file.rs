@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// next.
 pub enum PendingOutput {
     /// `-`: standard output, flushed on commit.
-    Stdout(BufWriter<std::io::Stdout>),
+    Stdout(BufWriter<crate::stdout::Stdout>),
     /// A file, written beside its name.
     File {
         /// `None`: the file is unnamed until commit.
@@ -48,7 +48,7 @@ impl PendingOutput {
         if dest == Path::new("-") {
             return Ok(PendingOutput::Stdout(BufWriter::with_capacity(
                 1 << 20,
-                std::io::stdout(),
+                crate::stdout::Stdout,
             )));
         }
         // The one path resolver: a dangling link, a trailing slash, a missing or unwritable

@@ -40,6 +40,7 @@ pub mod rap;
 pub mod registry;
 pub mod render;
 pub mod run;
+pub mod stdout;
 pub mod suite;
 pub mod sync;
 pub mod verify;
@@ -128,8 +129,8 @@ pub fn run<E: Experiment>(env: &mut Env, out: &mut dyn Output, params: &E::Param
         }
     }
     if out.human() {
-        print!("{}", E::show(params, out.records()));
-        print!("{}", render::precision::footer(out.records()));
+        stdout::print(&E::show(params, out.records()))?;
+        stdout::print(&render::precision::footer(out.records()))?;
     }
     Ok(())
 }

@@ -87,13 +87,15 @@ pub struct Store {
 }
 
 /// `--results` default: `$PMSCOPE_RESULTS`, else `$XDG_DATA_HOME/pmscope/results.sqlite`,
-/// else `~/.local/share/pmscope/results.sqlite`.
+/// else `~/.local/share/pmscope/results.sqlite`. A relative `XDG_DATA_HOME` is ignored, as
+/// the XDG Base Directory specification says (it would put the store under whatever
+/// directory the command ran in).
 pub fn default_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PMSCOPE_RESULTS").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
     let data = std::env::var_os("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
+        .filter(|p| Path::new(p).is_absolute())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     Some(data.join("pmscope").join("results.sqlite"))

@@ -71,11 +71,11 @@ pub fn run(out: &OutputArgs, a: &CompareArgs) -> Result<()> {
             )));
         }
         if !out.json && (runs_a.len() > 1 || runs_b.len() > 1) {
-            println!(
+            pmscope_experiment::stdout::line(&format!(
                 "A: run(s) {} pooled; B: run(s) {} pooled",
                 list(&runs_a),
                 list(&runs_b)
-            );
+            ))?;
         }
         let records = |runs: &[i64]| -> Result<Vec<Record>> {
             let mut all = Vec::new();
@@ -97,7 +97,7 @@ pub fn run(out: &OutputArgs, a: &CompareArgs) -> Result<()> {
             "the two sides share no point (same experiment, metric and parameters)",
         ));
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = pmscope_experiment::stdout::Stdout;
     if out.json {
         writeln!(stdout, "{}", serde_json::to_string(&cmp)?)?;
     } else {

@@ -7,6 +7,7 @@ use crate::output::Sink;
 use anyhow::Result;
 use pmscope_experiment::Env as Context;
 use pmscope_experiment::render::table::Table;
+use pmscope_experiment::stdout::line;
 use pmscope_loops::access::Width;
 use pmscope_loops::catalog::{CATALOG, OpSpec};
 use pmscope_loops::stream::STREAM_OPS;
@@ -55,14 +56,14 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
         ListWhat::Targets => {
             if sink.json() {
                 for k in pmscope_mapping::kinds::KINDS.iter() {
-                    println!(
-                        "{}",
-                        serde_json::json!({"kind": k.name, "syntax": k.syntax, "doc": k.doc})
-                    );
+                    line(
+                        &serde_json::json!({"kind": k.name, "syntax": k.syntax, "doc": k.doc})
+                            .to_string(),
+                    )?;
                 }
             } else {
                 for k in pmscope_mapping::kinds::KINDS.iter() {
-                    println!("{}\n    {}\n", k.syntax, k.doc);
+                    line(&format!("{}\n    {}\n", k.syntax, k.doc))?;
                 }
             }
         }
@@ -71,15 +72,15 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
             for s in STRATEGIES {
                 let (ok, why) = strategy_support(s, f);
                 if sink.json() {
-                    println!(
-                        "{}",
-                        serde_json::json!({
+                    line(
+                        &serde_json::json!({
                             "strategy": s.name(),
                             "supported": ok,
                             "default": s == PersistStrategy::default_for(f),
                             "missing_feature": s.missing_feature(f).map(|x| x.name()),
                         })
-                    );
+                        .to_string(),
+                    )?;
                 }
                 t.row(vec![s.name().into(), why]);
             }
@@ -89,7 +90,7 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
                 t.render(),
                 order.join(", "),
                 PersistStrategy::default_for(f)
-            ));
+            ))?;
         }
         ListWhat::Ops => {
             let width = Width::widest(f);
@@ -99,9 +100,7 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
                 let features: Vec<&str> = r.features().iter().map(|f| f.name()).collect();
                 let (ok, why) = op_support(r, f);
                 if sink.json() {
-                    println!(
-                        "{}",
-                        serde_json::json!({
+                    line(&serde_json::json!({
                             "op": r.id,
                             "aliases": aliases,
                             "access": r.op.name(),
@@ -112,8 +111,7 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
                             "supported": ok,
                             "missing_feature": r.features().into_iter().find(|&x| !f.has(x)).map(|x| x.name()),
                             "doc": r.doc,
-                        })
-                    );
+                        }).to_string())?;
                 }
                 t.row(vec![
                     r.id.into(),
@@ -131,22 +129,19 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
             sink.text(&format!(
                 "{}\n(supported here: with {widths} instructions, the widest this CPU has)\n",
                 t.render(),
-            ));
+            ))?;
             // The bandwidth ops: `pmscope bandwidth --ops`, `loaded --traffic-op`.
             let mut t = Table::new(&["bandwidth op", "needs", "supported here", "what it does"]);
             for op in STREAM_OPS {
                 let missing = op.feature().filter(|&x| !f.has(x));
                 if sink.json() {
-                    println!(
-                        "{}",
-                        serde_json::json!({
+                    line(&serde_json::json!({
                             "bandwidth_op": op.name(),
                             "features": op.feature().map(|x| x.name()).into_iter().collect::<Vec<_>>(),
                             "supported": missing.is_none(),
                             "missing_feature": missing.map(|x| x.name()),
                             "doc": op.doc(),
-                        })
-                    );
+                        }).to_string())?;
                 }
                 t.row(vec![
                     op.name().into(),
@@ -161,7 +156,7 @@ pub fn run(ctx: &Context, sink: &mut Sink, what: ListWhat) -> Result<()> {
             sink.text(&format!(
                 "{}\n(bandwidth ops: pmscope bandwidth --ops, loaded --traffic-op)",
                 t.render()
-            ));
+            ))?;
         }
     }
     Ok(())

@@ -15,6 +15,7 @@ use anyhow::Result;
 use pmscope_experiment::Env as Context;
 use pmscope_runner::executor::Executor;
 use pmscope_runner::interrupt::Interrupted;
+use std::io::Write as _;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -29,17 +30,22 @@ pub fn run(cli: Cli) -> Result<()> {
     ctx.blocks = cli.blocks.0;
     match &cli.command {
         Command::Completions { shell } => {
+            // Into a buffer first: clap_complete writes with `write_all(..).expect(..)`,
+            // which would panic on a closed stdout.
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "pmscope", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "pmscope", &mut script);
+            pmscope_experiment::stdout::Stdout.write_all(&script)?;
             return Ok(());
         }
         Command::Man => {
             let cmd = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            clap_mangen::Man::new(cmd).render(&mut pmscope_experiment::stdout::Stdout)?;
             return Ok(());
         }
         _ => {}
     }
+    crate::environment::check_sysroot()?;
     match &cli.command {
         Command::Results(a) => return results::run(&cli.output, a),
         Command::Compare(a) => return compare::run(&cli.output, a),
@@ -55,13 +61,19 @@ pub fn run(cli: Cli) -> Result<()> {
     let sink = &mut sink;
     let outcome = dispatch(&mut ctx, sink, &cli.command);
     if let Err(e) = outcome {
+        if pmscope_experiment::stdout::is_closed(&e) {
+            // A reader that quit (`| head -1`) ends the command quietly; the run says so.
+            sink.stdout_closed()?;
+            return Err(e);
+        }
         if e.downcast_ref::<PassThrough>().is_some() {
             // `pmscope run`'s program failed, not pmscope: its record is committed, then
             // pmscope exits with the program's status.
             sink.commit()?;
         }
         if e.downcast_ref::<Interrupted>().is_some() && !sink.json() {
-            crate::output::finished::print(sink.records());
+            // The interruption is what the exit status reports, even if stdout is gone too.
+            let _ = crate::output::finished::print(sink.records());
         }
         return Err(e);
     }

@@ -171,7 +171,7 @@ pub fn run(ctx: &Context, out: &OutputArgs, a: &ReportArgs) -> Result<()> {
     html.commit()?;
     eprintln!("wrote {}", path.display());
     for o in pmscope_report::observations(&runs) {
-        println!("{}  [{}]", o.text, o.run);
+        pmscope_experiment::stdout::line(&format!("{}  [{}]", o.text, o.run))?;
     }
     Ok(())
 }

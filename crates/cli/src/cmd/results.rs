@@ -31,7 +31,7 @@ pub fn run(out: &OutputArgs, a: &ResultsArgs) -> Result<()> {
             // The file is read and judged before the store is opened (or created).
             let records = pmscope_store::read_jsonl(file)?;
             let id = open_store_to_record(out)?.import_records(&records, &out.tags)?;
-            println!("imported {} as run {id}", file.display());
+            pmscope_experiment::stdout::line(&format!("imported {} as run {id}", file.display()))?;
             return Ok(());
         }
         ResultsCommand::List => match open_store(out) {
@@ -44,7 +44,7 @@ pub fn run(out: &OutputArgs, a: &ResultsArgs) -> Result<()> {
         },
         _ => open_store(out)?,
     };
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = pmscope_experiment::stdout::Stdout;
     match &a.command {
         ResultsCommand::List => {
             for r in store.runs(out.tags.first().map(String::as_str))? {

@@ -3,17 +3,18 @@
 
 use pmscope_core::record::Record;
 use pmscope_experiment::render::table::Table;
+use pmscope_experiment::stdout::{StdoutClosed, line};
 
 /// Prints the finished points of an interrupted run to stdout.
-pub fn print(records: &[Record]) {
+pub fn print(records: &[Record]) -> Result<(), StdoutClosed> {
     let measured: Vec<&Record> = records.iter().filter(|r| r.summary.is_some()).collect();
-    println!(
+    line(&format!(
         "{} point{} finished before the interruption:",
         measured.len(),
         if measured.len() == 1 { "" } else { "s" }
-    );
+    ))?;
     if measured.is_empty() {
-        return;
+        return Ok(());
     }
     let mut t = Table::new(&["experiment", "target", "parameters", "metric", "median"]);
     for r in measured {
@@ -38,5 +39,5 @@ pub fn print(records: &[Record]) {
                 .unwrap_or_default(),
         ]);
     }
-    println!("{}", t.render());
+    line(&t.render())
 }

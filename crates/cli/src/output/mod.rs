@@ -13,13 +13,15 @@ pub use store::{open_store, open_store_to_record};
 
 pub use pmscope_experiment::atomic_file;
 
+/// The tag of a run whose standard output was closed by its reader.
+pub const STDOUT_CLOSED: &str = "stdout-closed";
+
 use crate::args::OutputArgs;
 use anyhow::{Context as _, Result};
 use atomic_file::PendingOutput;
 use pmscope_core::record::Record;
 use pmscope_core::warning::Warning;
 use pmscope_store::Store;
-use std::io::Write;
 
 /// The destination of a command's records.
 pub struct Sink {
@@ -35,6 +37,8 @@ pub struct Sink {
     store: Option<StoreRun>,
     /// Records go to the store and `records` only (a suite's block records).
     store_only: bool,
+    /// A record could not be written to stdout: the run stopped before its end.
+    cut: bool,
 }
 
 impl Sink {
@@ -71,6 +75,7 @@ impl Sink {
             records: Vec::new(),
             store,
             store_only: false,
+            cut: false,
         })
     }
 
@@ -130,8 +135,7 @@ impl Sink {
             s.store.get()?.add_step_record(run, s.step, r)?;
         }
         if self.json && !self.store_only {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{line}").context("writing stdout")?;
+            self.print_record(&line)?;
         } else if !self.store_only {
             self.print_warnings(&r.warnings);
         }
@@ -148,9 +152,34 @@ impl Sink {
                 .with_context(|| format!("writing {name}"))?;
         }
         if self.json {
-            writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+            self.print_record(&line)?;
         }
         Ok(())
+    }
+
+    /// Writes one JSON line to stdout; a closed stdout stops the run here, before its end.
+    fn print_record(&mut self, line: &str) -> Result<()> {
+        pmscope_experiment::stdout::line(line).inspect_err(|_| self.cut = true)?;
+        Ok(())
+    }
+
+    /// The reader of stdout went away (`| head -1`), and the command stopped at its next
+    /// write. The run says so with the tag [`STDOUT_CLOSED`]; it is complete (and `-o` is
+    /// put in place) when the write that failed came after its last point (the table),
+    /// incomplete, and resumable as any stopped run, when a record could not be written.
+    pub fn stdout_closed(&mut self) -> Result<()> {
+        if let Some(StoreRun {
+            store,
+            run: Some(run),
+            ..
+        }) = &self.store
+        {
+            store.get()?.add_tags(*run, &[STDOUT_CLOSED.to_string()])?;
+        }
+        if self.cut || self.records.is_empty() {
+            return Ok(());
+        }
+        self.commit()
     }
 
     /// The records emitted so far: what the human renderers draw their tables from.
@@ -172,10 +201,11 @@ impl Sink {
     }
 
     /// Prints human text (table mode only).
-    pub fn text(&self, s: &str) {
+    pub fn text(&self, s: &str) -> Result<()> {
         if self.human() {
-            println!("{s}");
+            pmscope_experiment::stdout::line(s)?;
         }
+        Ok(())
     }
 }
 

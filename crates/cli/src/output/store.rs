@@ -7,7 +7,6 @@ use anyhow::{Context as _, Result};
 use pmscope_core::record::Record;
 use pmscope_experiment::atomic_file::PendingOutput;
 use pmscope_store::{RunId, Store};
-use std::io::Write;
 
 /// The results store and this command's run in it (begun at the first record).
 pub(super) struct StoreRun {
@@ -18,20 +17,16 @@ pub(super) struct StoreRun {
     pub(super) step: Option<usize>,
 }
 
-/// Where the results store is: `--results`, else `$PMSCOPE_RESULTS`, else the XDG default.
-/// A `--results` path passes the one path resolver (its directory must exist, no dangling
-/// link, no trailing slash); the default locations' directories are made when a command
-/// records.
 fn store_path(a: &OutputArgs) -> Result<std::path::PathBuf> {
-    if let Some(p) = &a.results {
-        pmscope_sys::path::look(p).map_err(|e| crate::error::usage(format!("--results {e}")))?;
-        return Ok(p.clone());
-    }
-    pmscope_store::default_path().ok_or_else(|| {
-        crate::error::usage(
-            "no results store location: set $HOME or $PMSCOPE_RESULTS, or pass --results PATH",
-        )
-    })
+    Ok(crate::environment::store_location(a.results.as_deref())?.path)
+}
+
+/// The store a command records into: refused now if it cannot be written, not after the
+/// measurement.
+fn store_path_to_record(a: &OutputArgs) -> Result<std::path::PathBuf> {
+    let loc = crate::environment::store_location(a.results.as_deref())?;
+    crate::environment::check_writable(&loc)?;
+    Ok(loc.path)
 }
 
 /// Opens the existing results store for a command that only reads it (`results`,
@@ -43,7 +38,7 @@ pub fn open_store(a: &OutputArgs) -> Result<Store> {
 /// Opens the results store for a command that records into it (`results import`),
 /// creating it if absent.
 pub fn open_store_to_record(a: &OutputArgs) -> Result<Store> {
-    Ok(Store::open(&store_path(a)?)?)
+    Ok(Store::open(&store_path_to_record(a)?)?)
 }
 
 /// A results store opened when first needed: an existing one is opened (and checked) when
@@ -57,7 +52,7 @@ pub(super) struct LazyStore {
 impl LazyStore {
     pub(super) fn new(a: &OutputArgs) -> Result<LazyStore> {
         let lazy = LazyStore {
-            path: store_path(a)?,
+            path: store_path_to_record(a)?,
             store: std::cell::OnceCell::new(),
         };
         if lazy.path.exists() {
@@ -138,7 +133,7 @@ impl Sink {
                     .with_context(|| format!("writing {name}"))?;
             }
             if self.json {
-                writeln!(std::io::stdout().lock(), "{line}").context("writing stdout")?;
+                self.print_record(&line)?;
             }
         }
         self.records.push(r.clone());

@@ -332,17 +332,18 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     let mut kmers_out = outputs(out, p)?;
     let human = out.human();
     let kmers_to_stdout = p.kmers.as_deref() == Some(Path::new("-"));
-    let say = |text: &str| {
+    let say = |text: &str| -> Result<()> {
         if kmers_to_stdout {
             eprintln!("{text}");
         } else {
-            println!("{text}");
+            crate::stdout::line(text)?;
         }
+        Ok(())
     };
     if let Some(intro) = &p.intro
         && human
     {
-        say(intro);
+        say(intro)?;
     }
     let features = env.features;
     // The environment is judged as for every measuring command; the findings go into the
@@ -390,7 +391,7 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             p.job.partition.as_ref(),
             p.kmers.as_deref(),
             p.demo(),
-        ));
+        ))?;
     }
     Ok(())
 }

@@ -91,7 +91,7 @@ pub fn run(
     let human = out.human();
     let mut progress = Progress::new(human, units.len(), resumed.as_ref());
     if human {
-        println!(
+        crate::stdout::line(&format!(
             "pmscope {}: {} steps on {}{}{}{}",
             a.title(),
             steps.len(),
@@ -109,7 +109,7 @@ pub fn run(
                 Some(r) => format!(" (resumed: {} steps finished before)", r.finished.len()),
                 None => String::new(),
             }
-        );
+        ))?;
     }
     let study = StudyRun {
         title: a.title(),
@@ -146,7 +146,7 @@ pub fn run(
     };
     out.set_quiet(false);
     if human {
-        progress.summary(&shown);
+        progress.summary(&shown)?;
     }
     Ok(())
 }
@@ -349,17 +349,17 @@ impl Progress {
         }
     }
 
-    fn summary(&self, records: &[Record]) {
+    fn summary(&self, records: &[Record]) -> Result<(), crate::stdout::StdoutClosed> {
         let warnings: std::collections::BTreeSet<&str> = records
             .iter()
             .flat_map(|r| r.warnings.iter().map(|w| w.code.as_str()))
             .collect();
-        println!(
+        crate::stdout::line(&format!(
             "{} records in {:.0} s; findings: {}",
             records.len(),
             self.started.elapsed().as_secs_f64(),
             warnings.into_iter().collect::<Vec<_>>().join(", ")
-        );
-        print!("{}", crate::render::precision::footer(records));
+        ))?;
+        crate::stdout::print(&crate::render::precision::footer(records))
     }
 }

@@ -5,11 +5,11 @@ use pmscope_core::units::Bytes;
 
 /// CXL memory devices, the fixed memory windows and other decoders, and the regions with
 /// what each became (nd region, dax device, node).
-pub(super) fn print(i: &Info) {
+pub(super) fn print(o: &mut String, i: &Info) {
     use pmscope_sys::cxl::DecoderKind;
     let c = &i.cxl;
     if c.is_empty() {
-        println!("cxl           none (no /sys/bus/cxl devices)");
+        say!(o; "cxl           none (no /sys/bus/cxl devices)");
         return;
     }
     for m in &c.memdevs {
@@ -23,8 +23,7 @@ pub(super) fn print(i: &Info) {
         if size.is_empty() {
             size.push("no capacity".into());
         }
-        println!(
-            "cxl device    {}: {}, serial {}, PCI {} behind {}",
+        say!(o; "cxl device    {}: {}, serial {}, PCI {} behind {}",
             m.name,
             size.join(" + "),
             opt(m.serial.as_ref()),
@@ -58,17 +57,17 @@ pub(super) fn print(i: &Info) {
             .as_ref()
             .map(|m| format!(", {m}"))
             .unwrap_or_default();
-        println!(
-            "cxl decoder   {} ({kind}): {range}, {}-way at {} B{targets}{mode}{used}",
-            d.name, d.interleave_ways, d.interleave_granularity
+        say!(o; "cxl decoder   {} ({kind}): {range}, {}-way at {} B{targets}{mode}{used}",
+            d.name,
+            d.interleave_ways,
+            d.interleave_granularity
         );
     }
     if c.regions.is_empty() {
-        println!("cxl regions   none (`cxl create-region` makes one)");
+        say!(o; "cxl regions   none (`cxl create-region` makes one)");
     }
     for r in &c.regions {
-        println!(
-            "cxl region    {} ({}{})",
+        say!(o; "cxl region    {} ({}{})",
             r.describe(),
             Bytes(r.size_bytes).human(),
             r.root_decoder

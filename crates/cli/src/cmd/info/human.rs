@@ -4,8 +4,9 @@ use super::{Info, opt};
 use pmscope_core::cpulist::format_list;
 use pmscope_core::units::Bytes;
 
-/// Prints every section.
-pub fn print(i: &Info) {
+/// Renders every section.
+pub fn render(i: &Info) -> String {
+    let mut o = String::new();
     for section in [
         cpu,
         caches_and_tsc,
@@ -15,40 +16,38 @@ pub fn print(i: &Info) {
         super::cxl_section::print,
         platform,
     ] {
-        section(i);
+        section(&mut o, i);
     }
+    o
 }
 
 /// The CPU: model, vendor, CPUs, the features CPUID reports.
-fn cpu(i: &Info) {
-    println!("kernel        {} ({})", i.kernel, i.hostname);
-    println!(
-        "cpu           {} [{}], CPUs {}",
+fn cpu(o: &mut String, i: &Info) {
+    say!(o; "kernel        {} ({})", i.kernel, i.hostname);
+    say!(o; "cpu           {} [{}], CPUs {}",
         i.cpu.model,
         i.cpu.vendor,
         format_list(&i.cpu.cpus_online)
     );
-    println!("features      {}", i.cpu.feature_names.join(" "));
+    say!(o; "features      {}", i.cpu.feature_names.join(" "));
     // From CPUID, as every check before an instruction runs.
     let missing = &i.cpu.absent_features;
     if !missing.is_empty() {
-        println!("absent        {}", missing.join(" "));
+        say!(o; "absent        {}", missing.join(" "));
     }
 }
 
 /// Caches and the time-stamp counter.
-fn caches_and_tsc(i: &Info) {
+fn caches_and_tsc(o: &mut String, i: &Info) {
     for c in &i.cpu.caches {
-        println!(
-            "cache         L{} {:<11} {:>9}  shared by CPUs {}",
+        say!(o; "cache         L{} {:<11} {:>9}  shared by CPUs {}",
             c.level,
             c.kind,
             Bytes(c.size_bytes).to_string(),
             c.shared_cpu_list
         );
     }
-    println!(
-        "tsc           {}invariant, calibrated {:.4} GHz against CLOCK_MONOTONIC_RAW, declared {}, timer {:?} (overhead {:.1} ns, resolution {:.1} ns)",
+    say!(o; "tsc           {}invariant, calibrated {:.4} GHz against CLOCK_MONOTONIC_RAW, declared {}, timer {:?} (overhead {:.1} ns, resolution {:.1} ns)",
         if i.tsc.invariant { "" } else { "NOT " },
         i.tsc.timer.hz / 1e9,
         match (i.tsc.declared_hz, i.tsc.declared_source) {
@@ -62,7 +61,7 @@ fn caches_and_tsc(i: &Info) {
 }
 
 /// NUMA nodes, with HMAT figures and memory tiers where the firmware gives them.
-fn numa(i: &Info) {
+fn numa(o: &mut String, i: &Info) {
     for n in &i.numa_nodes {
         let kind = if n.memory_only {
             "memory-only"
@@ -88,8 +87,7 @@ fn numa(i: &Info) {
             .as_deref()
             .map(|t| format!(", {t}"))
             .unwrap_or_default();
-        println!(
-            "numa node {}   {kind}, CPUs [{}], {} ({} free), distances {:?}{hmat}{tier}",
+        say!(o; "numa node {}   {kind}, CPUs [{}], {} ({} free), distances {:?}{hmat}{tier}",
             n.node.id,
             format_list(&n.node.cpus),
             Bytes(n.node.mem_total_bytes).human(),
@@ -97,8 +95,7 @@ fn numa(i: &Info) {
             n.node.distances
         );
         for c in &n.node.memory_side_caches {
-            println!(
-                "              {} in front of node {}: a working set within it measures the cache",
+            say!(o; "              {} in front of node {}: a working set within it measures the cache",
                 c.describe(|b| Bytes(b).to_string()),
                 n.node.id
             );
@@ -107,18 +104,16 @@ fn numa(i: &Info) {
 }
 
 /// Huge-page pools and transparent huge pages.
-fn pages(i: &Info) {
+fn pages(o: &mut String, i: &Info) {
     for p in &i.hugepages {
-        println!(
-            "hugepages     {:>6}: {} total, {} free, {} reserved",
+        say!(o; "hugepages     {:>6}: {} total, {} free, {} reserved",
             Bytes(p.page_bytes).to_string(),
             p.total,
             p.free,
             p.reserved
         );
     }
-    println!(
-        "thp           enabled={} defrag={} shmem_enabled={}",
+    say!(o; "thp           enabled={} defrag={} shmem_enabled={}",
         opt(i.thp.enabled.as_ref()),
         opt(i.thp.defrag.as_ref()),
         opt(i.thp.shmem_enabled.as_ref())
@@ -126,13 +121,12 @@ fn pages(i: &Info) {
 }
 
 /// DAX devices and mounts, pmem block devices and regions.
-fn dax(i: &Info) {
+fn dax(o: &mut String, i: &Info) {
     if i.dax_devices.is_empty() {
-        println!("dax devices   none");
+        say!(o; "dax devices   none");
     }
     for d in &i.dax_devices {
-        println!(
-            "dax device    {}: {}, align {}, node {}, driver {}",
+        say!(o; "dax device    {}: {}, align {}, node {}, driver {}",
             d.name,
             d.size_bytes
                 .map(|s| Bytes(s).human())
@@ -143,31 +137,31 @@ fn dax(i: &Info) {
         );
     }
     if i.dax_mounts.is_empty() {
-        println!("dax mounts    none");
+        say!(o; "dax mounts    none");
     }
     for m in &i.dax_mounts {
-        println!(
-            "dax mount     {} on {} ({}, {})",
-            m.source, m.target, m.fstype, m.options
+        say!(o; "dax mount     {} on {} ({}, {})",
+            m.source,
+            m.target,
+            m.fstype,
+            m.options
         );
     }
     if i.pmem_block_devices.is_empty() {
-        println!("pmem devices  none");
+        say!(o; "pmem devices  none");
     }
     for b in &i.pmem_block_devices {
-        println!(
-            "pmem device   /dev/{}: {}{}",
+        say!(o; "pmem device   /dev/{}: {}{}",
             b.name,
             Bytes(b.size_bytes).human(),
             if b.dax { ", DAX-capable" } else { "" }
         );
     }
     if i.pmem_regions.is_empty() {
-        println!("pmem regions  none");
+        say!(o; "pmem regions  none");
     }
     for r in &i.pmem_regions {
-        println!(
-            "pmem region   {} ({}{})",
+        say!(o; "pmem region   {} ({}{})",
             r.describe(),
             Bytes(r.size_bytes).human(),
             r.numa_node
@@ -178,18 +172,16 @@ fn dax(i: &Info) {
 }
 
 /// What changes every figure without being memory: SMT, the core clock, mitigations, the command line, tools, perf counters, prefetchers.
-fn platform(i: &Info) {
+fn platform(o: &mut String, i: &Info) {
     let p = &i.platform;
-    println!(
-        "smt           {}",
+    say!(o; "smt           {}",
         match p.smt_active {
             Some(true) => "active (sibling threads share each core's caches and ports)",
             Some(false) => "inactive",
             None => "unknown (the kernel does not say)",
         }
     );
-    println!(
-        "core clock    {}",
+    say!(o; "core clock    {}",
         match (p.observed_core_ghz, &p.core_clock_unmeasurable) {
             (Some(g), _) => format!(
                 "{g:.2} GHz observed (dependent register multiplies against CLOCK_MONOTONIC_RAW, within 0.2-3x of the TSC)"
@@ -198,8 +190,7 @@ fn platform(i: &Info) {
             (None, None) => "not measured".into(),
         }
     );
-    println!(
-        "mitigations   {}",
+    say!(o; "mitigations   {}",
         if p.mitigations.is_empty() {
             "none reported".to_string()
         } else {
@@ -210,14 +201,12 @@ fn platform(i: &Info) {
                 .join("; ")
         }
     );
-    println!("cmdline       {}", p.kernel_cmdline);
-    println!(
-        "tools         ndctl {}, daxctl {}",
+    say!(o; "cmdline       {}", p.kernel_cmdline);
+    say!(o; "tools         ndctl {}, daxctl {}",
         i.tools.ndctl.as_deref().unwrap_or("not installed"),
         i.tools.daxctl.as_deref().unwrap_or("not installed")
     );
-    println!(
-        "perf counters {}",
+    say!(o; "perf counters {}",
         if i.perf_counters.available {
             "available".to_string()
         } else {
@@ -227,8 +216,8 @@ fn platform(i: &Info) {
             )
         }
     );
-    println!(
-        "prefetchers   {} ({})",
-        i.prefetchers.state, i.prefetchers.detail
+    say!(o; "prefetchers   {} ({})",
+        i.prefetchers.state,
+        i.prefetchers.detail
     );
 }

@@ -1,6 +1,16 @@
 //! `pmscope info`: the machine as pmscope sees it. With `--json`, one object holding every
 //! field; the human form prints the same facts in sections.
 
+// The sections are rendered into a String, written to stdout in one piece by its one writer.
+// `say!(o; ...)`: the `;` keeps rustfmt from giving `o` a line of its own.
+macro_rules! say {
+    ($o:expr; $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        // Writing into a String cannot fail.
+        let _ = writeln!($o, $($arg)*);
+    }};
+}
+
 mod cxl_section;
 mod human;
 
@@ -158,7 +168,7 @@ pub fn run(ctx: &mut Context, sink: &mut Sink) -> Result<()> {
     };
     sink.emit_value(&info)?;
     if !sink.json() {
-        human::print(&info);
+        pmscope_experiment::stdout::print(&human::render(&info))?;
         sink.print_warnings(&info.warnings);
     }
     Ok(())
