@@ -384,7 +384,7 @@ pub fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
     h.finish()?;
     if human {
         if let Some(note) = &p.method_note {
-            say(&format!("note: {note}"));
+            say(&format!("note: {note}"))?;
         }
         say(&summary::summary(
             &report,
