@@ -11,6 +11,7 @@ use pmscope_loops::Region;
 use pmscope_loops::chain::{self, ChainError, ChainSpec, Order};
 use pmscope_workload::kmer::binned::{self, Keep};
 use pmscope_workload::kmer::build::Workers;
+use pmscope_workload::kmer::packed::PackedGenome;
 use pmscope_workload::kmer::read::Genome;
 use pmscope_workload::kmer::synth::random_bases;
 use std::time::{Duration, Instant};
@@ -43,10 +44,13 @@ fn interrupt_self() {
 #[test]
 fn long_phases_stop_at_a_signal_without_finishing_their_work() {
     const K: usize = 31;
-    let genomes: Vec<Genome> = (0..2)
+    let genomes: Vec<PackedGenome> = (0..2)
         .map(|i| {
             let seq = random_bases(2_000_000, 0x47 + i);
-            Genome::from_records(&format!("g{i}"), &[("r", &seq)], K)
+            PackedGenome::of(
+                &Genome::from_records(&format!("g{i}"), &[("r", &seq)], K),
+                K,
+            )
         })
         .collect();
     let workers = Workers::new(2).unwrap();
@@ -81,7 +85,7 @@ fn long_phases_stop_at_a_signal_without_finishing_their_work() {
         .map(|_| vec![0u64; slots * binned::slot_words::<1>()])
         .collect();
     let mut tables: Vec<&mut [u64]> = words.iter_mut().map(|w| &mut w[..]).collect();
-    let texts: Vec<&[u8]> = genomes.iter().map(|g| &g.seq[..]).collect();
+    let texts: Vec<&[u64]> = genomes.iter().map(|g| &g.words[..]).collect();
     let counted =
         binned::count::<1>(&workers, &bins, &texts, K, &mut tables, Keep::Nothing).unwrap();
     let distinct: u64 = counted.histogram.iter().sum();
