@@ -288,3 +288,58 @@ fn a_row_below_parity_is_told_inside_or_below_the_peers_own_range_and_never_held
         );
     }
 }
+
+/// glibc's ifunc rules and size thresholds, as `glibc_copy_path` applies them, on the three
+/// CPUs the project has met: the Ice Lake guest of issue 45 (AVX-512 with Prefer_No_AVX512:
+/// the EVEX variant, 32-byte vectors), a Zen 3 (AVX2 only) and an AVX-512 CPU glibc lets use
+/// 64-byte vectors; and each path by size against the diagnostics' thresholds.
+#[test]
+fn the_glibc_copy_path_follows_the_ifunc_rules_and_the_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let diag = |name: &str, no_avx512: bool| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "x86.cpu_features.preferred.AVX_Fast_Unaligned_Load=0x1\n\
+                 x86.cpu_features.preferred.Prefer_No_VZEROUPPER=0x{}\n\
+                 x86.cpu_features.preferred.Prefer_No_AVX512=0x{}\n\
+                 x86.cpu_features.non_temporal_threshold=0x12f0000\n\
+                 x86.cpu_features.rep_movsb_stop_threshold=0x12f0000\n",
+                u8::from(no_avx512),
+                u8::from(no_avx512)
+            ),
+        )
+        .unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let intel = diag("intel", true);
+    let wide = diag("wide", false);
+    let path = |file: &str, flags: &str, bytes: u64| {
+        let o = lib(
+            &format!("glibc_copy_path {bytes}"),
+            &[
+                ("PMSCOPE_GLIBC_DIAG", file),
+                ("PMSCOPE_CPU_FLAGS", flags),
+                ("PMSCOPE_GLIBC_VERSION", "2.36"),
+            ],
+        );
+        stdout_of(&o)
+    };
+    let ice_lake = "sse2 avx avx2 avx512f avx512vl erms rtm";
+    let line = path(&intel, ice_lake, 512 << 20);
+    assert!(line.contains("__memmove_evex_unaligned_erms"), "{line}");
+    assert!(
+        line.contains("large_memcpy_4x, non-temporal 32-byte"),
+        "{line}"
+    );
+    let line = path(&intel, ice_lake, 100 << 20);
+    assert!(line.contains("large_memcpy_2x"), "{line}");
+    let line = path(&intel, ice_lake, 64 << 10);
+    assert!(line.contains("rep movsb"), "{line}");
+    let line = path(&wide, "sse2 avx avx2 erms", 512 << 20);
+    assert!(line.contains("__memmove_avx_unaligned_erms"), "{line}");
+    let line = path(&wide, ice_lake, 512 << 20);
+    assert!(line.contains("__memmove_avx512_unaligned_erms"), "{line}");
+    assert!(line.contains("non-temporal 64-byte"), "{line}");
+}
