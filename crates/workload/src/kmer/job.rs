@@ -993,23 +993,9 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     let mut phases = Phases::default();
     let mut cpu = Phases::default();
 
-    // Primers read their groups whole: the out-group step walks the out-group's and the
-    // first in-group genome's bytes. Every other job streams its files into 2-bit text.
     let primers = matches!(job.operation, Operation::Primers { .. });
     let t = Stopwatch::start();
-    let (whole, mut packed, n) = if primers {
-        let (genomes, n) = read_both(job, &pool)?;
-        let packed: Vec<PackedGenome> = pool.install(|| {
-            genomes[..n]
-                .par_iter()
-                .map(|g| PackedGenome::of(g, k))
-                .collect()
-        });
-        (genomes, packed, n)
-    } else {
-        let (packed, n) = read_both_packed(job, &pool)?;
-        (Vec::new(), packed, n)
-    };
+    let (whole, mut packed, n) = read_binned(job, &pool, primers)?;
     t.stop(&mut phases.parse, &mut cpu.parse);
     binned_limits(&packed)?;
     let summaries = if primers {
@@ -1114,6 +1100,30 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         table,
         placements: counted.placements,
     })
+}
+
+/// The binned method's input: the genomes read whole (primers only), the packed genomes
+/// and how many are left ones. Primers read their groups whole: the out-group step walks
+/// the out-group's and the first in-group genome's bytes. Every other job streams its
+/// files into 2-bit text.
+fn read_binned(
+    job: &Job,
+    pool: &rayon::ThreadPool,
+    primers: bool,
+) -> Result<(Vec<Genome>, Vec<PackedGenome>, usize), JobError> {
+    if primers {
+        let (genomes, n) = read_both(job, pool)?;
+        let packed: Vec<PackedGenome> = pool.install(|| {
+            genomes[..n]
+                .par_iter()
+                .map(|g| PackedGenome::of(g, job.k))
+                .collect()
+        });
+        Ok((genomes, packed, n))
+    } else {
+        let (packed, n) = read_both_packed(job, pool)?;
+        Ok((Vec::new(), packed, n))
+    }
 }
 
 /// Reads both groups of files; returns their genomes, the left ones first, and how many

@@ -275,19 +275,7 @@ pub fn stream_fasta(
                 continue;
             }
             if records == 0 {
-                let hint = if b == b'@' {
-                    "it looks like FASTQ (reads); pmscope kmer reads genomes as FASTA"
-                } else {
-                    "a FASTA file starts with '>' and a record name"
-                };
-                return Err(ReadError::new(
-                    path,
-                    Some(line),
-                    format!(
-                        "not a FASTA file: it starts with '{}'; {hint}",
-                        (b as char).escape_default()
-                    ),
-                ));
+                return Err(not_fasta(path, line, b));
             }
             at_line_start = false;
             // The rest of the line, validated and copied a chunk at a time.
@@ -297,14 +285,7 @@ pub fn stream_fasta(
                 .map_or(n, |p| i + p);
             for &b in &avail[i..end] {
                 if BASE_CODE[b as usize] == INVALID {
-                    return Err(ReadError::new(
-                        path,
-                        Some(line),
-                        format!(
-                            "'{}' in record '{name}' is not a nucleotide (A, C, G, T, N or another IUPAC code); is this a FASTA file of DNA?",
-                            (b as char).escape_default()
-                        ),
-                    ));
+                    return Err(not_a_base(path, line, b, &name));
                 }
             }
             let mut piece = &avail[i..end];
@@ -340,6 +321,35 @@ pub fn stream_fasta(
         ));
     }
     Ok(records)
+}
+
+/// A file whose first byte `b` (on `line`) does not start a FASTA record.
+fn not_fasta(path: &Path, line: u64, b: u8) -> ReadError {
+    let hint = if b == b'@' {
+        "it looks like FASTQ (reads); pmscope kmer reads genomes as FASTA"
+    } else {
+        "a FASTA file starts with '>' and a record name"
+    };
+    ReadError::new(
+        path,
+        Some(line),
+        format!(
+            "not a FASTA file: it starts with '{}'; {hint}",
+            (b as char).escape_default()
+        ),
+    )
+}
+
+/// A byte `b` of record `name` (on `line`) that is no nucleotide code.
+fn not_a_base(path: &Path, line: u64, b: u8, name: &str) -> ReadError {
+    ReadError::new(
+        path,
+        Some(line),
+        format!(
+            "'{}' in record '{name}' is not a nucleotide (A, C, G, T, N or another IUPAC code); is this a FASTA file of DNA?",
+            (b as char).escape_default()
+        ),
+    )
 }
 
 /// A header's identifier: up to the first white space.
