@@ -1114,3 +1114,26 @@ fn the_environment_is_checked_before_measuring() {
     assert!(!dir.path().join("relative-data").exists());
     assert!(home.join(".local/share/pmscope/results.sqlite").is_file());
 }
+
+/// Only a closed stdout is a quiet end: a stdout that refuses the bytes (`> /dev/full`, a
+/// full disk) loses output the user asked for, so it is exit 1 with one sentence, never a
+/// silent 0.
+#[test]
+fn a_full_stdout_is_a_failure_not_a_quiet_end() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let o = Command::new(env!("CARGO_BIN_EXE_pmscope"))
+        .arg("info")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        err.contains("cannot write standard output"),
+        "stderr: {err}"
+    );
+    assert!(!err.contains("panicked"), "stderr: {err}");
+}

@@ -45,9 +45,18 @@ pub fn is_closed(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Writes `text` as is and flushes it.
+/// Writes `text` as is and flushes it. Only a closed stdout is a quiet end: any other
+/// failure (`> /dev/full`, a full disk under `> file`) loses output the user asked for, so
+/// it ends the command at once with one sentence and exit 1, never a silent exit 0.
 pub fn print(text: &str) -> Result<(), StdoutClosed> {
-    Stdout.write_all(text.as_bytes()).map_err(|_| StdoutClosed)
+    match Stdout.write_all(text.as_bytes()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed),
+        Err(e) => {
+            eprintln!("pmscope: cannot write standard output: {e}; the output is incomplete");
+            std::process::exit(1)
+        }
+    }
 }
 
 /// Writes `text` and a newline.
