@@ -76,6 +76,10 @@ fn main() -> ExitCode {
         }
     };
     let outcome = std::panic::catch_unwind(|| cmd::run(cli));
+    if let Some(why) = pmscope_experiment::stdout::refused() {
+        eprintln!("pmscope: cannot write standard output: {why}; the output is incomplete");
+        return ExitCode::from(1);
+    }
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) if pmscope_experiment::stdout::is_closed(&e) => {

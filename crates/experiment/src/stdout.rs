@@ -45,18 +45,29 @@ pub fn is_closed(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Writes `text` as is and flushes it. Only a closed stdout is a quiet end: any other
-/// failure (`> /dev/full`, a full disk under `> file`) loses output the user asked for, so
-/// it ends the command at once with one sentence and exit 1, never a silent exit 0.
+/// Writes `text` as is and flushes it. Any failure stops the command as a closed stdout
+/// does (so it unwinds and removes what it made); one that is not a quit reader (`>
+/// /dev/full`, a full disk under `> file`) lost output the user asked for, and is kept for
+/// [`refused`] so the binary ends with one sentence and exit 1, never a silent 0.
 pub fn print(text: &str) -> Result<(), StdoutClosed> {
     match Stdout.write_all(text.as_bytes()) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed),
         Err(e) => {
-            eprintln!("pmscope: cannot write standard output: {e}; the output is incomplete");
-            std::process::exit(1)
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let _ = REFUSED.set(e.to_string());
+                CLOSED.store(true, Ordering::Relaxed);
+            }
+            Err(StdoutClosed)
         }
     }
+}
+
+/// Why stdout refused a write, where it was not a reader that quit.
+static REFUSED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The error of a write stdout refused for another reason than a closed pipe, if any.
+pub fn refused() -> Option<&'static str> {
+    REFUSED.get().map(String::as_str)
 }
 
 /// Writes `text` and a newline.
