@@ -2,8 +2,9 @@
 //! machine's placement (which physical pages, so which cache sets and page-walk caches,
 //! back the working set) and of the host's state in that minute; repeating inside it
 //! measures the timer, not that. So a point is measured in several *blocks*, each on a
-//! mapping of its own (made before the previous one is released, its pages first touched
-//! in a random order so that offsets meet other page colours), with the blocks of every
+//! mapping of its own (made before the previous one is released, so the kernel hands out
+//! other frames and each offset meets other page colours; first touched in address order,
+//! as applications touch theirs), with the blocks of every
 //! point taken in turn over the run (STABILIZER's argument, Curtsinger and Berger, ASPLOS
 //! 2013: re-randomise the layout during the run and ordinary statistics apply).
 //!

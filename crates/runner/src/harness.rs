@@ -257,8 +257,8 @@ impl<'s> Harness<'s> {
     ///
     /// Measured in blocks (`--blocks` above 1), the whole pass over every target is made
     /// once per block, each time on new mappings: made while the target's previous one
-    /// still holds its pages (where memory allows), first touched in a random order, and
-    /// checked against it ([`Placement`]). `measure` measures its block's share of each
+    /// still holds its pages (where memory allows), first touched in address order (as
+    /// applications and the peer tools touch theirs), and checked against it ([`Placement`]). `measure` measures its block's share of each
     /// point ([`TargetRun::block`]); the records it emits are held, and after the last
     /// block (or at an interrupt or error, with the blocks measured so far) each point's
     /// blocks are merged into its record ([`pmscope_core::blocks::merge`]), the intervals
@@ -537,8 +537,8 @@ struct Previous {
 }
 
 /// Maps a target's next block: beside its previous mapping when that is still held (if
-/// the two do not fit, after releasing it), its pages first touched in a random order of
-/// the block's own; with the placement found against the previous block's frames.
+/// the two do not fit, after releasing it), its pages first touched in address order; with
+/// the placement found against the previous block's frames.
 fn map_block(
     spec: &TargetSpec,
     bytes: u64,
@@ -546,8 +546,14 @@ fn map_block(
     block: BlockIndex,
     previous: &mut Previous,
 ) -> Result<(Mapping, Option<Placement>)> {
+    // Address order, as applications and the peer tools first touch their memory. A
+    // shuffled first touch (once used here, to make sure each offset meets other page
+    // colours, which the kernel's fresh frames already do: `same_colour` 1.6 %) cost 4 KiB
+    // streams on a KVM guest what no user's program pays: on an Intel Xeon guest, one-thread
+    // `read` and `ntcopy` 2-18 % in 6 of 6 alternating runs. A bias of the method, not a
+    // property of the memory.
     let opts = MapOptions {
-        first_touch_order: FirstTouch::Shuffled(block.seed(0x00b1_0c4e) ^ block.index as u64),
+        first_touch_order: FirstTouch::Ascending,
         ..opts.clone()
     };
     let held = previous.mapping.is_some();
