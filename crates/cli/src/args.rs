@@ -44,7 +44,7 @@ pub struct Cli {
     )]
     pub precision: pmscope_experiment::params::PrecisionPct,
     /// Measure each point in N blocks, each on a fresh mapping of its target made beside the
-    /// previous one (pages first touched in a random order), the blocks of all points taken
+    /// previous one (pages first touched in address order), the blocks of all points taken
     /// in turn: a point's figure and interval come from its blocks, so they cover where the
     /// pages landed and the machine's drift. 1: one mapping for the whole measurement.
     #[arg(long, global = true, value_name = "N", default_value = "5")]
@@ -173,9 +173,11 @@ pub enum ResultsCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// Add the records of a JSON Lines file (written with -o) as one run.
+    /// Add the records of a JSON Lines file (written with -o) as a run: one run per run the
+    /// file holds (a new one starts where the command line changes or a point comes
+    /// again); a file already in the store is refused.
     Import {
-        /// The file.
+        /// The file: plain or gzip JSON Lines; `-` reads standard input.
         file: PathBuf,
     },
 }

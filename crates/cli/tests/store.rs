@@ -255,7 +255,7 @@ fn a_corrupt_jsonl_file_imports_nothing_and_a_good_one_round_trips() {
     );
     assert_eq!(env.ok(&["results", "list"]), "", "nothing half-imported");
     let o = env.run(&["results", "import", "missing.jsonl"]);
-    refused(&o, 1, "missing.jsonl", "a missing file");
+    refused(&o, 2, "missing.jsonl does not exist", "a missing file");
 
     let out = env.ok(&["--tag", "lab", "results", "import", good.to_str().unwrap()]);
     assert!(out.contains("as run 1"), "{out}");
@@ -267,6 +267,37 @@ fn a_corrupt_jsonl_file_imports_nothing_and_a_good_one_round_trips() {
     );
     let csv = env.ok(&["results", "export", "1"]);
     assert!(csv.lines().count() > parse_jsonl(&text).len(), "{csv}");
+}
+
+/// `-` imports standard input (a pipe from another machine's export, gzipped or not), and
+/// says which runs it made; the same records again are refused with the run holding them.
+#[test]
+fn an_import_reads_standard_input_and_never_stores_a_run_twice() {
+    let env = Env::new();
+    let good = latency_jsonl(&env, "lat.jsonl");
+    let piped = |args: &[&str]| {
+        let o = env
+            .command(args)
+            .stdin(std::fs::File::open(&good).unwrap())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr(&o),
+        )
+    };
+    let (code, out, err) = piped(&["results", "import", "-"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("imported standard input as run 1"), "{out}");
+    let (code, _, err) = piped(&["results", "import", "-"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is already in the store as run 1"), "{err}");
+    assert_eq!(
+        env.ok(&["results", "list"]).lines().count(),
+        1,
+        "stored once"
+    );
 }
 
 #[test]
@@ -332,9 +363,18 @@ fn scaled(records: &[Record], factor: f64) -> Vec<Record> {
 fn compare_fail_above_exits_1_only_when_a_point_got_worse() {
     let env = Env::new();
     let base = parse_jsonl(&std::fs::read_to_string(latency_jsonl(&env, "lat.jsonl")).unwrap());
-    for (tag, factor) in [("a", 1.0), ("slower", 1.5), ("faster", 0.5), ("same", 1.0)] {
+    for (i, (tag, factor)) in [("a", 1.0), ("slower", 1.5), ("faster", 0.5), ("same", 1.0)]
+        .into_iter()
+        .enumerate()
+    {
         let file = env.path(&format!("{tag}.jsonl"));
-        write_jsonl(&file, &scaled(&base, factor));
+        // Each a run of its own minute: the same records twice would be one run imported
+        // twice, which the store refuses.
+        let mut records = scaled(&base, factor);
+        for r in &mut records {
+            r.timestamp_ms += 60_000 * i as u64;
+        }
+        write_jsonl(&file, &records);
         env.ok(&["--tag", tag, "results", "import", file.to_str().unwrap()]);
     }
     // 50 % slower at one point: beyond the noise (its blocks agree to about 1 %) and above

@@ -56,6 +56,32 @@ pub enum StoreError {
         /// Its `schema_version`.
         found: u64,
     },
+    /// A file named to be read does not exist.
+    #[error("{0} does not exist; pass a JSON Lines file written with -o (or - for standard input)")]
+    NoFile(PathBuf),
+    /// A directory where a file of records was expected.
+    #[error("{0} is a directory; pass a JSON Lines file written with -o")]
+    NotAFile(PathBuf),
+    /// A file whose bytes are not text (after gzip, if it was gzipped).
+    #[error(
+        "{path} cannot be read as records: {why}; pass a JSON Lines file written with -o (plain or gzip)"
+    )]
+    NotText {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its bytes.
+        why: String,
+    },
+    /// The records of a file are already in the store.
+    #[error(
+        "{path} is already in the store as run {run}; nothing was imported (`pmscope results rm {run}` first to import it again)"
+    )]
+    AlreadyImported {
+        /// The file.
+        path: PathBuf,
+        /// The stored run that holds the same records.
+        run: i64,
+    },
     /// A JSON Lines file without a single record.
     #[error("{0} holds no records; pass a file written with -o")]
     NoRecords(PathBuf),
@@ -84,6 +110,10 @@ impl StoreError {
                 | StoreError::BadRecord { .. }
                 | StoreError::NewerRecord { .. }
                 | StoreError::NoRecords(_)
+                | StoreError::NoFile(_)
+                | StoreError::NotAFile(_)
+                | StoreError::NotText { .. }
+                | StoreError::AlreadyImported { .. }
                 | StoreError::Missing(_)
         )
     }

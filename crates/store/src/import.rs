@@ -36,14 +36,50 @@ pub fn parse_record(text: &str) -> Result<Record, Unreadable> {
     serde_json::from_value(value).map_err(|e| Unreadable::NotARecord(e.to_string()))
 }
 
-/// Every record of the JSON Lines file `path` (as `-o` writes them), or the first reason
-/// it cannot be read: a missing file, an empty one, one whose lines are all blank, a line
-/// that is not a record or is a record of a newer schema.
-pub fn read_jsonl(path: &Path) -> Result<Vec<Record>, StoreError> {
-    let text = std::fs::read_to_string(path).map_err(|cause| StoreError::Io {
+/// The text of a JSON Lines file: `-` is standard input, a gzip file (by its magic bytes,
+/// whatever its name) is decompressed; a missing file, a directory and bytes that are not
+/// text are refused in one sentence each.
+fn read_text(path: &Path) -> Result<String, StoreError> {
+    use std::io::Read;
+    let io = |cause| StoreError::Io {
         path: path.to_path_buf(),
         cause,
-    })?;
+    };
+    let mut bytes = Vec::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin().read_to_end(&mut bytes).map_err(io)?;
+    } else {
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NoFile(path.to_path_buf()));
+            }
+            Ok(m) if m.is_dir() => return Err(StoreError::NotAFile(path.to_path_buf())),
+            _ => {}
+        }
+        bytes = std::fs::read(path).map_err(io)?;
+    }
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut plain = Vec::new();
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .read_to_end(&mut plain)
+            .map_err(|e| StoreError::NotText {
+                path: path.to_path_buf(),
+                why: format!("its gzip stream is broken ({e})"),
+            })?;
+        bytes = plain;
+    }
+    String::from_utf8(bytes).map_err(|_| StoreError::NotText {
+        path: path.to_path_buf(),
+        why: "it is not UTF-8 text".into(),
+    })
+}
+
+/// Every record of the JSON Lines file `path` (as `-o` writes them; `-` for standard
+/// input, plain or gzip), or the first reason it cannot be read: a missing file, a
+/// directory, bytes that are not text, an empty file, one whose lines are all blank, a line
+/// that is not a record or is a record of a newer schema.
+pub fn read_jsonl(path: &Path) -> Result<Vec<Record>, StoreError> {
+    let text = read_text(path)?;
     let mut records = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -66,6 +102,35 @@ pub fn read_jsonl(path: &Path) -> Result<Vec<Record>, StoreError> {
         return Err(StoreError::NoRecords(path.to_path_buf()));
     }
     Ok(records)
+}
+
+/// The records of a file cut into the runs they came from: a record starts a new run where
+/// its command line differs from the one before's, or where its point (experiment, target,
+/// metric and parameters) is already in the current run (a run measures each point once:
+/// the same point again is a second run of the same command, as `cat a.jsonl b.jsonl`
+/// makes).
+pub fn split_runs(records: Vec<Record>) -> Vec<Vec<Record>> {
+    let mut runs: Vec<Vec<Record>> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for r in records {
+        let key = pmscope_core::blocks::point_key(&r, true);
+        let new_run = match runs.last().and_then(|run| run.last()) {
+            None => true,
+            Some(prev) => {
+                prev.command_line != r.command_line
+                    || key.as_ref().is_some_and(|k| seen.contains(k))
+            }
+        };
+        if new_run {
+            runs.push(Vec::new());
+            seen.clear();
+        }
+        if let Some(k) = key {
+            seen.insert(k);
+        }
+        runs.last_mut().expect("a run was pushed").push(r);
+    }
+    runs
 }
 
 #[cfg(test)]
@@ -118,10 +183,12 @@ mod tests {
             )),
             "{e}"
         );
+        // A file the user named that is not there is the request's fault (exit 2), as a
+        // missing genome is for `kmer count`.
+        let e = read_jsonl(&d.path().join("missing.jsonl")).unwrap_err();
         assert!(
-            !read_jsonl(&d.path().join("missing.jsonl"))
-                .unwrap_err()
-                .is_usage()
+            e.is_usage() && e.to_string().contains("does not exist"),
+            "{e}"
         );
     }
 }

@@ -419,10 +419,67 @@ impl Store {
         Ok(())
     }
 
-    /// Adds the records of a JSON Lines file (as written by `-o`) as one complete run,
-    /// all or nothing: a file [`crate::import::read_jsonl`] refuses stores nothing.
-    pub fn import_jsonl(&self, file: &Path, tags: &[String]) -> Result<RunId, StoreError> {
-        self.import_records(&crate::import::read_jsonl(file)?, tags)
+    /// Adds the records of a JSON Lines file (as written by `-o`) as complete runs, one per
+    /// run they came from ([`crate::import::split_runs`]), all or nothing: a file
+    /// [`crate::import::read_jsonl`] refuses, or one whose runs the store already holds,
+    /// stores nothing.
+    pub fn import_jsonl(&self, file: &Path, tags: &[String]) -> Result<Vec<RunId>, StoreError> {
+        self.import_runs(file, crate::import::read_jsonl(file)?, tags)
+    }
+
+    /// Adds `records` (read from `file` by [`crate::import::read_jsonl`]) as complete runs,
+    /// one per run they came from; refused, with nothing stored, when the store already
+    /// holds one of those runs.
+    pub fn import_runs(
+        &self,
+        file: &Path,
+        records: Vec<Record>,
+        tags: &[String],
+    ) -> Result<Vec<RunId>, StoreError> {
+        let runs = crate::import::split_runs(records);
+        for run in &runs {
+            if let Some(id) = self.holding(run)? {
+                return Err(StoreError::AlreadyImported {
+                    path: file.to_path_buf(),
+                    run: id,
+                });
+            }
+        }
+        runs.iter()
+            .map(|run| self.import_records(run, tags))
+            .collect()
+    }
+
+    /// The stored run that holds exactly `records` (an import of the same file, or of an
+    /// export of that run), if one does: same start, command line and records.
+    pub fn holding(&self, records: &[Record]) -> Result<Option<RunId>, StoreError> {
+        let Some(first) = records.first() else {
+            return Ok(None);
+        };
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs WHERE started_ms = ?1 AND command_line = ?2")?;
+        let candidates: Vec<RunId> = stmt
+            .query_map(
+                params![
+                    first.timestamp_ms as i64,
+                    serde_json::to_string(&first.command_line)?
+                ],
+                |r| r.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        // As stored: serde_json may read the last digit of a float differently from the
+        // file's text, and a stored record is the text of the parsed one.
+        let as_stored = records
+            .iter()
+            .map(|r| serde_json::from_str::<Record>(&serde_json::to_string(r)?))
+            .collect::<Result<Vec<Record>, _>>()?;
+        for id in candidates {
+            if self.records(id)? == as_stored {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
     }
 
     /// Adds `records` (read by [`crate::import::read_jsonl`]) as one complete run.

@@ -71,17 +71,25 @@ fn selectors_resolve_ids_latest_and_tags() {
 fn export_then_import_gives_back_identical_records() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("r.sqlite")).unwrap();
-    let first = store.import_jsonl(Path::new(FIXTURE), &[]).unwrap();
+    let [first] = store.import_jsonl(Path::new(FIXTURE), &[]).unwrap()[..] else {
+        panic!("the fixture is one run");
+    };
     assert!(store.run(first).unwrap().complete);
     let exported = to_jsonl(&store.records(first).unwrap()).unwrap();
     let file = dir.path().join("export.jsonl");
     std::fs::write(&file, &exported).unwrap();
-    let second = store.import_jsonl(&file, &["again".into()]).unwrap();
+    // Into another store: this one already holds those records (see below).
+    let other = Store::open(&dir.path().join("other.sqlite")).unwrap();
+    let [second] = other.import_jsonl(&file, &["again".into()]).unwrap()[..] else {
+        panic!("one run");
+    };
+    let store = other;
+    let first_records = Store::open(&dir.path().join("r.sqlite"))
+        .unwrap()
+        .records(first)
+        .unwrap();
     assert_eq!(store.records(second).unwrap(), fixture());
-    assert_eq!(
-        store.records(first).unwrap(),
-        store.records(second).unwrap()
-    );
+    assert_eq!(first_records, store.records(second).unwrap());
     // Exported again, the same text: nothing drifts through a store round trip. (Not always
     // byte-identical to the original file: serde_json without `float_roundtrip` may parse
     // the last digit of a float differently.)
@@ -417,4 +425,85 @@ fn newer_records_and_missing_stores_are_refused() {
         )
     );
     assert!(Store::open_existing(&path).is_ok());
+}
+
+/// A file imported twice, or the export of a stored run imported back, is refused with the
+/// run that holds it, and nothing is stored; a file holding the records of two runs (as
+/// `cat a.jsonl b.jsonl` makes, or two commands' files) becomes two runs; a gzipped file is
+/// read as the plain one.
+#[test]
+fn imports_never_store_a_run_twice_and_split_what_they_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("r.sqlite")).unwrap();
+    let ids = store.import_jsonl(Path::new(FIXTURE), &[]).unwrap();
+    assert_eq!(ids.len(), 1);
+    let before = store.runs(None).unwrap().len();
+    let again = store.import_jsonl(Path::new(FIXTURE), &[]).unwrap_err();
+    assert!(
+        matches!(again, StoreError::AlreadyImported { run, .. } if run == ids[0]),
+        "{again}"
+    );
+    assert!(again.is_usage());
+    let exported = dir.path().join("export.jsonl");
+    std::fs::write(
+        &exported,
+        to_jsonl(&store.records(ids[0]).unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert!(matches!(
+        store.import_jsonl(&exported, &[]),
+        Err(StoreError::AlreadyImported { .. })
+    ));
+    assert_eq!(store.runs(None).unwrap().len(), before, "nothing stored");
+
+    // Two runs of the same command in one file, then a third of another command.
+    let one = fixture();
+    let mut other_command = one.clone();
+    for r in &mut other_command {
+        r.command_line.push("--other".into());
+    }
+    let mut two = one.clone();
+    for r in &mut two {
+        r.timestamp_ms += 60_000;
+    }
+    let mixed: Vec<Record> = two
+        .iter()
+        .chain(&one)
+        .chain(&other_command)
+        .cloned()
+        .collect();
+    let file = dir.path().join("mixed.jsonl");
+    std::fs::write(&file, to_jsonl(&mixed).unwrap()).unwrap();
+    let fresh = Store::open(&dir.path().join("fresh.sqlite")).unwrap();
+    let ids = fresh.import_jsonl(&file, &[]).unwrap();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert_eq!(fresh.records(ids[0]).unwrap(), two);
+    assert_eq!(fresh.records(ids[1]).unwrap(), one);
+    assert_eq!(fresh.records(ids[2]).unwrap(), other_command);
+
+    // Gzipped, whatever its name: the same records.
+    use std::io::Write;
+    let gz = dir.path().join("run.jsonl.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(to_jsonl(&one).unwrap().as_bytes()).unwrap();
+    enc.finish().unwrap();
+    assert_eq!(pmscope_store::read_jsonl(&gz).unwrap(), one);
+    // A directory, a missing file and bytes that are not text: one sentence each.
+    for (path, wanted) in [
+        (dir.path().to_path_buf(), "is a directory"),
+        (dir.path().join("nope.jsonl"), "does not exist"),
+    ] {
+        let e = pmscope_store::read_jsonl(&path).unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains(wanted), "{e}");
+    }
+    let binary = dir.path().join("binary.jsonl");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    let e = pmscope_store::read_jsonl(&binary).unwrap_err();
+    assert!(
+        e.is_usage() && e.to_string().contains("not UTF-8 text"),
+        "{e}"
+    );
 }

@@ -49,6 +49,12 @@ pub fn run(out: &OutputArgs, a: &CompareArgs) -> Result<()> {
                 "--targets needs a run and two target specs: pmscope compare --targets RUN SPEC_A SPEC_B",
             ));
         };
+        if &a.b == spec_b {
+            return Err(usage(format!(
+                "both sides name target {spec_b}: a target compared with itself shows nothing; name two targets of run {}",
+                a.a
+            )));
+        }
         let all = store.records(store.resolve(&a.a)?)?;
         let of = |spec: &str| -> Vec<Record> {
             all.iter()

@@ -28,10 +28,31 @@ fn describe_run(r: &Run) -> String {
 pub fn run(out: &OutputArgs, a: &ResultsArgs) -> Result<()> {
     let store = match &a.command {
         ResultsCommand::Import { file } => {
+            if out.no_store {
+                return Err(usage(
+                    "--no-store contradicts `results import`, whose one job is to store; drop --no-store (or leave the file unimported)",
+                ));
+            }
             // The file is read and judged before the store is opened (or created).
             let records = pmscope_store::read_jsonl(file)?;
-            let id = open_store_to_record(out)?.import_records(&records, &out.tags)?;
-            pmscope_experiment::stdout::line(&format!("imported {} as run {id}", file.display()))?;
+            let ids = open_store_to_record(out)?.import_runs(file, records, &out.tags)?;
+            let name = if file.as_os_str() == "-" {
+                "standard input".to_string()
+            } else {
+                file.display().to_string()
+            };
+            let said = match ids.as_slice() {
+                [id] => format!("imported {name} as run {id}"),
+                _ => format!(
+                    "imported {name} as runs {}: its records are of {} runs (a new run starts where the command line changes or a point comes again)",
+                    ids.iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    ids.len()
+                ),
+            };
+            pmscope_experiment::stdout::line(&said)?;
             return Ok(());
         }
         ResultsCommand::List => match open_store(out) {

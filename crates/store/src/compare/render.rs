@@ -84,9 +84,17 @@ pub fn table(c: &Comparison, with_target: bool, all: bool) -> String {
             Some(df) => format!(", the group lends each point {df:.0} degrees of freedom"),
             None => String::new(),
         };
+        // One block a side has no spread: say so instead of printing NaN.
+        let pct = |x: f64, none: &str| {
+            if x.is_finite() {
+                format!("{x:.1}%")
+            } else {
+                none.to_string()
+            }
+        };
         let _ = writeln!(
             out,
-            "resolution {} {}: {} at a typical point; {:.0}% of its {} point(s) resolve {}% (blocks {}+{}, block spread {:.1}%, standard error of B/A {:.1}%{prior}; median change {:+.1}%)",
+            "resolution {} {}: {} at a typical point; {:.0}% of its {} point(s) resolve {}% (blocks {}+{}, block spread {}, standard error of B/A {}{prior}; median change {:+.1}%)",
             g.experiment,
             g.metric,
             resolves,
@@ -95,8 +103,8 @@ pub fn table(c: &Comparison, with_target: bool, all: bool) -> String {
             c.settings.wanted_pct,
             g.blocks[0],
             g.blocks[1],
-            g.block_spread_pct,
-            g.typical_noise_pct,
+            pct(g.block_spread_pct, "none (one block a side)"),
+            pct(g.typical_noise_pct, "unknown"),
             g.median_change_pct,
         );
     }
