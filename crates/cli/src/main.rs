@@ -66,7 +66,12 @@ fn main() -> ExitCode {
                     .to_string();
                 let value = text(ctx(clap::error::ContextKind::InvalidValue));
                 let valid = text(ctx(clap::error::ContextKind::ValidValue));
-                eprintln!("pmscope: {flag} {value}: not one of its values: use {valid}");
+                if valid.is_empty() {
+                    // No set to name: an empty value (`-o ''`, `--output=`).
+                    eprintln!("pmscope: {flag} needs a value, and an empty one is none; give one");
+                } else {
+                    eprintln!("pmscope: {flag} {value}: not one of its values: use {valid}");
+                }
                 return ExitCode::from(2);
             }
             // clap prints its own usage errors (exit 2) and --help/--version (exit 0).

@@ -203,7 +203,11 @@ impl StudyRun<'_> {
         env.round = None;
         measured.with_context(|| {
             let resume = self.run_id.map_or(String::new(), |id| {
-                format!("; `pmscope {} --resume {id}` continues the run", self.title)
+                format!(
+                    "; `pmscope {}{} --resume {id}` continues the run",
+                    store_option(std::env::args()),
+                    self.title
+                )
             });
             format!(
                 "suite step {} of {} ({}){resume}",
@@ -361,5 +365,57 @@ impl Progress {
             warnings.into_iter().collect::<Vec<_>>().join(", ")
         ))?;
         crate::stdout::print(&crate::render::precision::footer(records))
+    }
+}
+
+/// `--results PATH ` as the command line gave it (empty without one): a resume hint must name
+/// the store the run is in, or it would look for the run in the default one.
+fn store_option(args: impl Iterator<Item = String>) -> String {
+    let args: Vec<String> = args.collect();
+    let path = args.iter().enumerate().find_map(|(i, a)| {
+        a.strip_prefix("--results=")
+            .map(str::to_string)
+            .or_else(|| {
+                (a == "--results")
+                    .then(|| args.get(i + 1).cloned())
+                    .flatten()
+            })
+    });
+    match path {
+        Some(p)
+            if p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c)) =>
+        {
+            format!("--results {p} ")
+        }
+        Some(p) => format!("--results '{}' ", p.replace('\'', "'\\''")),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod store_option_tests {
+    use super::store_option;
+
+    fn of(args: &[&str]) -> String {
+        store_option(args.iter().map(|s| s.to_string()))
+    }
+
+    /// The hint repeats the store the command named, quoted for a shell where it must be.
+    #[test]
+    fn the_resume_hint_names_the_store_the_run_is_in() {
+        assert_eq!(of(&["pmscope", "suite", "tiers"]), "");
+        assert_eq!(
+            of(&["pmscope", "--results", "/tmp/r.sqlite", "suite", "tiers"]),
+            "--results /tmp/r.sqlite "
+        );
+        assert_eq!(
+            of(&["pmscope", "--results=/tmp/my runs.sqlite", "suite"]),
+            "--results '/tmp/my runs.sqlite' "
+        );
+        assert_eq!(
+            of(&["pmscope", "--results", "it's.sqlite"]),
+            "--results 'it'\\''s.sqlite' "
+        );
     }
 }

@@ -74,14 +74,39 @@ fn page(a: &Achieved) -> String {
     }
 }
 
-/// The pages per NUMA node, `node:pages,...`.
+/// The pages per NUMA node, `node:pages,...`; where move_pages was asked about a sample of
+/// the pages (a large mapping), the counts are the sample's and the cell says so.
 fn nodes(a: &Achieved) -> String {
     if a.nodes.is_empty() {
         return "unknown".into();
     }
-    a.nodes
+    let counts = a
+        .nodes
         .iter()
         .map(|(n, c)| format!("{n}:{c}"))
         .collect::<Vec<_>>()
-        .join(",")
+        .join(",");
+    if a.nodes_sampled {
+        let pages = a.bytes / a.page_size.unwrap_or(4096).max(1);
+        format!("{counts} (a sample of {pages} pages)")
+    } else {
+        counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmscope_core::achieved::Persistence;
+
+    /// A sampled node count says it is a sample, and of how many pages; a full one does not.
+    #[test]
+    fn a_sampled_node_count_says_so() {
+        let mut a = Achieved::unverified(1 << 30, Persistence::Volatile);
+        a.page_size = Some(4096);
+        a.nodes.insert(0, 65536);
+        assert_eq!(nodes(&a), "0:65536");
+        a.nodes_sampled = true;
+        assert_eq!(nodes(&a), "0:65536 (a sample of 262144 pages)");
+    }
 }
