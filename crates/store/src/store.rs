@@ -420,9 +420,9 @@ impl Store {
     }
 
     /// Adds the records of a JSON Lines file (as written by `-o`) as complete runs, one per
-    /// run they came from ([`crate::import::split_runs`]), all or nothing: a file
-    /// [`crate::import::read_jsonl`] refuses, or one whose runs the store already holds,
-    /// stores nothing.
+    /// run they came from ([`crate::import::split_runs`]), each stored whole (one
+    /// transaction per run): a file [`crate::import::read_jsonl`] refuses, or one whose runs
+    /// the store already holds, stores nothing.
     pub fn import_jsonl(&self, file: &Path, tags: &[String]) -> Result<Vec<RunId>, StoreError> {
         self.import_runs(file, crate::import::read_jsonl(file)?, tags)
     }
