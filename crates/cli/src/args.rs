@@ -173,9 +173,7 @@ pub enum ResultsCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// Add the records of a JSON Lines file (written with -o) as a run: one run per run the
-    /// file holds (a new one starts where the command line changes or a point comes
-    /// again); a file already in the store is refused.
+    /// Add a JSON Lines file's records (written with -o): a run per run it holds, never twice.
     Import {
         /// The file: plain or gzip JSON Lines; `-` reads standard input.
         file: PathBuf,

@@ -493,8 +493,8 @@ fn test_store() -> std::path::PathBuf {
 
 /// The tier study on a dram target under the null executor: the thread sweep gives a best
 /// thread count per access size, the K-mer bench measures the tables dram can hold and
-/// leaves tx-pm out with a warning (instead of refusing the whole step, as `kmer bench -t
-/// dram:4k` does), and the memcached step, which has no synthetic mode, is passed over
+/// leaves tx-pm out with a warning (as `kmer bench -t dram:4k` itself does), and the
+/// memcached step, which has no synthetic mode, is passed over
 /// with a line saying so. Needs ./dev setup's example genomes.
 #[test]
 fn tier_study_skips_the_tables_a_target_cannot_hold_and_passes_over_app_without_real_servers() {

@@ -300,6 +300,26 @@ fn an_import_reads_standard_input_and_never_stores_a_run_twice() {
     );
 }
 
+/// A suite that stops before it stored anything (here a devdax device that is not there)
+/// leaves no empty run behind and offers no resume of one (issue 47).
+#[test]
+fn a_suite_that_stored_nothing_leaves_no_run_to_resume() {
+    let env = Env::new();
+    let o = env.run(&[
+        "--null-executor",
+        "suite",
+        "basic",
+        "-t",
+        "devdax:/dev/pmscope-no-such-dax",
+        "--destroy-data",
+    ]);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("/dev/pmscope-no-such-dax"), "{err}");
+    assert!(!err.contains("--resume"), "no run to resume: {err}");
+    assert_eq!(env.ok(&["results", "list"]), "", "no empty run left");
+}
+
 #[test]
 fn rm_asks_and_refuses_without_a_terminal() {
     let env = Env::new();

@@ -153,12 +153,11 @@ impl Experiment for Kmer {
 
     /// A job reads genomes and places one table on one target of its own, so a suite has
     /// nothing to put it on; `kmer bench` runs every table on each target, so a suite step
-    /// of it takes the suite's targets (its genomes are the step's own, and every target
-    /// must be one tx-pm can keep its pool on: shm or file).
+    /// of it takes the suite's targets (its genomes are the step's own; a table a target
+    /// cannot hold is left out there with a warning, as the bench itself does).
     fn place(params: &mut Params, on: &Placement) {
         if let Command::Bench(b) = &mut params.command {
             b.targets = on.targets.clone();
-            b.skip_refused = true;
         }
     }
 }

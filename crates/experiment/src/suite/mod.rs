@@ -161,6 +161,20 @@ struct StudyRun<'a> {
 }
 
 impl StudyRun<'_> {
+    /// Removes this run from the store if it holds no point and no finished step (and was
+    /// not resumed); whether it did.
+    fn forget_if_empty(&self, out: &dyn Output) -> bool {
+        let (Some(store), Some(id)) = (out.store(), self.run_id) else {
+            return false;
+        };
+        if self.resumed.is_some() {
+            return false;
+        }
+        let empty = store.records(id).is_ok_and(|r| r.is_empty())
+            && store.finished_steps(id).is_ok_and(|s| s.is_empty());
+        empty && store.remove_run(id).is_ok()
+    }
+
     /// Runs the `k`-th unit (or replays it, finished before an interruption) and returns
     /// the records it made; a block of a step merged before the interruption is skipped.
     fn run_unit(
@@ -201,14 +215,21 @@ impl StudyRun<'_> {
         env.round = unit.round;
         let measured = step.run(env, out);
         env.round = None;
+        // A run that stopped before it stored anything (a target that is not there, an
+        // interrupt in the first block) has nothing to resume: it is removed, and the
+        // message offers no resume.
+        let resumable = measured.is_ok() || !self.forget_if_empty(out);
         measured.with_context(|| {
-            let resume = self.run_id.map_or(String::new(), |id| {
-                format!(
-                    "; `pmscope {}{} --resume {id}` continues the run",
-                    store_option(std::env::args()),
-                    self.title
-                )
-            });
+            let resume = self
+                .run_id
+                .filter(|_| resumable)
+                .map_or(String::new(), |id| {
+                    format!(
+                        "; `pmscope {}{} --resume {id}` continues the run",
+                        store_option(std::env::args()),
+                        self.title
+                    )
+                });
             format!(
                 "suite step {} of {} ({}){resume}",
                 k + 1,

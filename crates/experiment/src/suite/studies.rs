@@ -353,7 +353,6 @@ mod tests {
         <crate::kmer::Kmer as crate::Experiment>::place(&mut kmer, &on);
         match &kmer.command {
             crate::kmer::params::Command::Bench(b) => {
-                assert!(b.skip_refused);
                 assert_eq!(b.targets.targets, on.targets.targets);
             }
             other => panic!("the tier study's kmer step is {other:?}"),
