@@ -45,7 +45,8 @@
 //!   `genomes/strain_{1,2,3}.fa.gz` (`pmscope kmer synth --length 100k --strains 3`, gzipped),
 //!   `a.fa`, `b.fa`, `c.fa` (strain 1, strain 2 and the reference, plain FASTA), and every
 //!   `NAME.jsonl` the example reads (an argument not after `-o`/`--output`), written as the
-//!   records of the `after` run of `pmscope quick -o`.
+//!   records of a fourth `pmscope quick -o`, run with `--no-store` (a run from elsewhere:
+//!   the store refuses to import a run it already holds).
 //!
 //! Hardware and the machine. Examples are written for the machine a reader has; the test
 //! runs them on any machine, by these rules:
@@ -497,7 +498,7 @@ const PRELUDE: &str = r#"pmscope() {
 }
 "#;
 
-/// Builds the fixtures once: a seeded store, its `after` run's records, and genomes.
+/// Builds the fixtures once: a seeded store, the records of a run not in it, and genomes.
 struct Fixtures {
     dir: tempfile::TempDir,
 }
@@ -526,15 +527,10 @@ impl Fixtures {
             );
         };
         pmscope(&["--null-executor", "--tag", "before", "quick"]);
-        pmscope(&[
-            "--null-executor",
-            "--tag",
-            "after",
-            "-o",
-            "seed.jsonl",
-            "quick",
-        ]);
         pmscope(&["--null-executor", "--tag", "after", "quick"]);
+        pmscope(&["--null-executor", "--tag", "after", "quick"]);
+        // A run from elsewhere: not in the store, which refuses a run it already holds.
+        pmscope(&["--null-executor", "--no-store", "-o", "seed.jsonl", "quick"]);
         let genomes = d.join("genomes");
         pmscope(&[
             "--no-store",

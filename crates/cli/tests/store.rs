@@ -315,7 +315,8 @@ fn a_suite_that_stored_nothing_leaves_no_run_to_resume() {
     ]);
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("cannot open /dev/dax99.99"), "{err}");
+    assert!(err.contains("/dev/dax99.99 does not exist"), "{err}");
+    assert_eq!(o.status.code(), Some(2), "a device the user named: {err}");
     assert!(!err.contains("--resume"), "no run to resume: {err}");
     assert_eq!(env.ok(&["results", "list"]), "", "no empty run left");
 }

@@ -107,7 +107,7 @@ experiments! {
     Quick(crate::quick::Params) => crate::quick::Quick,
     /// Map targets, pre-fault them and print what the kernel actually gave.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB   # exits 1 without 512 free 2 MiB huge pages\n  pmscope verify -t file:/mnt/pmem --require-dax   # exits 2 without a DAX file system\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device"
+        after_help = "EXAMPLES:\n  pmscope verify -t dram:2m -t dram:thp --size 1GiB   # exits 1 without 512 free 2 MiB huge pages\n  pmscope verify -t file:/mnt/pmem --require-dax   # exits 2 without a DAX file system\n  pmscope verify -t devdax:/dev/dax0.0 --destroy-data   # exits 2 without a devdax device"
     )]
     Verify(crate::verify::Params) => crate::verify::Verify,
     /// Bandwidth by op, pattern, access size and threads; mixed reads and writes.
@@ -123,7 +123,7 @@ experiments! {
     /// and pinned: time per kernel, variant (ref, opt) and target, verified page size, dTLB
     /// and LLC misses where perf counters exist.
     #[command(
-        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device"
+        after_help = "EXAMPLES:\n  pmscope poly --preset medium -t dram:4k -t dram:thp\n  pmscope poly --kernels gemm,jacobi-2d,fdtd-2d -t dram:4k -t dram:2m -t file:/mnt/pmem\n  pmscope poly --preset seed --variants ref --repetitions 1 -t devdax:/dev/dax0.0 --destroy-data   # exits 2 without a devdax device"
     )]
     Poly(crate::poly::Params) => crate::poly::Poly,
     /// Idle load latency by dependent-load chains over a working-set sweep.
@@ -142,7 +142,7 @@ experiments! {
     Loaded(loaded::Params) => loaded::Loaded,
     /// On-DIMM buffer and prefetch probes (seed 001): working-set sweeps over 256-byte
     /// XPLines, with the knee of each curve.
-    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data   # exits 1 without a devdax device\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", crate::axis_help!()))]
+    #[command(after_help = concat!("EXAMPLES:\n  pmscope probe read-buffer -t file:/mnt/pmem\n  pmscope probe chase-write --write ntstore -t devdax:/dev/dax0.0 --destroy-data   # exits 2 without a devdax device\n  pmscope probe write-buffer --sizes 1KiB..1MiB -t dram:4k\n\n", crate::axis_help!()))]
     Probe(probe::Params) => probe::Probe,
     /// K-mer set analysis of bacterial genomes (seed 003): PCR primer candidates, k-mer
     /// counts and set operations, on a hash table placed on a memory target.

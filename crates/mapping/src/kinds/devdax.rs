@@ -133,7 +133,14 @@ fn prepare(
         .read(true)
         .write(true)
         .open(path)
-        .map_err(|e| TargetError::system(format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|e| match e.kind() {
+            // A device the user named that is not there is the request's fault (exit 2).
+            std::io::ErrorKind::NotFound => TargetError::usage(format!(
+                "{target}: {} does not exist; `ls /dev/dax*` lists the device-DAX devices (ndctl list -X)",
+                path.display()
+            )),
+            _ => TargetError::system(format!("cannot open {}: {e}", path.display())),
+        })?;
     let (raw, map_sync) = match mman::map_file(
         file.as_fd(),
         len as usize,
