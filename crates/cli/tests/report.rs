@@ -98,7 +98,7 @@ fn report_renders_runs_written_with_o_and_never_clobbers() {
     std::fs::write(d.join("bad.jsonl"), "not json\n").unwrap();
     for (args, code) in [
         (&["report", "bad.jsonl", "-o", "x.html"][..], 2),
-        (&["report", "missing.jsonl", "-o", "x.html"][..], 1),
+        (&["report", "missing.jsonl", "-o", "x.html"][..], 2),
         (
             &["report", "lat.jsonl", "--reference", "nope", "-o", "x.html"][..],
             2,
