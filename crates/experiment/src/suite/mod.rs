@@ -226,7 +226,7 @@ impl StudyRun<'_> {
                 .map_or(String::new(), |id| {
                     format!(
                         "; `pmscope {}{} --resume {id}` continues the run",
-                        store_option(std::env::args()),
+                        store_option(std::env::args_os().map(|a| a.to_string_lossy().into_owned())),
                         self.title
                     )
                 });
