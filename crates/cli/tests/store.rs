@@ -535,6 +535,13 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
         .spawn()
         .unwrap();
     // Kill it inside a step, after a finished one: some steps done, one half done.
+    // The suite is stopped (SIGSTOP) while the store is looked at, so the step
+    // seen half done cannot finish between the look and the SIGKILL.
+    let pid = child.id().to_string();
+    let signal = |name: &str| {
+        let sent = Command::new("kill").args([name, &pid]).status().unwrap();
+        assert!(sent.success(), "kill {name}");
+    };
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         assert!(
@@ -544,11 +551,13 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the suite ended ({status}) before it could be killed");
         }
+        signal("-STOP");
         let mid_step = store.exists()
             && Connection::open_with_flags(&store, OpenFlags::SQLITE_OPEN_READ_WRITE)
                 .ok()
                 .and_then(|c| {
-                    c.busy_timeout(Duration::from_secs(5)).ok()?;
+                    // A stopped writer never lets go of its lock: do not wait for it.
+                    c.busy_timeout(Duration::ZERO).ok()?;
                     c.query_row(
                         "SELECT (SELECT count(*) FROM run_steps),
                                 (SELECT count(*) FROM points WHERE step NOT IN
@@ -562,9 +571,10 @@ fn a_suite_killed_mid_run_is_valid_and_resumes_without_duplicates() {
         if mid_step {
             break;
         }
+        signal("-CONT");
         std::thread::sleep(Duration::from_millis(5));
     }
-    child.kill().unwrap(); // SIGKILL
+    child.kill().unwrap(); // SIGKILL, delivered to a stopped process too
     child.wait().unwrap();
 
     let conn = Connection::open(&store).unwrap();
