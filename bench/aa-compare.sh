@@ -147,6 +147,32 @@ awk -v c="$total_called" -v u="$total_unres" -v n="$total_points" -v p="$passed"
 }'
 echo "resolution of the last pair:"
 resolution "aa$PAIRS-a" "aa$PAIRS-b"
+# What one run a side would need: from all runs pooled a side (the best estimate of each
+# point's block spread), how many blocks a side would let 50 / 80 / 95 % of the points
+# resolve a 10 % change at the gate's level. The standard error falls as 1/sqrt(blocks), so a
+# point that resolves d % with n blocks a side resolves 10 % with n * (ln(1+d)/ln 1.1)^2.
+blocks_needed() {
+	python3 -c '
+import json, math, sys
+c = json.load(sys.stdin)
+need = {}
+for p in c["points"]:
+    d, n = p["detectable_pct"], p["noise"]["blocks"]
+    if d is None or not math.isfinite(d) or d <= 0:
+        continue
+    per_side = min(n) / max(1, min(p["noise"]["runs"]))
+    k = per_side * min(p["noise"]["runs"]) * (math.log1p(d / 100) / math.log(1.1)) ** 2
+    for g in (p["experiment"], "all"):
+        need.setdefault(g, []).append(k)
+def q(v, f):
+    return v[min(len(v) - 1, int(f * len(v)))]
+print("blocks a side for a 10 %% change to resolve (from %s runs a side pooled):" % c["points"][0]["noise"]["runs"][0])
+print("%-22s %6s %8s %8s %8s" % ("experiment", "points", "50 %", "80 %", "95 %"))
+for g in sorted(need, key=lambda g: (g == "all", g)):
+    v = sorted(need[g])
+    print("%-22s %6d %8.0f %8.0f %8.0f" % (g, len(v), q(v, .5), q(v, .8), q(v, .95)))'
+}
+
 if [ "$PAIRS" -ge 3 ]; then
 	sides() { seq 1 "$1" | sed "s/.*/aa&-$2/" | paste -sd,; }
 	a=$(sides 3 a) b=$(sides 3 b)
@@ -154,3 +180,5 @@ if [ "$PAIRS" -ge 3 ]; then
 	echo "three runs a side ($a vs $b): $worse worse, $better better, $unresolvable of $points not resolvable at 10 %, exit $code"
 	resolution "$a" "$b"
 fi
+all_runs() { seq 1 "$PAIRS" | sed "s/.*/aa&-$1/" | paste -sd,; }
+"$PMSCOPE" --json compare "$(all_runs a)" "$(all_runs b)" --fail-above 10 2>/dev/null | blocks_needed || true
