@@ -206,15 +206,15 @@ impl Env {
         want: Want,
         specs: &[TargetSpec],
         opts: &MapOptions,
-    ) -> Chosen {
-        match given {
+    ) -> Result<Chosen> {
+        Ok(match given {
             AutoSize::Given(bytes) => Chosen {
                 bytes,
                 source: Source::Explicit,
                 why: "given".into(),
             },
             AutoSize::Auto => {
-                let s = sizing::memory_default(&want, &Room::of(specs, opts));
+                let s = sizing::memory_default(&want, &Room::of(specs, opts))?;
                 self.session.notes.extend(s.note);
                 Chosen {
                     bytes: s.bytes,
@@ -222,7 +222,7 @@ impl Env {
                     why: s.why,
                 }
             }
-        }
+        })
     }
 }
 

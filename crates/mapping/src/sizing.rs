@@ -11,8 +11,12 @@
 //!                  chain takes 6 bytes per 64-byte element, a random order 4 per line)
 //!            a target's own capacity: free huge pages, a file system's free space, a device
 //!          less what the command maps beside it, divided by the shares (one per thread)
-//! bytes  = min(wanted, cap rounded down to the unit), at least one unit
+//! bytes  = min(wanted, cap rounded down to the unit)
 //! ```
+//!
+//! A cap below one unit is refused in one sentence that names the default and what capped
+//! it (`--max-mem 1.0 MiB leaves no room for the default --size`): the user gave no size, so
+//! "use a smaller size" would be no help.
 //!
 //! `floor` is the command's old fixed default, so small-cache machines never measure less
 //! than before. When the cap makes the size smaller than wanted, the result carries a
@@ -20,7 +24,7 @@
 //! this rule is only for defaults.
 
 pub use crate::room::{Limit, TargetRoom};
-use crate::{MapOptions, TargetSpec};
+use crate::{MapOptions, TargetError, TargetSpec};
 use pmscope_core::units::Bytes;
 use pmscope_core::warning::Warning;
 
@@ -122,7 +126,7 @@ pub struct Sized {
 
 /// THE rule for sizes meant to measure memory (module doc): at least 4x the last-level
 /// cache and at least `want.floor`, capped by what may be mapped, rounded to the granule.
-pub fn memory_default(want: &Want, room: &Room) -> Sized {
+pub fn memory_default(want: &Want, room: &Room) -> Result<Sized, TargetError> {
     // Whole MiB at least: a page multiple for every kind, and a size a person can read.
     let granule = room.granule.max(1 << 20);
     let shares = want.shares.max(1);
@@ -177,8 +181,15 @@ pub fn memory_default(want: &Want, room: &Room) -> Sized {
         ),
     };
     match cap {
-        Some((cap, what, remedy)) if (cap / granule * granule).max(granule) < wanted => {
-            let bytes = (cap / granule * granule).max(granule);
+        Some((cap, what, remedy)) if cap < granule => Err(TargetError::usage(format!(
+            "{what} leaves no room for the default {}: it needs at least {} beside the {} pmscope keeps for itself; {remedy}, or give {} explicitly",
+            want.option,
+            Bytes(granule).human(),
+            Bytes(PROCESS_HEADROOM).human(),
+            want.option
+        ))),
+        Some((cap, what, remedy)) if cap / granule * granule < wanted => {
+            let bytes = cap / granule * granule;
             let each = if shares > 1 {
                 format!(" per thread ({shares} threads)")
             } else {
@@ -201,19 +212,19 @@ pub fn memory_default(want: &Want, room: &Room) -> Sized {
                 ),
                 format!("{remedy}, or give {} explicitly", want.option),
             );
-            Sized {
+            Ok(Sized {
                 bytes,
                 wanted,
                 why: format!("capped by {what}"),
                 note: Some(note),
-            }
+            })
         }
-        _ => Sized {
+        _ => Ok(Sized {
             bytes: wanted,
             wanted,
             why: uncapped_why,
             note: None,
-        },
+        }),
     }
 }
 
@@ -286,7 +297,37 @@ mod tests {
             ..MapOptions::host()
         };
         let specs: Vec<TargetSpec> = specs.iter().map(|s| s.parse().unwrap()).collect();
-        memory_default(&want, &Room::of(&specs, &opts))
+        memory_default(&want, &Room::of(&specs, &opts)).unwrap()
+    }
+
+    /// A cap below one unit is refused, naming the default and the cap (the user gave no
+    /// size to make smaller).
+    #[test]
+    fn no_room_at_all_is_refused_naming_the_default() {
+        let t = fake_tree("16384K", 16 * GIB);
+        let root = SysRoot::at(t.path());
+        let opts = MapOptions {
+            guard: MemoryGuard::new(&root, Some(MIB)),
+            root,
+            ..MapOptions::host()
+        };
+        let specs: Vec<TargetSpec> = vec!["dram:4k".parse().unwrap()];
+        let e =
+            memory_default(&Want::one("--size", 256 * MIB), &Room::of(&specs, &opts)).unwrap_err();
+        assert!(e.is_usage());
+        assert_eq!(
+            e.to_string(),
+            "--max-mem 1.0 MiB leaves no room for the default --size: it needs at least 1.0 MiB beside the 64.0 MiB pmscope keeps for itself; raise --max-mem, or give --size explicitly"
+        );
+        // Just room for one unit: the smallest default, capped with a note.
+        let opts = MapOptions {
+            guard: MemoryGuard::new(&SysRoot::at(t.path()), Some(66 * MIB)),
+            root: SysRoot::at(t.path()),
+            ..MapOptions::host()
+        };
+        let s = memory_default(&Want::one("--size", 256 * MIB), &Room::of(&specs, &opts)).unwrap();
+        assert_eq!(s.bytes, MIB);
+        assert!(s.note.is_some());
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub(super) fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
         together: if a.shared { 1 } else { min_threads as u64 },
         ..Want::one("--region", REGION_FLOOR)
     };
-    let region = env.size(a.region, want, &specs, &opts);
+    let region = env.size(a.region, want, &specs, &opts)?;
     let per_thread = region.bytes;
     let largest = *sizes.iter().max().unwrap_or(&64) as u64;
     let least = (2 * largest).max(8192);

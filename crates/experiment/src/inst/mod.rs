@@ -196,7 +196,7 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
     let sizes = sizes(a.sizes.as_deref())?;
     // Loads are flushed first, but stores find their lines wherever they are: a region the
     // last-level cache holds would time cache hits.
-    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts);
+    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts)?;
     let region_bytes = region.bytes;
     let max_size = *sizes.iter().max().unwrap_or(&64) as u64;
     if region_bytes < max_size * 2 {

@@ -96,12 +96,12 @@ pub fn default_sizes(max: u64) -> Vec<u64> {
 /// The working sets of `--sizes`: the default sweep to `end`, or the axis given with
 /// `auto` standing for `end` (a range ending at `auto` ends exactly there). `end` is only
 /// asked for when the axis uses it; the source says whether it did.
-fn sweep(axis: Option<&str>, end: impl FnOnce() -> u64) -> Result<(Vec<u64>, Source)> {
+fn sweep(axis: Option<&str>, end: impl FnOnce() -> Result<u64>) -> Result<(Vec<u64>, Source)> {
     let parse = |axis: &str| parse_axis(axis, AxisKind::Size).map_err(|e| usage(e.to_string()));
     match axis {
-        None => Ok((default_sizes(end()), Source::Auto)),
+        None => Ok((default_sizes(end()?), Source::Auto)),
         Some(axis) if axis.contains("auto") => {
-            let end = end();
+            let end = end()?;
             let mut v = parse(&axis.replace("auto", &format!("{end}B")))?;
             if !v.contains(&end) {
                 v.push(end);
@@ -132,7 +132,7 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
     let element = a.element.0 as usize;
     let (sizes, size_source) = sweep(a.sizes.as_deref(), || {
         let want = Want::one("--sizes", SWEEP_END_FLOOR);
-        ctx.size(AutoSize::Auto, want, &targets, &opts).bytes
+        Ok(ctx.size(AutoSize::Auto, want, &targets, &opts)?.bytes)
     })?;
     if sizes.iter().any(|&s| (s as usize) < 2 * element) {
         return Err(usage(format!(
@@ -385,7 +385,7 @@ mod tests {
 
     #[test]
     fn auto_stands_for_the_sized_end() {
-        let end = || 1920u64 << 20;
+        let end = || Ok(1920u64 << 20);
         let (v, src) = sweep(None, end).unwrap();
         assert_eq!((v.last(), src), (Some(&(1920 << 20)), Source::Auto));
         let (v, src) = sweep(Some("4KiB..auto:x4"), end).unwrap();

@@ -142,7 +142,7 @@ fn regions(
     threads: u64,
     specs: &[TargetSpec],
     opts: &MapOptions,
-) -> (Chosen, Chosen) {
+) -> Result<(Chosen, Chosen)> {
     let traffic_least = match a.traffic_region {
         AutoSize::Given(b) => b,
         AutoSize::Auto => TRAFFIC_FLOOR,
@@ -151,15 +151,15 @@ fn regions(
         besides: traffic_least * threads,
         ..Want::one("--probe-region", PROBE_FLOOR)
     };
-    let probe_region = ctx.size(a.probe_region, want, specs, opts);
+    let probe_region = ctx.size(a.probe_region, want, specs, opts)?;
     let want = Want {
         shares: threads,
         together: threads,
         besides: probe_region.bytes,
         ..Want::one("--traffic-region", TRAFFIC_FLOOR)
     };
-    let traffic_region = ctx.size(a.traffic_region, want, specs, opts);
-    (probe_region, traffic_region)
+    let traffic_region = ctx.size(a.traffic_region, want, specs, opts)?;
+    Ok((probe_region, traffic_region))
 }
 
 /// Refuses regions too small for one traffic access of each kind, or for a chain.
@@ -208,7 +208,7 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
             cpus.len()
         )));
     }
-    let (probe_region, traffic_region) = regions(ctx, a, (cpus.len() - 1) as u64, &specs, &opts);
+    let (probe_region, traffic_region) = regions(ctx, a, (cpus.len() - 1) as u64, &specs, &opts)?;
     if let Probe::Persist(op, fence) = a.probe.probe {
         Sequence::new(op, fence, Width::widest(&ctx.features), &ctx.features)?;
     }

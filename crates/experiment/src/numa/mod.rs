@@ -127,7 +127,7 @@ fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
     }
     let (_, opts) = env.targets(&a.targets, &[])?;
     let specs: Vec<TargetSpec> = memory_nodes.iter().map(|m| m.spec.clone()).collect();
-    let chosen = env.size(a.size, Want::one("--size", SIZE_FLOOR), &specs, &opts);
+    let chosen = env.size(a.size, Want::one("--size", SIZE_FLOOR), &specs, &opts)?;
     let width = Streamer::widest(&env.features);
     Ok(Plan {
         cpu_nodes,

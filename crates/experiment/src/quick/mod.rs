@@ -57,7 +57,7 @@ pub struct Plan {
 
 fn plan(env: &mut Env, a: &Params) -> Result<Plan> {
     let (specs, opts) = env.targets(&a.targets, &DEFAULT_TARGETS)?;
-    let chosen = env.size(a.size, Want::one("--size", SIZE_FLOOR), &specs, &opts);
+    let chosen = env.size(a.size, Want::one("--size", SIZE_FLOOR), &specs, &opts)?;
     let width = Streamer::widest(&env.features);
     Ok(Plan {
         specs,

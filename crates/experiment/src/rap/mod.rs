@@ -116,7 +116,7 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
         .into_iter()
         .map(|d| d as usize)
         .collect();
-    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts);
+    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts)?;
     let region_bytes = region.bytes;
     let lines = (region_bytes / 64) as usize;
     let max_d = distances.iter().copied().max().unwrap_or(0);

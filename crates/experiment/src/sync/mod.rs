@@ -178,7 +178,7 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
     };
     check_threads(threads, &cpus).map_err(usage)?;
     let cpus = cpus[..threads].to_vec();
-    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts);
+    let region = ctx.size(a.region, Want::one("--region", REGION_FLOOR), &specs, &opts)?;
     // Each thread's part is first touched by the CPU that streams over it.
     opts.first_touch_cpus = cpus.clone();
     // --full changes only the defaults: an explicit option always wins.
