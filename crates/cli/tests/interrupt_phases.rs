@@ -4,6 +4,10 @@
 //! arrived, on inputs of many pieces, bins and chunks, and must stop at once: without the
 //! poll it does all its work first, which is how a stop took 1.7 s and 3 CPU-seconds.
 //!
+//! A measuring loop's repetition is polled too: a `latency --full` repetition is 200 ms, and
+//! run whole it went on that long after the signal. Here the signal arrives in the middle
+//! of a repetition sized at a minute, which must end at the next piece (about 10 ms).
+//!
 //! The flag cannot be lowered once raised, so this binary holds one test and sends the
 //! signal to itself only after the work that must run unstopped is done.
 
@@ -68,7 +72,47 @@ fn long_phases_stop_at_a_signal_without_finishing_their_work() {
     let busy = (0..bin_count).filter(|&b| bins.kmers[b] > 0).count();
     assert!(busy > 8, "{busy} bins: too few to tell a stop from the end");
 
-    interrupt_self();
+    // A repetition asked to last a minute (a 64 MiB random chain: at most 2^30 loads, so
+    // at least 10 s where a large last-level cache holds the chain, a minute where it does
+    // not), the signal sent from another thread 200 ms in: the repetition stops at its next
+    // piece (10 ms). Run whole, it returned the same error, but only after those 10-60 s
+    // (the watch looks at the signal between repetitions), so the bound is 5 s: far from
+    // both.
+    let mut chain_buf = Vec::new();
+    let chain_region = aligned(&mut chain_buf, 64 << 20);
+    let mut region = Region::from_slice(chain_region);
+    let mut chaser =
+        pmscope_loops::chase::Chaser::build(&mut region, 64 << 20, &ChainSpec::default()).unwrap();
+    let timer = pmscope_runner::timer::Timer::calibrate(
+        &pmscope_sys::cpu::CpuFeatures::detect(),
+        Duration::from_millis(20),
+    );
+    let mut watch = pmscope_runner::repeat::SystemWatch::new(
+        pmscope_sys::sysroot::SysRoot::host(),
+        &[],
+        pmscope_runner::repeat::Workers::Waiting,
+    );
+    let policy = pmscope_runner::repeat::RepeatPolicy::new(1, None);
+    let sender = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(200));
+        interrupt_self();
+    });
+    let t = Instant::now();
+    let measured =
+        pmscope_experiment::measure::chase_latency(&mut chaser, &timer, 60e9, &policy, &mut watch);
+    let took = t.elapsed();
+    sender.join().unwrap();
+    let err = measured.expect_err("a minute's repetition ended with a value after the signal");
+    assert!(
+        err.downcast_ref::<pmscope_runner::interrupt::Interrupted>()
+            .is_some(),
+        "{err:#}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "the repetition ran on after the signal: {took:?}"
+    );
+    assert!(pmscope_sys::signal::received().is_some());
 
     // The split: its pieces are polled, so none is taken after the signal.
     let (after, _) = binned::split(&workers, &genomes, 2, K, bin_count).unwrap();

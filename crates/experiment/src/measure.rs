@@ -61,19 +61,35 @@ pub fn chase_latency(
     chaser.run(probe);
     let est = (timer.ticks_to_ns(timer.stop() - t0) / probe as f64).max(0.1);
     let loads = ((rep_ns / est) as u64).clamp(1024, 1 << 30);
+    // A repetition runs in pieces of about SIGNAL_POLL_NS, the signal flag read between
+    // them (one relaxed load per piece, nothing against 10 ms of loads): a `--full`
+    // repetition is 200 ms, and run whole it went on that long after a Ctrl-C.
+    let piece = ((SIGNAL_POLL_NS / est) as u64)
+        .clamp(1024, loads)
+        .next_multiple_of(16);
     repeat(
         policy,
         watch,
         |ns| *ns,
         |_| {
             let t0 = timer.start();
-            chaser.run(loads);
+            let mut left = loads.div_ceil(16) * 16;
+            while left > 0 {
+                let now = left.min(piece);
+                chaser.run(now);
+                left -= now;
+                pmscope_runner::interrupt::check()?;
+            }
             let t1 = timer.stop();
             let loads = loads.div_ceil(16) * 16;
             Ok((timer.ticks_to_ns(t1 - t0) - timer.overhead_ns()).max(0.0) / loads as f64)
         },
     )
 }
+
+/// How long a measuring loop may run before it looks at the signal flag again: a stop
+/// within 0.5 s, and at most this much CPU spent after a signal (issue 47).
+pub const SIGNAL_POLL_NS: f64 = 10e6;
 
 /// Loads of the warm-up of a chain of `elements`: once around its cycle when it is at most
 /// twice the last-level cache (so a chain the caches hold is warm all round, and one a
