@@ -520,6 +520,70 @@ fn synthetic_strains_share_most_kmers() {
     );
 }
 
+/// `--preset seed-2 --scale 0.01`: 3 genomes of seed 003's dataset #2 shape (4.7 Mbp each),
+/// counted at K = 100 by the binned method: the distinct 100-mers are what the model the
+/// record states predicts, within 3 % (the calibration's first-order terms).
+#[test]
+fn a_preset_pangenome_has_the_distinct_kmers_its_model_states() {
+    let dir = fixtures();
+    let o = pmscope(
+        dir.path(),
+        &[
+            "--json", "kmer", "synth", "pan", "--preset", "seed-2", "--scale", "0.01",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(r["params"]["preset"], "seed-2");
+    assert_eq!(r["values"]["genomes_written"].as_f64(), Some(3.0));
+    let model = r["values"]["distinct_kmers_model"].as_f64().unwrap();
+    let bases = r["values"]["bases"].as_f64().unwrap();
+    assert!((bases / 3.0 / 4.7e6 - 1.0).abs() < 0.05, "{bases} bases");
+    let files: Vec<String> = (1..=3).map(|g| format!("pan/genome_{g}.fasta")).collect();
+    let mut args = vec!["kmer", "count", "-k", "100", "--json"];
+    args.extend(files.iter().map(|s| s.as_str()));
+    let o = pmscope(dir.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    let distinct = r["values"]["union_kmers"].as_f64().unwrap();
+    assert!(
+        (distinct / model - 1.0).abs() < 0.03,
+        "{distinct} distinct 100-mers, the model says {model}"
+    );
+    // Presets and scales are checked; a preset excludes the strain options.
+    for (args, wanted) in [
+        (
+            &["kmer", "synth", "p2", "--preset", "seed-9"][..],
+            "is not a preset: use one of seed-2, seed-3, seed-1",
+        ),
+        (
+            &["kmer", "synth", "p2", "--preset", "seed-2", "--scale", "2"][..],
+            "is not a fraction of the preset's genomes",
+        ),
+        (
+            &[
+                "kmer",
+                "synth",
+                "p2",
+                "--preset",
+                "seed-2",
+                "--strains",
+                "4",
+            ][..],
+            "cannot be used with",
+        ),
+        (&["kmer", "synth", "p2", "--scale", "0.5"][..], "--preset"),
+    ] {
+        let o = pmscope(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(wanted), "{args:?}: {}", stderr(&o));
+        assert!(
+            !dir.path().join("p2").exists(),
+            "{args:?} wrote before refusing"
+        );
+    }
+}
+
 #[test]
 fn demo_finds_candidates_in_the_debian_genomes() {
     let ragout = Path::new("/usr/share/doc/ragout/examples");

@@ -225,6 +225,15 @@ pub struct SynthArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1, value_parser = pmscope_core::whole::parse::<u64>)]
     pub seed: u64,
+    /// A pangenome shaped like one of seed 003's datasets (Table 6): seed-2 (336 genomes,
+    /// 1.58 Gbp, about 25.7 M distinct 100-mers), seed-3 (13 014 genomes, 60.6 Gbp), seed-1
+    /// (48 200 genomes, 232 Gbp). Writes genome_N.fasta; --seed still applies.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["length", "strains", "snp_rate", "indel_rate"])]
+    pub preset: Option<String>,
+    /// With --preset: write this fraction of its genomes (0.1: a tenth), for a dataset of
+    /// the same shape that fits the disk.
+    #[arg(long, value_name = "FRACTION", requires = "preset")]
+    pub scale: Option<f64>,
 }
 
 /// `pmscope kmer recover`.
