@@ -11,12 +11,12 @@
 //!                  chain takes 6 bytes per 64-byte element, a random order 4 per line)
 //!            a target's own capacity: free huge pages, a file system's free space, a device
 //!          less what the command maps beside it, divided by the shares (one per thread)
-//! bytes  = min(wanted, cap rounded down to the unit)
+//! bytes  = min(wanted, cap rounded down to the unit), at least one unit
 //! ```
 //!
-//! A cap below one unit is refused in one sentence that names the default and what capped
-//! it (`--max-mem 1.0 MiB leaves no room for the default --size`): the user gave no size, so
-//! "use a smaller size" would be no help.
+//! RAM that leaves less than one unit for any mapping (`--max-mem 1MiB`) is refused in one
+//! sentence that names the default and what capped it (`--max-mem 1.0 MiB leaves no room for
+//! the default --size`): the user gave no size, so "use a smaller size" would be no help.
 //!
 //! `floor` is the command's old fixed default, so small-cache machines never measure less
 //! than before. When the cap makes the size smaller than wanted, the result carries a
@@ -152,6 +152,18 @@ pub fn memory_default(want: &Want, room: &Room) -> Result<Sized, TargetError> {
             ),
         };
         let usable = limit.saturating_sub(PROCESS_HEADROOM) / 11 * 10;
+        if usable < granule {
+            // No room for any mapping at all. (Room that only what the command maps beside
+            // this one takes, as loaded's traffic floors under a small --max-mem, leaves
+            // the smallest unit, as before: the guard judges the whole.)
+            return Err(TargetError::usage(format!(
+                "{what} leaves no room for the default {}: it needs at least {} beside the {} pmscope keeps for itself; {remedy}, or give {} explicitly",
+                want.option,
+                Bytes(granule).human(),
+                Bytes(PROCESS_HEADROOM).human(),
+                want.option
+            )));
+        }
         caps.push((per_share(usable), what, remedy));
     }
     if let Some(own) = &room.own {
@@ -181,15 +193,8 @@ pub fn memory_default(want: &Want, room: &Room) -> Result<Sized, TargetError> {
         ),
     };
     match cap {
-        Some((cap, what, remedy)) if cap < granule => Err(TargetError::usage(format!(
-            "{what} leaves no room for the default {}: it needs at least {} beside the {} pmscope keeps for itself; {remedy}, or give {} explicitly",
-            want.option,
-            Bytes(granule).human(),
-            Bytes(PROCESS_HEADROOM).human(),
-            want.option
-        ))),
-        Some((cap, what, remedy)) if cap / granule * granule < wanted => {
-            let bytes = cap / granule * granule;
+        Some((cap, what, remedy)) if (cap / granule * granule).max(granule) < wanted => {
+            let bytes = (cap / granule * granule).max(granule);
             let each = if shares > 1 {
                 format!(" per thread ({shares} threads)")
             } else {
@@ -326,6 +331,20 @@ mod tests {
             ..MapOptions::host()
         };
         let s = memory_default(&Want::one("--size", 256 * MIB), &Room::of(&specs, &opts)).unwrap();
+        assert_eq!(s.bytes, MIB);
+        assert!(s.note.is_some());
+        // Room that only the mapping beside takes (loaded's traffic under --max-mem 256MiB)
+        // is not refused here: the smallest unit, capped with a note, and the guard judges.
+        let opts = MapOptions {
+            guard: MemoryGuard::new(&SysRoot::at(t.path()), Some(256 * MIB)),
+            root: SysRoot::at(t.path()),
+            ..MapOptions::host()
+        };
+        let beside = Want {
+            besides: 512 * MIB,
+            ..Want::one("--probe-region", GIB)
+        };
+        let s = memory_default(&beside, &Room::of(&specs, &opts)).unwrap();
         assert_eq!(s.bytes, MIB);
         assert!(s.note.is_some());
     }
