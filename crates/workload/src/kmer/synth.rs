@@ -99,19 +99,7 @@ pub fn write_dataset(dir: &Path, spec: &SynthSpec) -> io::Result<Vec<PathBuf>> {
 }
 
 fn write_fasta(dir: &Path, name: &str, seq: &[u8]) -> io::Result<PathBuf> {
-    let path = dir.join(format!("{name}.fasta"));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    let mut w = io::BufWriter::new(file);
-    writeln!(w, ">{name} synthetic")?;
-    for line in seq.chunks(80) {
-        w.write_all(line)?;
-        w.write_all(b"\n")?;
-    }
-    w.flush()?;
-    Ok(path)
+    write_records(dir, name, &[(format!("{name} synthetic"), seq)])
 }
 
 /// A bacterial pangenome: every genome is a strain of one species, its core genome (shared,
@@ -293,6 +281,8 @@ impl Pangenome {
     }
 }
 
+/// Writes `name.fasta` into `dir` (never over an existing file): each record a header line
+/// and its bases in lines of 80.
 fn write_records(dir: &Path, name: &str, records: &[(String, &[u8])]) -> io::Result<PathBuf> {
     let path = dir.join(format!("{name}.fasta"));
     let file = std::fs::OpenOptions::new()
