@@ -550,6 +550,47 @@ fn a_preset_pangenome_has_the_distinct_kmers_its_model_states() {
         (distinct / model - 1.0).abs() < 0.03,
         "{distinct} distinct 100-mers, the model says {model}"
     );
+    assert_eq!(
+        r["values"]["bin_partitions"].as_f64(),
+        Some(0.0),
+        "in memory"
+    );
+    // The same genomes generated as they are read, in memory and out of core: the same
+    // histogram; out of core, the bins went to a scratch file in --tmp, gone afterwards.
+    std::fs::create_dir(dir.path().join("scratch")).unwrap();
+    for bins in [
+        &["--bins", "memory"][..],
+        &["--bins", "disk", "--tmp", "scratch"][..],
+    ] {
+        let mut args = vec![
+            "kmer",
+            "count",
+            "-k",
+            "100",
+            "--json",
+            "synth:seed-2,scale=0.01",
+        ];
+        args.extend(bins);
+        let o = pmscope(dir.path(), &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let g: serde_json::Value =
+            serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+        assert_eq!(
+            g["params"]["genome_count_histogram"], r["params"]["genome_count_histogram"],
+            "{bins:?}"
+        );
+        let partitions = g["values"]["bin_partitions"].as_f64().unwrap();
+        let scratch = g["values"]["scratch_bytes"].as_f64().unwrap();
+        assert_eq!(partitions > 0.0, bins[1] == "disk", "{bins:?}");
+        assert_eq!(scratch > 1e6, bins[1] == "disk", "{scratch} bytes");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("scratch"))
+            .unwrap()
+            .count(),
+        0,
+        "the scratch file outlived the count"
+    );
     // Presets and scales are checked; a preset excludes the strain options.
     for (args, wanted) in [
         (

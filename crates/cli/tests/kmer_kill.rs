@@ -406,3 +406,63 @@ fn persistent_tables_interrupted_mid_genome_resume_to_exact_counts() {
         );
     }
 }
+
+/// SIGKILL while the bins are written out of core leaves nothing in the scratch directory:
+/// the scratch file has no name (or loses it as it is made), so no exit path can leave it.
+/// The kill lands once the file, seen through /proc/PID/fd, holds bins.
+#[test]
+fn a_kill_while_counting_out_of_core_leaves_no_scratch_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let mut child = Command::new(bin())
+        .env("PMSCOPE_RESULTS", test_store())
+        .args([
+            "kmer",
+            "count",
+            "-k",
+            "31",
+            "synth:seed-2,scale=0.2",
+            "--bins",
+            "disk",
+        ])
+        .arg("--tmp")
+        .arg(&scratch)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run pmscope");
+    let fds = PathBuf::from(format!("/proc/{}/fd", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let written = loop {
+        let bins = std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find_map(|fd| {
+                let target = std::fs::read_link(fd.path()).ok()?;
+                let len = std::fs::metadata(fd.path()).ok()?.len();
+                (target.starts_with(&scratch) && len > 0).then_some(len)
+            });
+        if let Some(len) = bins {
+            break len;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the count ended before its scratch file held bins"
+        );
+        assert!(Instant::now() < deadline, "no scratch file in 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "killed with {written} bytes of bins, it left {left:?}"
+    );
+}

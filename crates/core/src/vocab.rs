@@ -277,6 +277,8 @@ keys! {
     TABLE_GROWN = "table_grown" => "times the table grew (--method binned: times a bin's table doubled)",
     BINS = "bins" => "minimizer bins (--method binned)",
     SUPER_KMERS = "super_kmers" => "super-k-mers over all bins: runs of consecutive k-mers whose minimizers share a bin (--method binned)",
+    BIN_PARTITIONS = "bin_partitions" => "partitions of the bins counted one at a time out of core (--method binned; 0: the bins were in memory)",
+    SCRATCH_BYTES = "scratch_bytes" => "bytes of bins written to the scratch file out of core (--method binned)",
     LARGEST_BIN_KMERS = "largest_bin_kmers" => "k-mers (with repeats) of the largest bin, which sizes each worker's table (--method binned)",
     SPLIT_MS = "split_ms" => "wall time of splitting the genomes into super-k-mers by bin (--method binned)",
     SPLIT_CPU_MS = "split_cpu_ms" => "CPU time of the split (--method binned)",

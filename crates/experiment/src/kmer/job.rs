@@ -14,7 +14,7 @@ use anyhow::{Result, anyhow};
 use pmscope_mapping::TargetSpec;
 use pmscope_persist::PersistChoice;
 use pmscope_workload::kmer::encode::MAX_K;
-use pmscope_workload::kmer::job::{self, Job, JobError, Method, Operation};
+use pmscope_workload::kmer::job::{self, BinStore, BinsAt, Job, JobError, Method, Operation};
 use pmscope_workload::kmer::read::Split;
 use pmscope_workload::kmer::table::partition::NodePlan;
 use pmscope_workload::kmer::table::{Fence, TableKind};
@@ -39,6 +39,45 @@ impl Plan {
     fn demo(&self) -> bool {
         self.intro.is_some()
     }
+}
+
+/// Where the binned method keeps its bins; `--bins` and `--tmp` refused with the one table.
+fn bin_store(r: &RunArgs, method: Method) -> Result<BinStore> {
+    use super::params::Bins;
+    if method == Method::Table && (r.bins != Bins::Auto || r.tmp.is_some()) {
+        return Err(usage(
+            "--bins and --tmp say where --method binned keeps its bins, and this job counts in one table; drop them or use --method binned",
+        ));
+    }
+    // Only a --tmp given is checked here: the directory of --kmers is checked with it.
+    if let Some(d) = &r.tmp
+        && !d.is_dir()
+    {
+        return Err(usage(format!(
+            "--tmp {}: not a directory; give the directory the bins' scratch file goes in",
+            d.display()
+        )));
+    }
+    let dir = r.tmp.clone().or_else(|| {
+        let beside = r
+            .kmers
+            .as_ref()
+            .filter(|p| p.as_os_str() != "-")?
+            .parent()?;
+        Some(if beside.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            beside.to_path_buf()
+        })
+    });
+    Ok(BinStore {
+        at: match r.bins {
+            Bins::Auto => BinsAt::Auto,
+            Bins::Memory => BinsAt::Memory,
+            Bins::Disk => BinsAt::Disk,
+        },
+        dir,
+    })
 }
 
 /// Checks the run options against the machine and the target: k, threads, the table and
@@ -132,6 +171,7 @@ pub fn plan(
         fence,
         features: env.features,
         partition,
+        bins: bin_store(r, method)?,
     };
     Ok(Plan {
         job,

@@ -119,9 +119,30 @@ pub struct RunArgs {
     /// The old name of -o (the JSON record); deprecated.
     #[arg(long, value_name = "FILE", hide = true)]
     pub record: Option<PathBuf>,
+    /// Where --method binned keeps its bins: auto (in memory when the genomes' 2-bit text
+    /// and bins fit --max-mem, else out of core), memory, or disk (a scratch file, counted
+    /// a partition at a time).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub bins: Bins,
+    /// Directory of the scratch file out of core (default: beside --kmers, else the
+    /// current directory). The file has no name: it is gone when pmscope ends, however it
+    /// ends.
+    #[arg(long, value_name = "DIR")]
+    pub tmp: Option<PathBuf>,
     /// The table's memory target and mapping options.
     #[command(flatten)]
     pub targets: TableTarget,
+}
+
+/// Where `--method binned` keeps its bins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Bins {
+    /// In memory when they fit --max-mem, else on disk.
+    Auto,
+    /// In memory, whatever the budget.
+    Memory,
+    /// In a scratch file (out of core), whatever the budget.
+    Disk,
 }
 
 /// How a k-mer table is split across NUMA nodes.

@@ -34,6 +34,8 @@ pub fn job(rec: Record, r: &Report, job: &Job) -> Record {
             .value(v::BINS, b.bins as f64)
             .value(v::SUPER_KMERS, b.super_kmers as f64)
             .value(v::LARGEST_BIN_KMERS, b.largest_bin_kmers as f64)
+            .value(v::BIN_PARTITIONS, b.partitions as f64)
+            .value(v::SCRATCH_BYTES, b.scratch_bytes as f64)
             .value(v::SPLIT_MS, r.phases.split.as_secs_f64() * 1e3)
             .value(v::SPLIT_CPU_MS, r.cpu.split.as_secs_f64() * 1e3);
     } else {

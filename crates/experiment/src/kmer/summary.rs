@@ -216,8 +216,17 @@ fn throughput(r: &Report) -> String {
         .map(|b| Bytes(b).human())
         .unwrap_or_else(|| "unknown".into());
     if let Some(b) = &r.bins {
+        let out_of_core = if b.partitions > 0 {
+            format!(
+                "; out of core: {} of bins in a scratch file, counted in {} partitions",
+                Bytes(b.scratch_bytes).human(),
+                thousands(b.partitions)
+            )
+        } else {
+            String::new()
+        };
         return format!(
-            "\n\n{:.1} million k-mers counted per second; {} bins by {}-base minimizer, {} super-k-mers, the largest bin {} k-mers; {} tables of {} slots × {} B = {} (load {:.2} on average, doubled {} times); peak RSS {peak}",
+            "\n\n{:.1} million k-mers counted per second; {} bins by {}-base minimizer, {} super-k-mers, the largest bin {} k-mers; {} tables of {} slots × {} B = {} (load {:.2} on average, doubled {} times){out_of_core}; peak RSS {peak}",
             r.mips(),
             thousands(b.bins),
             b.minimizer_bases,

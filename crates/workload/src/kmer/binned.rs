@@ -59,7 +59,7 @@ pub const MAX_GENOME_BASES: usize = 1 << START_BITS;
 pub struct SuperKmer(u64);
 
 impl SuperKmer {
-    fn new(genome: usize, start: usize, run: usize) -> SuperKmer {
+    pub(super) fn new(genome: usize, start: usize, run: usize) -> SuperKmer {
         debug_assert!(genome <= MAX_GENOMES && start < MAX_GENOME_BASES);
         debug_assert!((1..=MAX_RUN).contains(&run));
         SuperKmer(
@@ -205,6 +205,22 @@ pub struct Bins {
 }
 
 impl Bins {
+    /// Bins of one list each (the out-of-core count's bins of one partition).
+    pub(super) fn of_lists(
+        m: usize,
+        inserted: usize,
+        lists: Vec<Vec<SuperKmer>>,
+        kmers: Vec<u64>,
+    ) -> Bins {
+        Bins {
+            count: lists.len(),
+            m,
+            inserted,
+            lists: vec![lists],
+            kmers,
+        }
+    }
+
     /// Super-k-mers in all bins.
     pub fn super_kmers(&self) -> u64 {
         self.lists.iter().flatten().map(|l| l.len() as u64).sum()
@@ -354,7 +370,12 @@ const MARK: u64 = 1 << 31;
 /// Slots a worker's table needs for the largest bin of `bins`: every k-mer distinct, at
 /// [`LOAD`], a power of two.
 pub fn table_slots(bins: &Bins) -> usize {
-    ((bins.largest() as f64 / LOAD).ceil() as usize)
+    slots_for(bins.largest())
+}
+
+/// Slots a table needs for `kmers` k-mers, every one distinct, at [`LOAD`], a power of two.
+pub fn slots_for(kmers: u64) -> usize {
+    ((kmers as f64 / LOAD).ceil() as usize)
         .next_power_of_two()
         .max(64)
 }
@@ -605,7 +626,7 @@ impl<const W: usize> Ring<W> {
 const TEXT_AHEAD: usize = 8;
 
 /// One worker's state across the bins it counts.
-struct Worker<'a, const W: usize> {
+pub(super) struct Worker<'a, const W: usize> {
     table: BinTable<'a, W>,
     roller: Roller<W>,
     ring: Ring<W>,
@@ -618,11 +639,40 @@ struct Worker<'a, const W: usize> {
     slots_used: u64,
 }
 
-impl<const W: usize> Worker<'_, W> {
+impl<'a, const W: usize> Worker<'a, W> {
+    /// A worker counting in `words` (its table's mapping) the k-mers of `inserted`
+    /// genomes.
+    pub(super) fn new(words: &'a mut [u64], k: usize, inserted: usize) -> Self {
+        Worker {
+            table: BinTable::<W>::new(words),
+            roller: Roller::<W>::new(k),
+            ring: Ring::default(),
+            heads: Vec::new(),
+            histogram: vec![0u64; inserted + 1],
+            kept: Vec::new(),
+            hits: 0,
+            seen_kmers: 0,
+            seen_distinct: 0,
+            slots_used: 0,
+        }
+    }
+
+    /// What it counted: histogram, kept k-mers, hits, times its table grew, slots used.
+    pub(super) fn finish(self) -> WorkerCounts<W> {
+        (
+            self.histogram,
+            self.kept,
+            self.hits,
+            self.table.grown,
+            self.slots_used,
+        )
+    }
+
     /// Counts bin `b`: the inserted genomes' k-mers into the table, genome by genome, then
     /// the looked-up genomes' k-mers mark theirs; the scan keeps what `keep` asks.
-    fn bin(&mut self, bins: &Bins, b: usize, texts: &[&[u64]], k: usize, keep: Keep) {
+    pub(super) fn bin(&mut self, bins: &Bins, b: usize, texts: &[&[u64]], k: usize, keep: Keep) {
         let inserted = bins.inserted;
+        self.heads.resize(bins.lists.len(), 0);
         // Sized from the share of distinct k-mers in the bins counted so far.
         let distinct_share = if self.seen_kmers == 0 {
             1.0
@@ -707,18 +757,7 @@ pub fn count<const W: usize>(
     order.sort_unstable_by_key(|&b| std::cmp::Reverse(bins.kmers[b]));
     let next = AtomicUsize::new(0);
     let out = pmscope_runner::pin::run_pinned_each(workers.cpus(), tables, |_, words| {
-        let mut w = Worker {
-            table: BinTable::<W>::new(words),
-            roller: Roller::<W>::new(k),
-            ring: Ring::default(),
-            heads: vec![0usize; bins.lists.len()],
-            histogram: vec![0u64; n + 1],
-            kept: Vec::new(),
-            hits: 0,
-            seen_kmers: 0,
-            seen_distinct: 0,
-            slots_used: 0,
-        };
+        let mut w = Worker::<W>::new(words, k, n);
         while let Some(&b) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
             // A bin's table fits in half the L2, so a bin is milliseconds: polled between
             // bins, and the job's check after the count turns a stop into the error.
@@ -727,8 +766,19 @@ pub fn count<const W: usize>(
             }
             w.bin(bins, b, texts, k, keep);
         }
-        (w.histogram, w.kept, w.hits, w.table.grown, w.slots_used)
+        w.finish()
     })?;
+    Ok(merge(n, out))
+}
+
+/// What one worker counted: histogram, kept k-mers, hits, times its table grew, slots.
+pub(super) type WorkerCounts<const W: usize> = (Vec<u64>, Vec<(Kmer<W>, Entry)>, u64, u32, u64);
+
+/// The workers' counts summed, for `n` inserted genomes.
+pub(super) fn merge<const W: usize>(
+    n: usize,
+    out: Vec<(WorkerCounts<W>, ThreadPlacement)>,
+) -> Counted<W> {
     let mut counted = Counted {
         histogram: vec![0u64; n + 1],
         kept: Vec::new(),
@@ -747,7 +797,7 @@ pub fn count<const W: usize>(
         counted.slots_used += slots;
         counted.placements.push(placement);
     }
-    Ok(counted)
+    counted
 }
 
 /// The size of the L2 cache of the first CPU (sysfs), or 1 MiB where sysfs does not say.

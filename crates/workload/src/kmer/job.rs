@@ -40,7 +40,7 @@ use pmscope_runner::pin::PinError;
 use pmscope_sys::cpu::CpuFeatures;
 use rayon::prelude::*;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// What to compute.
@@ -186,6 +186,29 @@ pub struct Job {
     /// `--partition nodes`: one sub-table per node of the plan, its workers pinned there
     /// (`threads` must be the plan's); `None`: one table.
     pub partition: Option<NodePlan>,
+    /// Where the binned method keeps its bins.
+    pub bins: BinStore,
+}
+
+/// Where the binned method keeps its bins, and where its scratch file goes.
+#[derive(Debug, Clone, Default)]
+pub struct BinStore {
+    /// In memory, on disk, or whichever the budget allows.
+    pub at: BinsAt,
+    /// The scratch file's directory (none: the current one).
+    pub dir: Option<PathBuf>,
+}
+
+/// Where the binned method keeps its bins (`--bins`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BinsAt {
+    /// In memory when the genomes' text and bins fit the budget (`--max-mem`), else on disk.
+    #[default]
+    Auto,
+    /// In memory, whatever the budget.
+    Memory,
+    /// In a scratch file, counted a partition at a time (out of core).
+    Disk,
 }
 
 /// Why a job failed.
@@ -209,6 +232,20 @@ pub enum JobError {
     /// Ctrl-C or SIGTERM, seen between phases.
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
+    /// Counting out of core: the scratch file, the budget, the disk.
+    #[error("{0}")]
+    Spill(String),
+}
+
+impl From<super::spill::SpillError> for JobError {
+    fn from(e: super::spill::SpillError) -> JobError {
+        use super::spill::SpillError;
+        match e {
+            SpillError::Read(r) => JobError::Read(r),
+            SpillError::Pin(p) => JobError::Workers(p),
+            SpillError::Scratch(s) => JobError::Spill(s),
+        }
+    }
 }
 
 impl JobError {
@@ -220,7 +257,10 @@ impl JobError {
             JobError::Read(r) => r.is_usage,
             JobError::Table(t) => t.is_usage(),
             JobError::Usage(_) => true,
-            JobError::Workers(_) | JobError::Write(_) | JobError::Interrupted(_) => false,
+            JobError::Workers(_)
+            | JobError::Write(_)
+            | JobError::Interrupted(_)
+            | JobError::Spill(_) => false,
         }
     }
 }
@@ -276,6 +316,10 @@ pub struct BinFacts {
     pub super_kmers: u64,
     /// k-mers (with repeats) of the largest bin.
     pub largest_bin_kmers: u64,
+    /// Partitions counted one at a time out of core (0: the bins were in memory).
+    pub partitions: u64,
+    /// Bytes of bins written to the scratch file out of core.
+    pub scratch_bytes: u64,
 }
 
 /// Measures a phase's wall time and the CPU time the process used meanwhile.
@@ -427,9 +471,13 @@ impl<const W: usize> WithTable<W> for Words<'_, '_> {
 
 /// Reads every file in parallel; the first failing file (in argument order) is the error.
 fn read_all(files: &[PathBuf], split: Split, k: usize) -> Result<Vec<Genome>, ReadError> {
-    let per_file: Vec<Result<Vec<Genome>, ReadError>> = files
+    use super::source::GenomeInput;
+    let per_file: Vec<Result<Vec<Genome>, ReadError>> = super::source::genome_inputs(files)?
         .par_iter()
-        .map(|f| read_genomes(f, split, k))
+        .map(|input| match input {
+            GenomeInput::File(f) => read_genomes(f, split, k),
+            GenomeInput::Generated(g, i) => Ok(vec![g.whole(*i, k)]),
+        })
         .collect();
     let mut genomes = Vec::new();
     for r in per_file {
@@ -977,6 +1025,8 @@ fn write_set<const W: usize>(
     })
 }
 
+mod out_of_core;
+
 /// A k-mer job by minimizer bins ([`super::binned`]): parse, split the genomes into
 /// super-k-mers by bin, map each worker's bin table and the genomes' text, count the bins
 /// (the insert phase: the left genomes inserted, the right ones looked up), write the set
@@ -994,6 +1044,9 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     let mut cpu = Phases::default();
 
     let primers = matches!(job.operation, Operation::Primers { .. });
+    if !primers && out_of_core::wanted(job)? {
+        return out_of_core::run::<W>(job, out, &workers);
+    }
     let t = Stopwatch::start();
     let (whole, mut packed, n) = read_binned(job, &pool, primers)?;
     t.stop(&mut phases.parse, &mut cpu.parse);
@@ -1079,6 +1132,8 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
             minimizer_bases: bins.m,
             super_kmers: bins.super_kmers(),
             largest_bin_kmers: bins.largest(),
+            partitions: 0,
+            scratch_bytes: 0,
         }),
         k,
         threads: job.threads,
@@ -1151,10 +1206,15 @@ fn read_both_packed(
 ) -> Result<(Vec<PackedGenome>, usize), JobError> {
     let (left_files, right_files) = job.operation.files();
     let read = |files: &[PathBuf]| -> Result<Vec<PackedGenome>, ReadError> {
-        let per_file: Vec<Result<Vec<PackedGenome>, ReadError>> = files
-            .par_iter()
-            .map(|f| super::packed::read_packed_file(f, job.split, job.k))
-            .collect();
+        use super::source::GenomeInput;
+        let per_file: Vec<Result<Vec<PackedGenome>, ReadError>> =
+            super::source::genome_inputs(files)?
+                .par_iter()
+                .map(|input| match input {
+                    GenomeInput::File(f) => super::packed::read_packed_file(f, job.split, job.k),
+                    GenomeInput::Generated(g, i) => Ok(vec![g.packed(*i, job.k)]),
+                })
+                .collect();
         let mut genomes = Vec::new();
         for r in per_file {
             genomes.extend(r?);

@@ -20,6 +20,8 @@
 //! * [`build`] — inserting, marking and scanning with pinned threads;
 //! * [`job`] — the operations (count, union, intersect, subtract, primers) in timed phases;
 //! * [`output`] — TSV and FASTA writers, candidate regions;
+//! * [`source`] — inputs: FASTA files, or a pangenome generated as it is read (`synth:seed-3,scale=0.1`);
+//! * [`spill`] — the binned method out of core: bins in a scratch file when they do not fit the budget;
 //! * [`synth`] — synthetic reference and strains for scale tests.
 
 pub mod binned;
@@ -32,6 +34,8 @@ pub mod output;
 pub mod packed;
 pub mod read;
 mod rendezvous;
+pub mod source;
+pub mod spill;
 pub mod synth;
 pub mod table;
 

@@ -218,12 +218,12 @@ impl Pangenome {
     }
 
     /// The core genome.
-    fn core_bases(&self) -> Vec<u8> {
+    pub(crate) fn core_bases(&self) -> Vec<u8> {
         random_bases(self.core, self.seed)
     }
 
     /// Gene `j` of the accessory pool.
-    fn gene(&self, j: usize) -> Vec<u8> {
+    pub(crate) fn gene(&self, j: usize) -> Vec<u8> {
         random_bases(
             self.gene_bases,
             self.seed ^ 0xACCE_5500_0000_0000 ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),

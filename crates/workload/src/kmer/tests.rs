@@ -75,6 +75,7 @@ fn job(operation: Operation, k: usize, threads: usize) -> Job {
         features: pmscope_sys::cpu::CpuFeatures::detect(),
         fence: Default::default(),
         partition: None,
+        bins: Default::default(),
     }
 }
 
@@ -721,7 +722,25 @@ proptest! {
             prop_assert_eq!(report.lookup_hits, want_report.lookup_hits, "{}", operation.name());
             prop_assert_eq!(&report.regions, &want_report.regions);
             prop_assert_eq!(report.table.kind, "binned");
-            prop_assert!(report.bins.is_some());
+            prop_assert_eq!(report.bins.as_ref().map(|b| b.partitions), Some(0));
+            if matches!(operation, Operation::Primers { .. }) {
+                continue;
+            }
+            // Out of core: the same result from the bins in a scratch file.
+            let bins = crate::kmer::job::BinStore {
+                at: crate::kmer::job::BinsAt::Disk,
+                dir: Some(dir.path().to_path_buf()),
+            };
+            let mut c = Vec::new();
+            let spilled = run(&Job { bins, ..binned.clone() }, Some(&mut c)).unwrap();
+            prop_assert_eq!(String::from_utf8_lossy(&c), String::from_utf8_lossy(&a), "{} out of core", operation.name());
+            prop_assert_eq!(&spilled.histogram, &want_report.histogram);
+            prop_assert_eq!(&spilled.sets, &want_report.sets);
+            prop_assert_eq!(spilled.result_kmers, want_report.result_kmers);
+            prop_assert_eq!(spilled.lookups, want_report.lookups);
+            prop_assert_eq!(spilled.lookup_hits, want_report.lookup_hits, "{} out of core", operation.name());
+            let facts = spilled.bins.unwrap();
+            prop_assert!(facts.partitions > 0 && facts.scratch_bytes > 0, "{:?}", facts);
         }
         prop_assert_eq!(written(&Job { method: Method::Binned, ..job(Operation::Count { genomes: paths }, k, threads) }), want);
     }

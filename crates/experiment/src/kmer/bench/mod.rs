@@ -209,6 +209,7 @@ fn job(
         fence: p.fence,
         features,
         partition: None,
+        bins: Default::default(),
     }
 }
 
