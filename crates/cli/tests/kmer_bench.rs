@@ -269,3 +269,52 @@ fn a_table_a_target_cannot_hold_is_left_out_there_with_a_warning() {
         "{message}"
     );
 }
+
+/// `--tables` measures only the tables it lists, in the registry's order, whatever order
+/// they are given in; a table it does not list is neither measured nor warned about.
+#[test]
+fn tables_measures_the_listed_tables_only() {
+    let dir = genomes();
+    let o = pmscope(
+        dir.path(),
+        false,
+        &[
+            "--json",
+            "kmer",
+            "bench",
+            "-t",
+            "dram:4k",
+            "--tables",
+            "static-pm,volatile",
+            "-k",
+            "21",
+            "a.fa",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let records: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tables: Vec<&str> = records
+        .iter()
+        .filter(|r| r["experiment"] == "kmer-bench")
+        .map(|r| r["params"]["table"].as_str().unwrap())
+        .collect();
+    assert_eq!(tables, ["volatile", "static-pm"]);
+    assert!(
+        !records
+            .iter()
+            .flat_map(|r| r["warnings"].as_array().into_iter().flatten())
+            .any(|w| w["code"] == "kmer-table-skipped"),
+        "tx-pm was not asked for"
+    );
+    let o = pmscope(
+        dir.path(),
+        false,
+        &["kmer", "bench", "--tables", "hash", "a.fa"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

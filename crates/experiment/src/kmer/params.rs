@@ -56,7 +56,7 @@ pub enum Command {
 }
 
 /// `--table`: the workload's table registry, each kind with its help line.
-fn table_kinds() -> impl TypedValueParser<Value = TableKind> {
+pub(super) fn table_kinds() -> impl TypedValueParser<Value = TableKind> {
     PossibleValuesParser::new(TableKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
         .map(|s| s.parse::<TableKind>().expect("a listed kind parses"))
 }

@@ -39,14 +39,15 @@ fn expected_bases(input: &Path) -> u64 {
 }
 
 /// What the in-memory binned method holds at its peak for `bases`: their 2-bit text twice
-/// (the genomes' copies and the mapping they move into, pre-faulted before the move), and
-/// the super-k-mer lists (8 bytes for a run of about (k − m + 2) / 2 k-mers, half as much
-/// again for room and growth), besides what the process keeps for itself. On seed-2 at
-/// k = 100 (1.58 Gbp) that is 1.29 GB, where the peak RSS was 1.39 GB.
+/// (the genomes' copies and the mapping they move into, pre-faulted before the move), the
+/// super-k-mer lists (8 bytes for a run of about (k − m + 2) / 2 k-mers, twice that for
+/// room and growth), 15 % for what else grows with them, and what the process keeps for
+/// itself. At k = 100 that is 1.0 byte a base against the 0.91 to 0.93 measured (peak RSS
+/// of seed-2, 1.58 Gbp: 1 373 MiB; of 2.0 Gbp of seed-3: 1 766 MiB).
 pub(super) fn in_memory_bytes(bases: u64, k: usize) -> u64 {
     let m = binned::MINIMIZER_BASES.min(k);
-    let lists = bases as f64 * 2.0 / (k - m + 2) as f64 * 8.0 * 1.5;
-    bases / 2 + lists as u64 + spill::RESERVED
+    let lists = bases as f64 * 2.0 / (k - m + 2) as f64 * 8.0 * 2.0;
+    ((bases as f64 / 2.0 + lists) * 1.15) as u64 + spill::RESERVED
 }
 
 /// Counts the job out of core: split every genome into the scratch file's partitions, map
