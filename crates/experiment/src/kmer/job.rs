@@ -42,11 +42,16 @@ impl Plan {
 }
 
 /// Where the binned method keeps its bins; `--bins` and `--tmp` refused with the one table.
-fn bin_store(r: &RunArgs, method: Method) -> Result<BinStore> {
+fn bin_store(r: &RunArgs, method: Method, primers: bool) -> Result<BinStore> {
     use super::params::Bins;
     if method == Method::Table && (r.bins != Bins::Auto || r.tmp.is_some()) {
         return Err(usage(
             "--bins and --tmp say where --method binned keeps its bins, and this job counts in one table; drop them or use --method binned",
+        ));
+    }
+    if primers && (r.bins == Bins::Disk || r.tmp.is_some()) {
+        return Err(usage(
+            "kmer primers keeps its bins in memory (its out-group step reads the groups whole); drop --bins disk and --tmp",
         ));
     }
     // Only a --tmp given is checked here: the directory of --kmers is checked with it.
@@ -150,6 +155,7 @@ pub fn plan(
     // A table this machine cannot make (tx-pm without libpmemobj) is refused before any
     // output is prepared or the environment judged.
     table.available().map_err(table_error)?;
+    let primers = matches!(operation, Operation::Primers { .. });
     let job = Job {
         operation,
         method,
@@ -171,7 +177,7 @@ pub fn plan(
         fence,
         features: env.features,
         partition,
-        bins: bin_store(r, method)?,
+        bins: bin_store(r, method, primers)?,
     };
     Ok(Plan {
         job,

@@ -55,12 +55,6 @@ pub enum Command {
     Bench(bench::Params),
 }
 
-/// `--table`: the workload's table registry, each kind with its help line.
-pub(super) fn table_kinds() -> impl TypedValueParser<Value = TableKind> {
-    PossibleValuesParser::new(TableKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
-        .map(|s| s.parse::<TableKind>().expect("a listed kind parses"))
-}
-
 /// `--method`: the workload's counting methods, each with its help line.
 fn methods() -> impl TypedValueParser<Value = Method> {
     PossibleValuesParser::new(Method::ALL.map(|m| PossibleValue::new(m.name()).help(m.about())))
@@ -80,7 +74,7 @@ pub struct RunArgs {
     #[arg(short = 'k', value_name = "K", value_parser = pmscope_core::whole::parse::<usize>)]
     pub k: Option<usize>,
     /// The table implementation.
-    #[arg(long, default_value = "volatile", value_parser = table_kinds())]
+    #[arg(long, default_value = "volatile", value_parser = super::fence::table_kinds())]
     pub table: TableKind,
     /// Pool file of a persistent table: created exclusively, or reopened to resume the
     /// job it holds (default: a fresh pool on the target, gone afterwards).

@@ -428,10 +428,10 @@ pub fn run(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
     job.table.available()?;
     if job.method == Method::Binned {
         return match words_for(job.k) {
-            1 => run_binned::<1>(job, out),
-            2 => run_binned::<2>(job, out),
-            3 => run_binned::<3>(job, out),
-            4 => run_binned::<4>(job, out),
+            1 => binned::<1>(job, out),
+            2 => binned::<2>(job, out),
+            3 => binned::<3>(job, out),
+            4 => binned::<4>(job, out),
             _ => Err(k_out_of_range(job.k)),
         };
     }
@@ -1027,6 +1027,17 @@ fn write_set<const W: usize>(
 
 mod out_of_core;
 
+/// A binned job, in memory or out of core ([`out_of_core::wanted`]); primers keep their
+/// bins in memory (the out-group step reads the groups whole).
+fn binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
+    let primers = matches!(job.operation, Operation::Primers { .. });
+    if !primers && out_of_core::wanted(job)? {
+        out_of_core::run::<W>(job, out)
+    } else {
+        run_binned::<W>(job, out)
+    }
+}
+
 /// A k-mer job by minimizer bins ([`super::binned`]): parse, split the genomes into
 /// super-k-mers by bin, map each worker's bin table and the genomes' text, count the bins
 /// (the insert phase: the left genomes inserted, the right ones looked up), write the set
@@ -1044,9 +1055,6 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     let mut cpu = Phases::default();
 
     let primers = matches!(job.operation, Operation::Primers { .. });
-    if !primers && out_of_core::wanted(job)? {
-        return out_of_core::run::<W>(job, out, &workers);
-    }
     let t = Stopwatch::start();
     let (whole, mut packed, n) = read_binned(job, &pool, primers)?;
     t.stop(&mut phases.parse, &mut cpu.parse);
@@ -1127,14 +1135,7 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     Ok(Report {
         operation: job.operation.name(),
         method: Method::Binned,
-        bins: Some(BinFacts {
-            bins: bins.count as u64,
-            minimizer_bases: bins.m,
-            super_kmers: bins.super_kmers(),
-            largest_bin_kmers: bins.largest(),
-            partitions: 0,
-            scratch_bytes: 0,
-        }),
+        bins: Some(bin_facts(&bins)),
         k,
         threads: job.threads,
         genomes: summaries,
@@ -1155,6 +1156,18 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         table,
         placements: counted.placements,
     })
+}
+
+/// The in-memory bins, as a report gives them.
+fn bin_facts(bins: &super::binned::Bins) -> BinFacts {
+    BinFacts {
+        bins: bins.count as u64,
+        minimizer_bases: bins.m,
+        super_kmers: bins.super_kmers(),
+        largest_bin_kmers: bins.largest(),
+        partitions: 0,
+        scratch_bytes: 0,
+    }
 }
 
 /// The binned method's input: the genomes read whole (primers only), the packed genomes

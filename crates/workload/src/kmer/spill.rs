@@ -43,6 +43,8 @@ const HEADER: usize = 8;
 pub const RESERVED: u64 = 64 << 20;
 /// The smallest buffer a partition gets per worker while splitting.
 const MIN_BUFFER: u64 = 4 << 10;
+/// The most k-mer starts of a piece of the split (a few milliseconds of work).
+const SPLIT_PIECE: usize = 1 << 20;
 /// The most partitions (each has a buffer per worker while splitting).
 const MAX_PARTITIONS: usize = 4096;
 
@@ -315,7 +317,18 @@ impl SplitWorker<'_> {
             self.plan.partitions * self.plan.sub_bins,
         );
         let mut failed = None;
-        for &(a, b) in &g.segments {
+        // A segment (a chromosome, in a large genome) is split a piece at a time, each a
+        // few milliseconds, so a signal stops the split within one; the job's check after
+        // the split turns the stop into its error.
+        let pieces = g.segments.iter().flat_map(|&(a, b)| {
+            (a..=b - k)
+                .step_by(SPLIT_PIECE)
+                .map(move |from| (from, (from + SPLIT_PIECE + k - 1).min(b)))
+        });
+        for (a, b) in pieces {
+            if pmscope_sys::signal::received().is_some() {
+                break;
+            }
             seq.clear();
             seq.extend((a..b).map(|i| b"ACGT"[g.code(i) as usize]));
             super::binned::super_kmers(seq, k, m, fine, |start, run, bin| {

@@ -58,7 +58,7 @@ pub struct Params {
     pub fence: Option<Fence>,
     /// The tables to measure, comma-separated (default: every one). At seed 003's scale
     /// tx-pm's transaction per insert takes hours: `--tables volatile,static-pm`.
-    #[arg(long, value_name = "TABLES", value_delimiter = ',', value_parser = super::params::table_kinds())]
+    #[arg(long, value_name = "TABLES", value_delimiter = ',', value_parser = super::fence::table_kinds())]
     pub tables: Vec<TableKind>,
     /// The memory targets (default shm:4k): every table counts the genomes on each, one
     /// target after the other, and the summary sets the targets side by side.

@@ -55,9 +55,9 @@ pub(super) fn in_memory_bytes(bases: u64, k: usize) -> u64 {
 pub(super) fn run<const W: usize>(
     job: &Job,
     out: Option<&mut dyn Write>,
-    workers: &Workers,
 ) -> Result<Report, JobError> {
     let k = job.k;
+    let workers = &Workers::new(job.threads)?;
     let keep = binned_keep(&job.operation, out.is_some());
     let (left_files, right_files) = job.operation.files();
     let mut inputs = source::genome_inputs(left_files)?;
