@@ -684,6 +684,8 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "bins",
             "super_kmers",
             "largest_bin_kmers",
+            "bin_partitions",
+            "scratch_bytes",
             "peak_rss_bytes",
             "persist_flushes",
             "persist_fences",
