@@ -1,5 +1,5 @@
 //! The long phases that run no measuring loop of their own — the binned k-mer count's split
-//! and count, and writing a large random chain (`latency`, and `suite basic`'s first step)
+//! and count, in memory and out of core, and writing a large random chain (`latency`, and `suite basic`'s first step)
 //! — look at the signal flag as they go (issue 47). Each is run here after SIGINT has
 //! arrived, on inputs of many pieces, bins and chunks, and must stop at once: without the
 //! poll it does all its work first, which is how a stop took 1.7 s and 3 CPU-seconds.
@@ -17,6 +17,7 @@ use pmscope_workload::kmer::binned::{self, Keep};
 use pmscope_workload::kmer::build::Workers;
 use pmscope_workload::kmer::packed::PackedGenome;
 use pmscope_workload::kmer::read::Genome;
+use pmscope_workload::kmer::spill;
 use pmscope_workload::kmer::synth::random_bases;
 use std::time::{Duration, Instant};
 
@@ -71,6 +72,28 @@ fn long_phases_stop_at_a_signal_without_finishing_their_work() {
     assert!(bins.super_kmers() > 0);
     let busy = (0..bin_count).filter(|&b| bins.kmers[b] > 0).count();
     assert!(busy > 8, "{busy} bins: too few to tell a stop from the end");
+
+    // Out of core: two generated genomes split whole into a scratch file before the signal.
+    let scratch_dir = tempfile::tempdir().unwrap();
+    let inputs =
+        pmscope_workload::kmer::source::genome_inputs(&["synth:seed-2,scale=0.01".into()]).unwrap();
+    let inputs = &inputs[..2];
+    let bases: u64 = inputs.iter().map(|g| g.expected_bases()).sum();
+    let slot_bytes = binned::slot_words::<1>() * 8;
+    let plan = spill::plan(
+        bases,
+        bases,
+        K,
+        slot_bytes,
+        binned::l2_bytes(),
+        2,
+        256 << 20,
+    )
+    .unwrap();
+    let scratch = spill::Scratch::create(scratch_dir.path()).unwrap();
+    let (spilled, _) = spill::split(&workers, inputs, 2, K, plan, &scratch).unwrap();
+    assert_eq!(spilled.genomes.len(), 2);
+    assert!(spilled.super_kmers > 0);
 
     // A repetition asked to last a minute (a 64 MiB random chain: at most 2^30 loads, so
     // at least 10 s where a large last-level cache holds the chain, a minute where it does
@@ -136,6 +159,26 @@ fn long_phases_stop_at_a_signal_without_finishing_their_work() {
     assert_eq!(
         distinct, 0,
         "the count went on after the signal ({distinct} k-mers counted)"
+    );
+
+    // Out of core: the split takes no genome after the signal, the count no partition.
+    let scratch_after = spill::Scratch::create(scratch_dir.path()).unwrap();
+    let (after, _) = spill::split(&workers, inputs, 2, K, plan, &scratch_after).unwrap();
+    assert!(
+        after.genomes.is_empty() && after.super_kmers == 0,
+        "the out-of-core split went on after the signal ({} genomes)",
+        after.genomes.len()
+    );
+    assert_eq!(scratch_after.bytes(), 0, "bins written after the signal");
+    let slots = binned::slots_for(spilled.largest());
+    let mut words: Vec<Vec<u64>> = (0..2).map(|_| vec![0u64; slots * slot_bytes / 8]).collect();
+    let mut tables: Vec<&mut [u64]> = words.iter_mut().map(|w| &mut w[..]).collect();
+    let counted =
+        spill::count::<1>(&workers, &spilled, &scratch, K, &mut tables, Keep::Nothing).unwrap();
+    let distinct: u64 = counted.histogram.iter().sum();
+    assert_eq!(
+        distinct, 0,
+        "the out-of-core count went on after the signal ({distinct} k-mers counted)"
     );
 
     // A random chain large enough to be written by several threads (2^20 elements), and a
