@@ -30,7 +30,8 @@
 #
 #   bench/vs-libc.sh [RUNS]          (default 3)
 #
-# PMSCOPE_WIDTHS="64 32" also runs each vector op at other widths (default: the widest);
+# PMSCOPE_WIDTHS="64 32" runs each vector op at those widths (default: each op's own default
+# width, as pmscope picks it without --width: the widest, ntcopy-pages glibc's 32 bytes);
 # PMSCOPE_THREADS="1" narrows the thread counts (default "1 2"). Take the bench lock on a
 # shared machine: flock /tmp/pmscope-bench.lock bench/vs-libc.sh
 set -euo pipefail
@@ -44,7 +45,7 @@ DURATION=0.15
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pmscope-bench/libc
 mkdir -p "$CACHE"
 if grep -q avx512f /proc/cpuinfo; then WIDEST=64; elif grep -q avx2 /proc/cpuinfo; then WIDEST=32; else WIDEST=16; fi
-WIDTHS=${PMSCOPE_WIDTHS:-$WIDEST}
+WIDTHS=${PMSCOPE_WIDTHS:-default}
 if grep -qw erms /proc/cpuinfo; then STRING_OPS=1; else STRING_OPS=0; fi
 
 src=$CACHE/libcbench.c
@@ -134,8 +135,10 @@ PMSCOPE=./target/release/pmscope
 # vs-peers.sh sets it to have every peer ready before the first timed run.
 if [ "${PMSCOPE_PREPARE_ONLY:-0}" = 1 ]; then exit 0; fi
 
-pmscope_gbs() { # op width threads -> "best typical" GB/s
-	"$PMSCOPE" bandwidth -t "$TARGET" --ops "$1" --width "$2" --pattern seq --sizes 64KiB \
+pmscope_gbs() { # op width|default threads -> "best typical" GB/s
+	local width=()
+	[ "$2" = default ] || width=(--width "$2")
+	"$PMSCOPE" bandwidth -t "$TARGET" --ops "$1" "${width[@]}" --pattern seq --sizes 64KiB \
 		--threads "$3" --region 1GiB --duration "$DURATION" --reps "$REPS" --precision 0 --json --no-store 2>/dev/null |
 		python3 -c 'import json,sys; s=[json.loads(l) for l in sys.stdin][-1]["summary"]; print(s["max"], s["p50"])'
 }

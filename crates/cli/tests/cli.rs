@@ -948,6 +948,94 @@ fn sequential_accesses_larger_than_a_call_are_measured() {
     assert!(rates.iter().all(|(_, gbs)| *gbs > 0.1), "{rates:?}");
 }
 
+/// Each op streams at its own default width and its record says which (ntcopy-pages at
+/// glibc's 32 bytes where AVX2 is, the others at the widest), the table's header names the
+/// odd one out, and `--width` sets every op's.
+#[test]
+fn each_op_records_the_vector_width_it_streamed_with() {
+    let f = pmscope_sys::cpu::CpuFeatures::detect();
+    let widths = |extra: &[&str]| {
+        let mut args = vec![
+            "bandwidth",
+            "--json",
+            "--no-store",
+            "-t",
+            "dram:4k",
+            "--ops",
+            "ntcopy,ntcopy-pages",
+            "--pattern",
+            "seq",
+            "--sizes",
+            "64KiB",
+            "--region",
+            "64MiB",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--precision",
+            "0",
+            "--duration",
+            "0.01",
+        ];
+        args.extend_from_slice(extra);
+        let o = pmscope(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["experiment"] == "bandwidth")
+            .map(|r| {
+                let op = r["params"]["op"].as_str().unwrap().to_string();
+                (op, r["params"]["vector_bytes"].as_u64().unwrap())
+            })
+            .collect::<Vec<_>>()
+    };
+    let widest = pmscope_loops::stream::Streamer::widest(&f) as u64;
+    let pages = if f.avx2 { 32 } else { 16 };
+    assert_eq!(
+        widths(&[]),
+        [
+            ("ntcopy".to_string(), widest),
+            ("ntcopy-pages".to_string(), pages)
+        ]
+    );
+    assert_eq!(
+        widths(&["--width", "16"]),
+        [("ntcopy".to_string(), 16), ("ntcopy-pages".to_string(), 16)]
+    );
+    if widest != pages {
+        let o = pmscope(&[
+            "bandwidth",
+            "--no-store",
+            "-t",
+            "dram:4k",
+            "--ops",
+            "ntcopy,ntcopy-pages",
+            "--pattern",
+            "seq",
+            "--sizes",
+            "64KiB",
+            "--region",
+            "64MiB",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--precision",
+            "0",
+            "--duration",
+            "0.01",
+        ]);
+        let header = format!("{widest}-byte vectors (ntcopy-pages {pages})");
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(&header),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}
+
 /// Runs pmscope with a standard output whose reader is already gone (`| true`), and a
 /// results store of `dir`'s own.
 fn with_closed_stdout(dir: &std::path::Path, args: &[&str]) -> Output {

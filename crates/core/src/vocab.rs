@@ -161,7 +161,7 @@ keys! {
     SOFTWARE_PREFETCH = "software_prefetch" => "whether a prefetcht0 of the next XPLine was issued at each visit",
     UNIT_BYTES = "unit_bytes" => "bytes per instruction of a sync stream (default 32, pmmeter's; 16 on a CPU without AVX2)",
     UNSUPPORTED = "unsupported" => "why the cell could not run on this CPU (no metric then)",
-    VECTOR_BYTES = "vector_bytes" => "vector register width of the stream loops: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2), the widest the CPU has unless --width names one",
+    VECTOR_BYTES = "vector_bytes" => "vector register width of the stream loops: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2), the widest the CPU has unless --width names one (bandwidth: ntcopy-pages 32 where AVX2 is, glibc's width for that loop)",
     WRITE = "write" => "the write made at each visit: store+clwb, store+clflushopt, store+clflush or ntstore (by default store+clwb, else the best flush this CPU has)",
     WIDTH_BYTES = "width_bytes" => "bytes per instruction of an access",
     WORKING_SET_BYTES = "working_set_bytes" => "bytes the chain covers",

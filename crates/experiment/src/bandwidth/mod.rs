@@ -105,8 +105,8 @@ pub struct Params {
     /// Repetitions per point, at least (one more is run first and dropped; more until --precision is met) [default: 3; 5 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
-    /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2). Default: the widest
-    /// the CPU has.
+    /// Vector width in bytes: 64 (AVX-512F), 32 (AVX2) or 16 (SSE2), for every op. Default:
+    /// the widest the CPU has; ntcopy-pages 32 where AVX2 is (glibc's width for that loop).
     #[arg(long, value_enum, hide_possible_values = true)]
     pub width: Option<VectorWidth>,
     /// Mixed reads and writes: `split` (k readers and n-k writers, every k) or a ratio R:W
@@ -159,10 +159,9 @@ impl Experiment for Bandwidth {
         let Some(ops) = &mut params.ops else {
             return Vec::new();
         };
-        let width = Streamer::widest(f);
         let (keep, out): (Vec<StreamOp>, Vec<StreamOp>) = ops
             .iter()
-            .partition(|&&op| Streamer::new(op, width, 64, f).is_ok());
+            .partition(|&&op| Streamer::new(op, op.default_width(f), 64, f).is_ok());
         *ops = keep;
         out.into_iter().map(|op| op.name().to_string()).collect()
     }
@@ -203,7 +202,8 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
         for &op in &p.ops {
             for &pattern in &p.patterns {
                 for &size in &p.sizes {
-                    let (s_op, s_read, s_write) = streamers(op, p.width, size, &features)?;
+                    let width = p.width_of(op, &features);
+                    let (s_op, s_read, s_write) = streamers(op, width, size, &features)?;
                     for &n in &p.threads {
                         for (label, roles) in mix::thread_roles(n, p.mix, s_op, s_read, s_write) {
                             let (total, read, written) =
@@ -215,7 +215,7 @@ fn measure(env: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                                 .param(p::ACCESS_BYTES, size)
                                 .param(p::THREADS, n)
                                 .param(p::SHARED, p.shared)
-                                .param(p::VECTOR_BYTES, p.width)
+                                .param(p::VECTOR_BYTES, width)
                                 .param(p::REGION_PER_THREAD_BYTES, p.per_thread)
                                 .param(p::SIZE_SOURCE, p.size_source.name())
                                 .param(p::DURATION_S, p.duration.as_secs_f64())

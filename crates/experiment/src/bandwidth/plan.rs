@@ -32,7 +32,8 @@ pub struct Plan {
     pub(super) sizes: Vec<usize>,
     pub(super) cpus: Vec<usize>,
     pub(super) threads: Vec<usize>,
-    pub(super) width: usize,
+    /// `--width`; `None`: each op's own default ([`StreamOp::default_width`]).
+    pub(super) width: Option<usize>,
     pub(super) per_thread: u64,
     /// Whether `per_thread` is `auto`.
     pub(super) size_source: Source,
@@ -43,6 +44,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The vector width `op` streams with in this run.
+    pub(super) fn width_of(&self, op: StreamOp, f: &CpuFeatures) -> usize {
+        self.width.unwrap_or_else(|| op.default_width(f))
+    }
+
     pub(super) fn max_threads(&self) -> usize {
         *self.threads.iter().max().unwrap_or(&1)
     }
@@ -145,17 +151,15 @@ fn cpus_and_threads(a: &Params) -> Result<(Vec<usize>, Vec<usize>)> {
     Ok((cpus, threads))
 }
 
-/// The vector width: as given (refused where this CPU lacks it), else the widest it has.
-fn width(a: &Params, f: &CpuFeatures) -> Result<usize> {
-    match a.width {
-        Some(w) => {
-            let w = w.bytes();
-            Streamer::new(StreamOp::Read, w, 64, f)
-                .map_err(|e| usage(format!("--width {w}: {}", e.reason)))?;
-            Ok(w)
-        }
-        None => Ok(Streamer::widest(f)),
-    }
+/// The vector width as given (refused where this CPU lacks it); none: each op's default.
+fn width(a: &Params, f: &CpuFeatures) -> Result<Option<usize>> {
+    let Some(w) = a.width else {
+        return Ok(None);
+    };
+    let w = w.bytes();
+    Streamer::new(StreamOp::Read, w, 64, f)
+        .map_err(|e| usage(format!("--width {w}: {}", e.reason)))?;
+    Ok(Some(w))
 }
 
 /// The ops: a named op this CPU lacks is refused now; the default list (every op, or the
@@ -163,12 +167,13 @@ fn width(a: &Params, f: &CpuFeatures) -> Result<usize> {
 fn ops(
     a: &Params,
     mix: Mix,
-    width: usize,
+    width: Option<usize>,
     f: &CpuFeatures,
 ) -> Result<(Vec<StreamOp>, Vec<Warning>)> {
+    let width = |op: StreamOp| width.unwrap_or_else(|| op.default_width(f));
     if let Some(named) = &a.ops {
         for &op in named {
-            Streamer::new(op, width, 64, f)?;
+            Streamer::new(op, width(op), 64, f)?;
         }
         return Ok((named.clone(), Vec::new()));
     }
@@ -179,7 +184,7 @@ fn ops(
     let mut notes = Vec::new();
     let mut ok = Vec::new();
     for op in defaults {
-        match Streamer::new(op, width, 64, f) {
+        match Streamer::new(op, width(op), 64, f) {
             Ok(_) => ok.push(op),
             Err(e) => notes.push(crate::fallback::note(format!(
                 "{} is left out of the default ops: {}",

@@ -33,6 +33,36 @@ fn seconds(s: f64) -> String {
     }
 }
 
+/// "64-byte vectors", or with ops at another width (ntcopy-pages' default) named:
+/// "64-byte vectors (ntcopy-pages 32)".
+fn vector_widths(points: &[&Record]) -> String {
+    let width = |r: &Record| r.count(p::VECTOR_BYTES).unwrap_or_default();
+    let mut counts: Vec<(u64, usize)> = Vec::new();
+    for r in points {
+        match counts.iter_mut().find(|(w, _)| *w == width(r)) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((width(r), 1)),
+        }
+    }
+    // The width most points have (on a tie the wider: every op's default but one).
+    let common = counts
+        .iter()
+        .max_by_key(|(w, n)| (*n, *w))
+        .map_or(0, |(w, _)| *w);
+    let mut others: Vec<String> = Vec::new();
+    for r in points.iter().filter(|r| width(r) != common) {
+        let named = format!("{} {}", r.text(p::OP).unwrap_or_default(), width(r));
+        if !others.contains(&named) {
+            others.push(named);
+        }
+    }
+    if others.is_empty() {
+        format!("{common}-byte vectors")
+    } else {
+        format!("{common}-byte vectors ({})", others.join(", "))
+    }
+}
+
 /// The table of every point, then the random-to-sequential read ratios.
 pub fn render(records: &[Record]) -> String {
     let points: Vec<&Record> = records
@@ -43,8 +73,8 @@ pub fn render(records: &[Record]) -> String {
         return String::new();
     };
     let mut out = format!(
-        "bandwidth in GB/s (10^9 B/s), {}-byte vectors, {} per thread{}, median of repetitions of {}\n",
-        first.count(p::VECTOR_BYTES).unwrap_or_default(),
+        "bandwidth in GB/s (10^9 B/s), {}, {} per thread{}, median of repetitions of {}\n",
+        vector_widths(&points),
         Bytes(first.count(p::REGION_PER_THREAD_BYTES).unwrap_or_default()),
         if first.flag(p::SHARED).unwrap_or_default() {
             " (one shared region)"
