@@ -255,7 +255,10 @@ mod tests {
         // All at once (each word set AHEAD strands after it is hashed), the same filter.
         let mut g = StrandFilter::with_capacity(k, all.len() as u64);
         g.insert_all(&added);
-        assert_eq!(f.filter.words, g.filter.words, "k = {k}: insert_all differs");
+        assert_eq!(
+            f.filter.words, g.filter.words,
+            "k = {k}: insert_all differs"
+        );
         let mut order = Vec::new();
         f.for_each_candidate(seq, |start| order.push(start));
         assert!(
