@@ -17,8 +17,10 @@
 #
 # Commands: latency --full, bandwidth, inst, suite basic (whose first step writes a 1 GiB
 # random chain), and kmer count with each table (volatile, static-pm, tx-pm; default
-# pools, and named pools on the disk this script is on, where tx-pm msyncs every insert)
-# and with --method binned, on three synthetic 4 Mbp genomes. Results go to a scratch
+# pools, and named pools on the disk this script is on, where tx-pm msyncs every insert),
+# with --method binned, out of core (--bins disk, the scratch file in the script's scratch
+# directory, which must be empty of it afterwards) and kmer primers (its out-group streamed
+# while it is marked), on three synthetic 4 Mbp genomes. Results go to a scratch
 # store; the user's store is never touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -155,5 +157,12 @@ one "kmer count --table tx-pm -t shm" "$PMSCOPE" kmer count --table tx-pm -t shm
 one "kmer count --table static-pm --pool" "$PMSCOPE" kmer count --table static-pm --pool "$POOL" "${G[@]}"
 one "kmer count --table tx-pm --pool (msync)" "$PMSCOPE" kmer count --table tx-pm --pool "$POOL" "${G[@]}"
 one "kmer count --method binned" "$PMSCOPE" kmer count --method binned "${G[@]}"
+one "kmer count --bins disk (out of core)" "$PMSCOPE" kmer count --bins disk --tmp "$SCRATCH" "${G[@]}"
+one "kmer primers (out-group streamed)" "$PMSCOPE" kmer primers --in-group "${G[0]}" "${G[1]}" --out-group "${G[@]:2}"
+# Out of core, the bins are an unnamed (O_TMPFILE) file, or a named one removed on every exit.
+if ls -A "$SCRATCH" | grep -q '^\.pmscope-bins-'; then
+	echo "scratch files left behind: $(ls -A "$SCRATCH" | grep '^\.pmscope-bins-' | tr '\n' ' ')" >&2
+	exit 1
+fi
 echo "slowest stop of all: $(sort -g "$SCRATCH/worst" | tail -1) s (goal: 0.5 s idle)"
 echo "most CPU after a signal: $(sort -g "$SCRATCH/worst_cpu" | tail -1) s (goal: 0.2 s); beyond freeing the memory held at the signal: $(sort -g "$SCRATCH/worst_beyond" | tail -1) s"

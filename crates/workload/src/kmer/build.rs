@@ -15,10 +15,15 @@
 //! k-mer i+16 and prefetching its slot while k-mer i is inserted keeps ~16 misses in
 //! flight per thread instead of one (memory-level parallelism).
 
+use super::encode::BASE_CODE;
 use super::encode::{Kmer, for_each_kmer};
 use super::filter::StrandFilter;
-use super::read::Genome;
+use super::read::{
+    CHUNK_BASES, Genome, GenomeStats, Piece, ReadError, Split, genome_name_of, no_kmer,
+    stream_fasta,
+};
 use super::rendezvous::Rendezvous;
+use super::source::GenomeInput;
 use super::table::partition::part_of;
 use super::table::{Entry, GenomeId, Inserted, KmerTable, Unpersisted};
 use pmscope_core::record::ThreadPlacement;
@@ -363,6 +368,8 @@ pub struct Driver<const W: usize> {
     /// The part (sub-table) each worker is local to: all 0 unless partitioned.
     homes: Vec<usize>,
     exchange_block: usize,
+    /// Bases a streamed input is scanned in ([`CHUNK_BASES`]; tests make it small).
+    stream_chunk: usize,
     /// Written lines per persisted group ([`Unpersisted::BATCH`]).
     batch: usize,
     /// Tables up to this size are probed directly ([`DIRECT_BYTES`]).
@@ -389,6 +396,7 @@ impl<const W: usize> Driver<W> {
             buckets,
             homes,
             exchange_block: EXCHANGE_BLOCK,
+            stream_chunk: CHUNK_BASES,
             batch: Unpersisted::BATCH,
             direct_bytes: DIRECT_BYTES,
             claiming: false,
@@ -675,6 +683,59 @@ impl<const W: usize> Driver<W> {
         Ok(hits.iter().sum())
     }
 
+    /// Marks every k-mer of the `inputs` that the table holds, asking `filter` first (as
+    /// [`Self::mark_genome_filtered`]), each input streamed by one worker: a file is
+    /// decompressed, validated and scanned a chunk of [`CHUNK_BASES`] at a time and never
+    /// held whole, so an out-group of any size costs a chunk per worker. The workers take
+    /// the inputs largest first. Returns how many lookups found their k-mer, and each
+    /// input's genomes (split as `split` says) with their counts, or the input's error.
+    pub fn mark_inputs_filtered<T: KmerTable<W>>(
+        &self,
+        table: &T,
+        filter: &StrandFilter,
+        inputs: &[GenomeInput],
+        split: Split,
+        k: usize,
+    ) -> Result<(u64, Vec<InputRead>), PinError> {
+        let mut order: Vec<usize> = (0..inputs.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(inputs[i].expected_bases()));
+        let next = AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<InputRead>>> =
+            inputs.iter().map(|_| Mutex::new(None)).collect();
+        let (hits, _) = self.workers.run(|_| {
+            let mut marker = Marker {
+                table,
+                filter,
+                k,
+                chunk: self.stream_chunk,
+                ring: Ring::new((Kmer::<W>::ZERO, 0u64)),
+                poll: StopPoll::new(),
+                hits: 0,
+            };
+            while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                if marker.poll.stopped {
+                    break; // the job ends at the next phase boundary
+                }
+                let r = marker.input(&inputs[i], split);
+                *results[i].lock().expect("no worker panics holding it") = Some(r);
+            }
+            let Marker {
+                mut ring, mut hits, ..
+            } = marker;
+            ring.drain(|(x, h)| hits += u64::from(table.mark(&x, h).is_some()));
+            hits
+        })?;
+        let results = results
+            .into_iter()
+            .map(|r| {
+                r.into_inner()
+                    .expect("no worker panics holding it")
+                    .unwrap_or_else(|| Ok(Vec::new())) // skipped after a signal
+            })
+            .collect();
+        Ok((hits.iter().sum(), results))
+    }
+
     /// Marks every k-mer of `genome` that the table holds (the subtraction of a set that
     /// is never stored). Returns how many lookups found their k-mer.
     pub fn mark_genome<T: KmerTable<W>>(
@@ -685,6 +746,141 @@ impl<const W: usize> Driver<W> {
     ) -> Result<u64, PinError> {
         self.apply(table, genome, k, Action::Mark).map(|(n, _)| n)
     }
+}
+
+/// What streaming one input gave: its genomes, or its error.
+pub type InputRead = Result<Vec<StreamedGenome>, ReadError>;
+
+/// A genome of a streamed input, as a report lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamedGenome {
+    /// The file name without its extensions, or the record name with `PerRecord`.
+    pub name: String,
+    /// Its counts.
+    pub stats: GenomeStats,
+}
+
+/// One worker's state while it marks streamed inputs: the lookups in flight, the signal
+/// watch and the lookups that found their k-mer.
+struct Marker<'a, const W: usize, T> {
+    table: &'a T,
+    filter: &'a StrandFilter,
+    k: usize,
+    chunk: usize,
+    ring: Ring<(Kmer<W>, u64)>,
+    poll: StopPoll,
+    hits: u64,
+}
+
+impl<const W: usize, T: KmerTable<W>> Marker<'_, W, T> {
+    /// Marks the k-mers of `seq` (one record, or a piece of one whose earlier windows were
+    /// scanned already); returns its windows made of A, C, G, T only.
+    fn scan(&mut self, seq: &[u8]) -> u64 {
+        let Marker {
+            table,
+            filter,
+            k,
+            ring,
+            poll,
+            hits,
+            ..
+        } = self;
+        let (table, k) = (*table, *k);
+        filter.for_each_candidate(seq, |start| {
+            if poll.stopped() {
+                return;
+            }
+            let Some(read) = Kmer::<W>::from_bases(&seq[start..start + k]) else {
+                return;
+            };
+            let kmer = read.canonical(k);
+            let hash = kmer.hash();
+            table.prefetch(hash);
+            if let Some((x, h)) = ring.push((kmer, hash)) {
+                *hits += u64::from(table.mark(&x, h).is_some());
+            }
+        })
+    }
+
+    /// Streams one input: its genomes' counts, or its error (a malformed file, a genome
+    /// without a k-mer).
+    fn input(
+        &mut self,
+        input: &GenomeInput,
+        split: Split,
+    ) -> Result<Vec<StreamedGenome>, ReadError> {
+        let k = self.k;
+        let path = match input {
+            GenomeInput::Generated(p, i) => {
+                let g = p.whole(*i, k);
+                for c in &g.contigs {
+                    self.scan(g.contig_seq(c));
+                }
+                return Ok(vec![StreamedGenome {
+                    name: g.name,
+                    stats: g.stats,
+                }]);
+            }
+            GenomeInput::File(path) => path,
+        };
+        let file_name = genome_name_of(path);
+        let mut genomes: Vec<StreamedGenome> = Vec::new();
+        // The last k - 1 bases of the record so far: the windows that span two pieces.
+        let (mut carry, mut window) = (Vec::<u8>::new(), Vec::<u8>::new());
+        let mut record = (0u64, 0u64); // the record's bases and k-mers so far
+        stream_fasta(path, self.chunk, |piece| match piece {
+            Piece::Record(name) => {
+                if let Some(g) = genomes.last_mut() {
+                    close_record(&mut g.stats, record, k);
+                }
+                if split == Split::PerRecord || genomes.is_empty() {
+                    let name = if split == Split::PerRecord {
+                        name
+                    } else {
+                        &file_name
+                    };
+                    genomes.push(StreamedGenome {
+                        name: name.to_string(),
+                        stats: GenomeStats::default(),
+                    });
+                }
+                record = (0, 0);
+                carry.clear();
+            }
+            Piece::Bases(bases) => {
+                window.clear();
+                window.extend_from_slice(&carry);
+                window.extend_from_slice(bases);
+                let valid = self.scan(&window);
+                let g = genomes.last_mut().expect("bases follow a header");
+                g.stats.kmers += valid;
+                g.stats.bases += bases.len() as u64;
+                g.stats.ambiguous_bases +=
+                    bases.iter().filter(|&&b| BASE_CODE[b as usize] > 3).count() as u64;
+                record.0 += bases.len() as u64;
+                record.1 += valid;
+                carry.clear();
+                carry.extend_from_slice(&window[window.len().saturating_sub(k - 1)..]);
+            }
+        })?;
+        if let Some(g) = genomes.last_mut() {
+            close_record(&mut g.stats, record, k);
+        }
+        for g in &genomes {
+            if g.stats.kmers == 0 {
+                return Err(no_kmer(path, &g.name, &g.stats, k));
+            }
+        }
+        Ok(genomes)
+    }
+}
+
+/// Adds a finished record, of `bases` bases and `valid` k-mers (already counted as it was
+/// scanned), to its genome's counts: the longest record and the windows that were not
+/// k-mers.
+fn close_record(stats: &mut GenomeStats, (bases, valid): (u64, u64), k: usize) {
+    stats.longest_record = stats.longest_record.max(bases);
+    stats.skipped_kmers += (bases + 1).saturating_sub(k as u64) - valid;
 }
 
 /// Inserts `kmer` with group persistence: every [`Unpersisted::BATCH`] written lines, the
@@ -841,6 +1037,116 @@ mod tests {
         }
         // Marking finds every k-mer of the genome once more.
         assert_eq!(driver.mark_genome(&table, g, 11).unwrap(), g.stats.kmers);
+    }
+
+    /// A streamed out-group marks what the same genomes read whole mark, and counts what
+    /// reading counts, at every chunk size around k (the windows across a chunk's edge),
+    /// per file and per record, plain and gzipped, with Ns and lower case.
+    #[test]
+    fn streamed_inputs_mark_and_count_as_genomes_read_whole() {
+        use crate::kmer::read::read_genomes;
+        use std::io::Write as _;
+        let k = 13;
+        let dir = tempfile::tempdir().unwrap();
+        let mut seq = crate::kmer::synth::random_bases(6_000, 0x1234_5678_9ABC_DEF1);
+        for i in (500..6_000).step_by(977) {
+            seq[i] = b'N';
+        }
+        seq[2_000..2_100].make_ascii_lowercase();
+        let mut text = Vec::new();
+        for (i, r) in [&seq[..3_000], &seq[3_000..3_020], &seq[2_500..]]
+            .iter()
+            .enumerate()
+        {
+            text.extend_from_slice(format!(">r{i} x\n").as_bytes());
+            for line in r.chunks(61) {
+                text.extend_from_slice(line);
+                text.push(b'\n');
+            }
+        }
+        let plain = dir.path().join("g.fa");
+        std::fs::write(&plain, &text).unwrap();
+        let gz = dir.path().join("h.fa.gz");
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&text).unwrap();
+        std::fs::write(&gz, e.finish().unwrap()).unwrap();
+        // The table holds every other k-mer of the sequence, so about half the lookups hit.
+        let mut held = Vec::new();
+        let mut n = 0;
+        for_each_kmer::<1>(&seq, k, |_, x, _| {
+            n += 1;
+            if n % 2 == 0 {
+                held.push(*x);
+            }
+        });
+        let inputs = [
+            GenomeInput::File(plain.clone()),
+            GenomeInput::File(gz.clone()),
+        ];
+        for split in [Split::PerFile, Split::PerRecord] {
+            let whole: Vec<Genome> = [&plain, &gz]
+                .iter()
+                .flat_map(|p| read_genomes(p, split, k).unwrap())
+                .collect();
+            let (want_hits, want_marks) = marks(&held, k, |driver, table, filter| {
+                whole
+                    .iter()
+                    .map(|g| driver.mark_genome_filtered(table, filter, g, k).unwrap())
+                    .sum()
+            });
+            assert!(want_hits > 0);
+            for chunk in [1, k - 1, k, k + 1, 2 * k + 1, 100, CHUNK_BASES] {
+                let mut read = Vec::new();
+                let (hits, got_marks) = marks(&held, k, |driver, table, filter| {
+                    let mut driver = Driver::<1>::new(driver.workers.clone());
+                    driver.stream_chunk = chunk;
+                    let (hits, r) = driver
+                        .mark_inputs_filtered(table, filter, &inputs, split, k)
+                        .unwrap();
+                    read = r.into_iter().flat_map(|r| r.unwrap()).collect();
+                    hits
+                });
+                assert_eq!(
+                    (hits, &got_marks),
+                    (want_hits, &want_marks),
+                    "chunk {chunk}"
+                );
+                let want: Vec<StreamedGenome> = whole
+                    .iter()
+                    .map(|g| StreamedGenome {
+                        name: g.name.clone(),
+                        stats: g.stats,
+                    })
+                    .collect();
+                assert_eq!(read, want, "chunk {chunk} {split:?}");
+            }
+        }
+    }
+
+    /// Marks `held`'s table by `mark`: the lookups that hit, and the held k-mers marked.
+    fn marks(
+        held: &[Kmer<1>],
+        k: usize,
+        mark: impl FnOnce(&Driver<1>, &VolatileTable<1>, &StrandFilter) -> u64,
+    ) -> (u64, Vec<bool>) {
+        let table = VolatileTable::<1>::new(
+            k,
+            &"dram:4k".parse().unwrap(),
+            &pmscope_mapping::MapOptions::host(),
+            held.len() as u64,
+            2,
+        )
+        .unwrap();
+        let driver = Driver::<1>::new(Workers::new(2).unwrap());
+        insert_kmers(&table, &[held.to_vec()], &driver.workers, 64).unwrap();
+        let mut filter = StrandFilter::with_capacity(k, held.len() as u64).unwrap();
+        filter.insert_all(held);
+        let hits = mark(&driver, &table, &filter);
+        let marked = held
+            .iter()
+            .map(|x| table.get(x, x.hash()).unwrap().marked)
+            .collect();
+        (hits, marked)
     }
 
     /// Every k-mer of the input ends up in exactly one sub-table, the one `part_of` names,

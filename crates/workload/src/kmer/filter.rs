@@ -9,27 +9,28 @@
 //! windows that pass are packed (`Kmer::from_bases`) and looked up.
 
 use super::encode::{BASE_CODE, Kmer};
+use pmscope_sys::mman::HugeWords;
 
 /// Bits per k-mer.
 const BITS_PER_KMER: u64 = 16;
 
-/// How many hashes a filter's scan and insertion are ahead of their use of the filter:
-/// enough to cover an L3 miss at a few nanoseconds a base.
+/// How many hashes the filter's insertion is ahead of setting their words: enough to
+/// cover an L3 miss at a few nanoseconds a k-mer.
 const AHEAD: usize = 16;
 
 /// A Bloom filter of hashes.
 #[derive(Debug, Clone)]
 pub struct HashFilter {
-    words: Vec<u64>,
+    words: HugeWords,
 }
 
 impl HashFilter {
-    /// A filter sized for `n` hashes.
-    pub fn with_capacity(n: u64) -> HashFilter {
+    /// A filter sized for `n` hashes, on huge pages where it is large enough for them.
+    pub fn with_capacity(n: u64) -> std::io::Result<HashFilter> {
         let words = ((n * BITS_PER_KMER).div_ceil(64)).max(1) as usize;
-        HashFilter {
-            words: vec![0; words],
-        }
+        Ok(HashFilter {
+            words: HugeWords::zeroed(words)?,
+        })
     }
 
     /// The word and the 4-bit mask of a hash. The table places k-mers by the hash's high
@@ -98,7 +99,7 @@ pub struct StrandFilter {
 
 impl StrandFilter {
     /// A filter for about `n` k-mers of length `k` (room for both strands of each).
-    pub fn with_capacity(k: usize, n: u64) -> StrandFilter {
+    pub fn with_capacity(k: usize, n: u64) -> std::io::Result<StrandFilter> {
         let pk = POLY.wrapping_pow(k as u32);
         let mut bytes = Box::new([0u64; 256]);
         for (b, v) in bytes.iter_mut().enumerate() {
@@ -108,13 +109,13 @@ impl StrandFilter {
                     .wrapping_add(1)
             });
         }
-        StrandFilter {
+        Ok(StrandFilter {
             k,
             leaving: [1, 2, 3, 4].map(|c: u64| c.wrapping_mul(pk)),
             bytes,
             poly4: POLY.wrapping_pow(4),
-            filter: HashFilter::with_capacity(2 * n),
-        }
+            filter: HashFilter::with_capacity(2 * n)?,
+        })
     }
 
     /// The filter's hash of a polynomial value.
@@ -150,7 +151,7 @@ impl StrandFilter {
 
     /// Adds every k-mer of `kmers` (both strands of each). Each strand's word is prefetched
     /// when it is hashed and set [`AHEAD`] strands later, so the misses of a filter larger
-    /// than the L2 overlap (as in [`Self::for_each_candidate`]).
+    /// than the L2 overlap (as the scan's do in [`Self::for_each_candidate`]).
     pub fn insert_all<'a, const W: usize>(&mut self, kmers: impl IntoIterator<Item = &'a Kmer<W>>) {
         let mut ring = [(0usize, 0u64); AHEAD];
         let mut pending = 0usize;
@@ -175,50 +176,58 @@ impl StrandFilter {
 
     /// Calls `f(start)` for every window of k bases of `seq` made of A, C, G, T only that
     /// may hold a k-mer of the filter (on either strand); `start` is its first base, and
-    /// the calls come in the order of the windows.
+    /// the calls come in the order of the windows. Returns the number of such windows (the
+    /// k-mers of `seq`).
     #[inline(always)]
-    pub fn for_each_candidate(&self, seq: &[u8], mut f: impl FnMut(usize)) {
-        // Each window reads one random word of the filter, which at an intersection of
-        // millions of k-mers is megabytes, beyond the L2: tested as it is hashed, every
-        // window waited for its miss, 70 % of an out-group scan's time on the Ice Lake
-        // guest (2026-11-30). So each word is prefetched as its window is hashed and
-        // tested AHEAD windows later, when it has arrived.
+    pub fn for_each_candidate(&self, seq: &[u8], mut f: impl FnMut(usize)) -> u64 {
+        // Two passes over blocks of windows. The first hashes each window (one multiply
+        // per base) and prefetches its filter word: at an intersection of millions of
+        // k-mers the filter is megabytes, beyond the L2, and tested as it was hashed every
+        // window waited for its miss (70 % of an out-group scan on the Ice Lake guest,
+        // 2026-11-30). The second tests the block's words, which have arrived by then.
+        // (A ring of 16 words in flight, tested as the scan went on, was as fast; the scan
+        // is now bound by the misses in flight: the instruction after the prefetch took a
+        // quarter of the samples of the out-group step on that guest.)
         let k = self.k;
+        let mut block = [(0usize, 0usize, 0u64); BLOCK];
         let (mut h, mut run) = (0u64, 0usize);
-        let mut ring = [(0usize, 0usize, 0u64); AHEAD];
-        let mut pending = 0usize;
-        for (i, &b) in seq.iter().enumerate() {
-            let code = BASE_CODE[b as usize];
-            if code > 3 {
-                (h, run) = (0, 0);
-                continue;
-            }
-            h = h.wrapping_mul(POLY).wrapping_add(u64::from(code) + 1);
-            run += 1;
-            if run > k {
-                h = h.wrapping_sub(self.leaving[BASE_CODE[seq[i - k] as usize] as usize]);
-            }
-            if run >= k {
-                let (word, mask) = self.filter.locate(Self::mix(h));
-                pmscope_sys::prefetch::prefetch(&self.filter.words[word]);
-                let slot = &mut ring[pending % AHEAD];
-                if pending >= AHEAD && self.filter.has(slot.1, slot.2) {
-                    f(slot.0);
+        let (mut i, mut windows) = (0usize, 0u64);
+        while i < seq.len() {
+            let mut n = 0;
+            while i < seq.len() && n < BLOCK {
+                let code = BASE_CODE[seq[i] as usize];
+                i += 1;
+                if code > 3 {
+                    (h, run) = (0, 0);
+                    continue;
                 }
-                *slot = (i + 1 - k, word, mask);
-                pending += 1;
+                h = h.wrapping_mul(POLY).wrapping_add(u64::from(code) + 1);
+                run += 1;
+                if run > k {
+                    h = h.wrapping_sub(self.leaving[BASE_CODE[seq[i - 1 - k] as usize] as usize]);
+                }
+                if run >= k {
+                    let (word, mask) = self.filter.locate(Self::mix(h));
+                    pmscope_sys::prefetch::prefetch(&self.filter.words[word]);
+                    block[n] = (i - k, word, mask);
+                    n += 1;
+                }
+            }
+            windows += n as u64;
+            for &(start, word, mask) in &block[..n] {
+                if self.filter.has(word, mask) {
+                    f(start);
+                }
             }
         }
-        // The last windows, oldest first.
-        let first = pending.saturating_sub(AHEAD);
-        for n in first..pending {
-            let (start, word, mask) = ring[n % AHEAD];
-            if self.filter.has(word, mask) {
-                f(start);
-            }
-        }
+        windows
     }
 }
+
+/// Windows a scan hashes (and prefetches the filter words of) before it tests them: the
+/// words of a block stay in the L1 (48 KiB, 768 lines, on Ice Lake; 32 KiB on Zen) until
+/// they are tested, and the first of them has arrived by the time the block is hashed.
+const BLOCK: usize = 256;
 
 #[cfg(test)]
 mod tests {
@@ -228,7 +237,7 @@ mod tests {
     #[test]
     fn never_forgets_and_rarely_errs() {
         let n = 100_000u64;
-        let mut f = HashFilter::with_capacity(n);
+        let mut f = HashFilter::with_capacity(n).unwrap();
         for i in 0..n {
             f.insert(Kmer::<1>([i]).hash());
         }
@@ -246,17 +255,18 @@ mod tests {
         use crate::kmer::encode::for_each_kmer;
         let mut all = Vec::new();
         for_each_kmer::<W>(seq, k, |start, x, _| all.push((start, *x)));
-        let mut f = StrandFilter::with_capacity(k, all.len() as u64);
+        let mut f = StrandFilter::with_capacity(k, all.len() as u64).unwrap();
         let added: std::collections::HashSet<Kmer<W>> =
             all.iter().step_by(every).map(|(_, x)| *x).collect();
         for x in &added {
             f.insert(x);
         }
         // All at once (each word set AHEAD strands after it is hashed), the same filter.
-        let mut g = StrandFilter::with_capacity(k, all.len() as u64);
+        let mut g = StrandFilter::with_capacity(k, all.len() as u64).unwrap();
         g.insert_all(&added);
         assert_eq!(
-            f.filter.words, g.filter.words,
+            f.filter.words[..],
+            g.filter.words[..],
             "k = {k}: insert_all differs"
         );
         let mut order = Vec::new();
@@ -303,12 +313,12 @@ mod tests {
             let want = seq.iter().fold(0u64, |h, &b| {
                 h.wrapping_mul(POLY).wrapping_add(u64::from(BASE_CODE[b as usize]) + 1)
             });
-            prop_assert_eq!(StrandFilter::with_capacity(k, 1).poly_of(&x), want);
+            prop_assert_eq!(StrandFilter::with_capacity(k, 1).unwrap().poly_of(&x), want);
         }
     }
 
     fn false_positives<const W: usize>(seq: &[u8], k: usize) -> usize {
-        let mut f = StrandFilter::with_capacity(k, 50_000);
+        let mut f = StrandFilter::with_capacity(k, 50_000).unwrap();
         let mut n = 0;
         crate::kmer::encode::for_each_kmer::<W>(&seq[..50_000 + k - 1], k, |_, x, _| {
             f.insert(x);

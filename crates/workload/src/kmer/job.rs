@@ -25,7 +25,8 @@ use super::estimate::DistinctSketch;
 use super::filter::StrandFilter;
 use super::output::{self, Candidate, Format, Region};
 use super::packed::PackedGenome;
-use super::read::{Genome, ReadError, Split, read_genomes};
+use super::read::{Genome, ReadError, Split};
+use super::source::{GenomeInput, genome_inputs};
 pub use super::table::TableFacts;
 use super::table::partition::{NodePlan, PartitionedTable};
 use super::table::volatile;
@@ -469,21 +470,45 @@ impl<const W: usize> WithTable<W> for Words<'_, '_> {
     }
 }
 
-/// Reads every file in parallel; the first failing file (in argument order) is the error.
-fn read_all(files: &[PathBuf], split: Split, k: usize) -> Result<Vec<Genome>, ReadError> {
-    use super::source::GenomeInput;
-    let per_file: Vec<Result<Vec<Genome>, ReadError>> = super::source::genome_inputs(files)?
-        .par_iter()
-        .map(|input| match input {
-            GenomeInput::File(f) => read_genomes(f, split, k),
-            GenomeInput::Generated(g, i) => Ok(vec![g.whole(*i, k)]),
-        })
+/// Reads two groups of files, each file by `read` (a file may hold several genomes), on
+/// the pool's threads; returns their genomes, the left ones first, and how many are left
+/// ones. The first failing file in argument order is the error. The files go to the
+/// threads largest first, one at a time, so one large file read last does not leave the
+/// other threads idle (reading the two groups one after the other left a thread idle for
+/// most of a file at the end of each, a third of the parse of primers on 2 threads).
+fn read_groups<G: Send>(
+    (left_files, right_files): (&[PathBuf], &[PathBuf]),
+    pool: &rayon::ThreadPool,
+    read: impl Fn(&GenomeInput) -> Result<Vec<G>, ReadError> + Sync,
+) -> Result<(Vec<G>, usize), ReadError> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let left = genome_inputs(left_files)?;
+    let inputs: Vec<_> = left
+        .iter()
+        .cloned()
+        .chain(genome_inputs(right_files)?)
         .collect();
-    let mut genomes = Vec::new();
-    for r in per_file {
-        genomes.extend(r?);
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(inputs[i].expected_bases()));
+    // Each input's result, in argument order, filled in as the threads read them.
+    type Slot<G> = Mutex<Option<Result<Vec<G>, ReadError>>>;
+    let results: Vec<Slot<G>> = inputs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    pool.broadcast(|_| {
+        while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            *results[i].lock().expect("no reader panics holding it") = Some(read(&inputs[i]));
+        }
+    });
+    let (mut genomes, mut n) = (Vec::new(), 0);
+    for (i, r) in results.into_iter().enumerate() {
+        let r = r.into_inner().expect("no reader panics holding it");
+        genomes.extend(r.expect("every input was read")?);
+        if i + 1 == left.len() {
+            n = genomes.len();
+        }
     }
-    Ok(genomes)
+    Ok((genomes, n))
 }
 
 /// Identifies the inserted genomes (names, sizes, k-mer counts), so a pool reopened for
@@ -711,17 +736,29 @@ fn run_words<const W: usize, T: Create<W>>(
 
 /// The genomes as the report lists them.
 fn summaries(left: &[Genome], right: &[Genome]) -> Vec<GenomeSummary> {
-    let summary = |g: &Genome, role| GenomeSummary {
+    let mut genomes: Vec<GenomeSummary> = left.iter().map(|g| summary(g, "in")).collect();
+    genomes.extend(right.iter().map(|g| summary(g, "out")));
+    genomes
+}
+
+/// A genome as the report lists it, in the role `role` ("in" or "out").
+fn summary(g: &Genome, role: &'static str) -> GenomeSummary {
+    GenomeSummary {
         name: g.name.clone(),
         path: g.path.clone(),
         role,
         bases: g.stats.bases,
         kmers: g.stats.kmers,
         skipped_kmers: g.stats.skipped_kmers,
-    };
-    let mut genomes: Vec<GenomeSummary> = left.iter().map(|g| summary(g, "in")).collect();
-    genomes.extend(right.iter().map(|g| summary(g, "out")));
-    genomes
+    }
+}
+
+/// The out-group of primers: read whole with the in-group (the one-table method, whose
+/// set-operation phase then times the table's lookups and nothing else), or streamed as
+/// it is marked (the binned method: no out-group genome is ever held whole).
+enum OutGroup<'a> {
+    Read(&'a [Genome]),
+    Streamed(&'a [GenomeInput]),
 }
 
 impl<const W: usize> Run<'_, W> {
@@ -742,14 +779,11 @@ impl<const W: usize> Run<'_, W> {
 
     /// Parses every file of both groups before anything is mapped or written.
     fn parse(&self) -> Result<(Vec<Genome>, Vec<Genome>), ReadError> {
-        let (left_files, right_files) = self.job.operation.files();
         let (split, k) = (self.job.split, self.job.k);
-        self.pool.install(|| {
-            Ok((
-                read_all(left_files, split, k)?,
-                read_all(right_files, split, k)?,
-            ))
-        })
+        let files = self.job.operation.files();
+        let (mut left, n) = read_groups(files, &self.pool, |input| input.read_whole(split, k))?;
+        let right = left.split_off(n);
+        Ok((left, right))
     }
 
     /// Estimates the distinct k-mers of what will be inserted, to size the table once.
@@ -872,19 +906,21 @@ impl<const W: usize> Run<'_, W> {
                 .map(|(x, _)| x)
                 .collect::<Vec<_>>()
         })?;
-        self.out_group::<T>(parts, left, right, result)
+        self.out_group::<T>(parts, left, OutGroup::Read(right), result)
+            .map(|_| ())
     }
 
     /// The rest of [`Self::primers`], from the in-group intersection (in lists, any split):
     /// its own table behind a Bloom filter, the out-group marking it, the first in-group
-    /// genome listing the unmarked ones in its order.
+    /// genome listing the unmarked ones in its order. Returns the out-group's genomes as
+    /// the report lists them.
     fn out_group<T: Create<W>>(
         &self,
         parts: Vec<Vec<Kmer<W>>>,
         left: &[Genome],
-        right: &[Genome],
+        right: OutGroup<'_>,
         result: &mut SetResult<W>,
-    ) -> Result<(), JobError> {
+    ) -> Result<Vec<GenomeSummary>, JobError> {
         let k = self.job.k;
         let intersection: u64 = parts.iter().map(|p| p.len() as u64).sum();
         result.sets.push(("intersection", intersection));
@@ -894,17 +930,47 @@ impl<const W: usize> Run<'_, W> {
         let core = T::create(&self.request(intersection + intersection / 50 + 1024))?;
         self.driver.insert_lists(&core, &parts)?;
         core.health()?;
-        let mut filter = StrandFilter::with_capacity(k, intersection);
+        let mut filter = StrandFilter::with_capacity(k, intersection).map_err(|e| {
+            TableError::Limit(format!(
+                "cannot map the Bloom filter of the in-group intersection ({e})"
+            ))
+        })?;
         filter.insert_all(parts.iter().flatten());
         drop(parts);
-        for g in right {
-            result.lookup_hits += self.driver.mark_genome_filtered(&core, &filter, g, k)?;
-        }
+        let out = match right {
+            OutGroup::Read(genomes) => {
+                for g in genomes {
+                    result.lookup_hits += self.driver.mark_genome_filtered(&core, &filter, g, k)?;
+                }
+                genomes.iter().map(|g| summary(g, "out")).collect()
+            }
+            OutGroup::Streamed(inputs) => {
+                let (hits, read) =
+                    self.driver
+                        .mark_inputs_filtered(&core, &filter, inputs, self.job.split, k)?;
+                result.lookup_hits += hits;
+                let mut out = Vec::new();
+                for (input, genomes) in inputs.iter().zip(read) {
+                    out.extend(genomes?.into_iter().map(|g| GenomeSummary {
+                        name: g.name,
+                        path: input.path().to_path_buf(),
+                        role: "out",
+                        bases: g.stats.bases,
+                        kmers: g.stats.kmers,
+                        skipped_kmers: g.stats.skipped_kmers,
+                    }));
+                }
+                out
+            }
+        };
+        // Workers skip the rest of the out-group once a signal arrives: its marks are
+        // incomplete then, and no candidate may be listed from them.
+        interrupt::check()?;
         result.candidates = self.list_candidates(&core, &left[0]);
         result
             .sets
             .push(("candidates", result.candidates.len() as u64));
-        Ok(())
+        Ok(out)
     }
 
     /// The candidates: the windows of the first in-group genome (every candidate occurs
@@ -1057,7 +1123,8 @@ fn write_set<const W: usize>(
 mod out_of_core;
 
 /// A binned job, in memory or out of core ([`out_of_core::wanted`]); primers keep their
-/// bins in memory (the out-group step reads the groups whole).
+/// bins in memory (the out-group step lists the candidates from the first in-group genome
+/// read whole).
 fn binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<Report, JobError> {
     let primers = matches!(job.operation, Operation::Primers { .. });
     if !primers && out_of_core::wanted(job)? {
@@ -1085,20 +1152,19 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
 
     let primers = matches!(job.operation, Operation::Primers { .. });
     let t = Stopwatch::start();
-    let (whole, mut packed, n) = read_binned(job, &pool, primers)?;
+    let BinnedInput {
+        left,
+        mut packed,
+        n,
+        out_group,
+    } = read_binned(job, &pool, primers)?;
     t.stop(&mut phases.parse, &mut cpu.parse);
     binned_limits(&packed)?;
-    let summaries = if primers {
-        summaries(&whole[..n], &whole[n..])
+    let mut summaries = if primers {
+        summaries(&left, &[])
     } else {
         packed_summaries(&packed, n)
     };
-    let lookups: u64 = summaries
-        .iter()
-        .filter(|g| g.role == "out")
-        .map(|g| g.kmers)
-        .sum();
-    let (left, right) = whole.split_at(n.min(whole.len()));
 
     interrupt::check()?;
     let t = Stopwatch::start();
@@ -1139,8 +1205,9 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
         // The out-group step is the set operation, then the candidates are written.
         let t = Stopwatch::start();
         let intersection = std::mem::take(&mut counted.kept);
-        let (sets, candidates, hits) =
-            binned_primers(job, pool, workers, intersection, sets, left, right)?;
+        let (sets, candidates, hits, out_genomes) =
+            binned_primers(job, pool, workers, intersection, sets, &left, &out_group)?;
+        summaries.extend(out_genomes);
         t.stop(&mut phases.setops, &mut cpu.setops);
         let t = Stopwatch::start();
         let written = write_primers(job, &left[0], &candidates, out)?;
@@ -1161,6 +1228,11 @@ fn run_binned<const W: usize>(job: &Job, out: Option<&mut dyn Write>) -> Result<
     };
 
     let table = bin_table_facts(&mappings, slots, slot_bytes, distinct, &counted);
+    let lookups: u64 = summaries
+        .iter()
+        .filter(|g| g.role == "out")
+        .map(|g| g.kmers)
+        .sum();
     Ok(Report {
         operation: job.operation.name(),
         method: Method::Binned,
@@ -1199,75 +1271,56 @@ fn bin_facts(bins: &super::binned::Bins) -> BinFacts {
     }
 }
 
-/// The binned method's input: the genomes read whole (primers only), the packed genomes
-/// and how many are left ones. Primers read their groups whole: the out-group step walks
-/// the out-group's and the first in-group genome's bytes. Every other job streams its
-/// files into 2-bit text.
+/// The binned method's input.
+struct BinnedInput {
+    /// The in-group read whole (primers only: the first in-group genome lists the
+    /// candidates).
+    left: Vec<Genome>,
+    /// The genomes packed, the left ones first.
+    packed: Vec<PackedGenome>,
+    /// How many packed genomes are left ones.
+    n: usize,
+    /// The out-group's inputs (primers only: streamed as they are marked, after the
+    /// in-group is counted).
+    out_group: Vec<GenomeInput>,
+}
+
+/// Reads the binned method's input. Every job but primers streams both groups into 2-bit
+/// text; primers read the in-group whole and pack it, and leave the out-group unread.
 fn read_binned(
     job: &Job,
     pool: &rayon::ThreadPool,
     primers: bool,
-) -> Result<(Vec<Genome>, Vec<PackedGenome>, usize), JobError> {
+) -> Result<BinnedInput, JobError> {
+    let (left_files, right_files) = job.operation.files();
     if primers {
-        let (genomes, n) = read_both(job, pool)?;
+        // A generated out-group's name is checked now, before anything is counted.
+        let out_group = genome_inputs(right_files)?;
+        let (left, n) = read_groups((left_files, &[]), pool, |input| {
+            input.read_whole(job.split, job.k)
+        })?;
         let packed: Vec<PackedGenome> = pool.install(|| {
-            genomes[..n]
-                .par_iter()
+            left.par_iter()
                 .map(|g| PackedGenome::of(g, job.k))
                 .collect()
         });
-        Ok((genomes, packed, n))
+        Ok(BinnedInput {
+            left,
+            packed,
+            n,
+            out_group,
+        })
     } else {
-        let (packed, n) = read_both_packed(job, pool)?;
-        Ok((Vec::new(), packed, n))
+        let (packed, n) = read_groups((left_files, right_files), pool, |input| {
+            input.read_packed(job.split, job.k)
+        })?;
+        Ok(BinnedInput {
+            left: Vec::new(),
+            packed,
+            n,
+            out_group: Vec::new(),
+        })
     }
-}
-
-/// Reads both groups of files; returns their genomes, the left ones first, and how many
-/// are left ones.
-fn read_both(job: &Job, pool: &rayon::ThreadPool) -> Result<(Vec<Genome>, usize), JobError> {
-    let (left_files, right_files) = job.operation.files();
-    let (mut genomes, right) = pool.install(|| {
-        Ok::<_, ReadError>((
-            read_all(left_files, job.split, job.k)?,
-            read_all(right_files, job.split, job.k)?,
-        ))
-    })?;
-    let n = genomes.len();
-    genomes.extend(right);
-    Ok((genomes, n))
-}
-
-/// Streams both groups of files into 2-bit text ([`super::packed`]); returns their
-/// genomes, the left ones first, and how many are left ones. Primers bin the in-group
-/// only: the out-group is looked up in the intersection, behind the one-table method's
-/// Bloom filter, which answers most of it from the cache.
-fn read_both_packed(
-    job: &Job,
-    pool: &rayon::ThreadPool,
-) -> Result<(Vec<PackedGenome>, usize), JobError> {
-    let (left_files, right_files) = job.operation.files();
-    let read = |files: &[PathBuf]| -> Result<Vec<PackedGenome>, ReadError> {
-        use super::source::GenomeInput;
-        let per_file: Vec<Result<Vec<PackedGenome>, ReadError>> =
-            super::source::genome_inputs(files)?
-                .par_iter()
-                .map(|input| match input {
-                    GenomeInput::File(f) => super::packed::read_packed_file(f, job.split, job.k),
-                    GenomeInput::Generated(g, i) => Ok(vec![g.packed(*i, job.k)]),
-                })
-                .collect();
-        let mut genomes = Vec::new();
-        for r in per_file {
-            genomes.extend(r?);
-        }
-        Ok(genomes)
-    };
-    let (mut genomes, right) =
-        pool.install(|| Ok::<_, ReadError>((read(left_files)?, read(right_files)?)))?;
-    let n = genomes.len();
-    genomes.extend(right);
-    Ok((genomes, n))
 }
 
 /// The report's genomes from packed ones, the first `n` inserted.
@@ -1290,9 +1343,9 @@ fn packed_summaries(genomes: &[PackedGenome], n: usize) -> Vec<GenomeSummary> {
 type Sets = Vec<(&'static str, u64)>;
 
 /// Primers from the binned in-group intersection: the one-table method's out-group step
-/// ([`Run::out_group`]) on a volatile table of the intersection. Returns the set sizes,
-/// the candidates in the first in-group genome's order, and the out-group k-mers found in
-/// the intersection.
+/// ([`Run::out_group`]) on a volatile table of the intersection, the out-group streamed.
+/// Returns the set sizes, the candidates in the first in-group genome's order, the
+/// out-group k-mers found in the intersection and the out-group's genomes.
 fn binned_primers<const W: usize>(
     job: &Job,
     pool: rayon::ThreadPool,
@@ -1300,8 +1353,8 @@ fn binned_primers<const W: usize>(
     intersection: Vec<(Kmer<W>, Entry)>,
     sets: Sets,
     left: &[Genome],
-    right: &[Genome],
-) -> Result<(Sets, Vec<Candidate<W>>, u64), JobError> {
+    right: &[GenomeInput],
+) -> Result<(Sets, Vec<Candidate<W>>, u64, Vec<GenomeSummary>), JobError> {
     // One list per worker, as the one-table method scans the intersection.
     let mut parts: Vec<Vec<Kmer<W>>> = vec![Vec::new(); job.threads];
     for (i, (x, _)) in intersection.into_iter().enumerate() {
@@ -1319,8 +1372,13 @@ fn binned_primers<const W: usize>(
         candidates: Vec::new(),
         lookup_hits: 0,
     };
-    run.out_group::<volatile::VolatileTable<W>>(parts, left, right, &mut result)?;
-    Ok((result.sets, result.candidates, result.lookup_hits))
+    let out = run.out_group::<volatile::VolatileTable<W>>(
+        parts,
+        left,
+        OutGroup::Streamed(right),
+        &mut result,
+    )?;
+    Ok((result.sets, result.candidates, result.lookup_hits, out))
 }
 
 /// The workers' bin tables, as a report gives a table.

@@ -237,7 +237,7 @@ pub fn stream_fasta(
         let mut i = 0;
         while i < n {
             if in_header {
-                match avail[i..].iter().position(|&b| b == b'\n') {
+                match memchr::memchr(b'\n', &avail[i..]) {
                     Some(p) => {
                         header.extend_from_slice(&avail[i..i + p]);
                         name = record_name(&header);
@@ -279,10 +279,7 @@ pub fn stream_fasta(
             }
             at_line_start = false;
             // The rest of the line, validated and copied a chunk at a time.
-            let end = avail[i..]
-                .iter()
-                .position(|&b| b == b'\n' || b == b'\r')
-                .map_or(n, |p| i + p);
+            let end = memchr::memchr2(b'\n', b'\r', &avail[i..]).map_or(n, |p| i + p);
             for &b in &avail[i..end] {
                 if BASE_CODE[b as usize] == INVALID {
                     return Err(not_a_base(path, line, b, &name));

@@ -7,7 +7,7 @@
 //! written files are (`genome_1`, ...), and count to the same k-mers.
 
 use super::packed::{PackedGenome, Packer};
-use super::read::{Genome, ReadError};
+use super::read::{Genome, ReadError, Split};
 use super::synth::{PRESETS, Pangenome};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,6 +134,31 @@ impl GenomeInput {
                 Ok(g.pop().expect("a file is one genome"))
             }
             GenomeInput::Generated(p, i) => Ok(p.packed(*i, k)),
+        }
+    }
+
+    /// The input's genomes read whole: a file's (one, or one per record with
+    /// [`Split::PerRecord`]), or the genome made.
+    pub fn read_whole(&self, split: Split, k: usize) -> Result<Vec<Genome>, ReadError> {
+        match self {
+            GenomeInput::File(path) => super::read::read_genomes(path, split, k),
+            GenomeInput::Generated(p, i) => Ok(vec![p.whole(*i, k)]),
+        }
+    }
+
+    /// The input's genomes streamed into 2-bit text, as [`Self::read_whole`] splits them.
+    pub fn read_packed(&self, split: Split, k: usize) -> Result<Vec<PackedGenome>, ReadError> {
+        match self {
+            GenomeInput::File(path) => super::packed::read_packed_file(path, split, k),
+            GenomeInput::Generated(p, i) => Ok(vec![p.packed(*i, k)]),
+        }
+    }
+
+    /// The file, or the generated input as named.
+    pub fn path(&self) -> &Path {
+        match self {
+            GenomeInput::File(path) => path,
+            GenomeInput::Generated(p, _) => &p.spec,
         }
     }
 

@@ -721,6 +721,7 @@ proptest! {
             prop_assert_eq!(report.lookups, want_report.lookups);
             prop_assert_eq!(report.lookup_hits, want_report.lookup_hits, "{}", operation.name());
             prop_assert_eq!(&report.regions, &want_report.regions);
+            prop_assert_eq!(&report.genomes, &want_report.genomes, "{}", operation.name());
             prop_assert_eq!(report.table.kind, "binned");
             prop_assert_eq!(report.bins.as_ref().map(|b| b.partitions), Some(0));
             if matches!(operation, Operation::Primers { .. }) {
