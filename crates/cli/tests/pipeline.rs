@@ -35,7 +35,10 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("poly", &["--preset", "mini", "--kernels", "gemm,jacobi-2d"]),
     ("suite", &["basic"]),
     ("suite", &["table5"]),
-    ("latency", &["--sizes", "64KiB,1MiB", "--samples", "500"]),
+    (
+        "latency",
+        &["--sizes", "64KiB,1MiB", "--samples", "500", "--mlp", "1,4"],
+    ),
     (
         "inst",
         &["--sizes", "8,64", "--count", "100", "--region", "1MiB"],

@@ -82,6 +82,7 @@ keys! {
     ACCESS_BYTES = "access_bytes" => "bytes per access (one block of a stream, one timed access)",
     CPU_NODE = "cpu_node" => "the NUMA node whose CPUs ran the workers",
     BLOCK_BYTES = "block_bytes" => "bytes per block of a sync stream (64)",
+    CHAINS = "chains" => "stretches of one chain chased side by side (block access: that many independent loads in flight)",
     DELAY_NS = "delay_ns" => "busy wait after every traffic access (MLC's injected delay); 0 = flat out",
     DURATION_S = "duration_s" => "seconds per repetition",
     ELEMENT_BYTES = "element_bytes" => "bytes per chain element (the stride of sequential chains)",
@@ -418,6 +419,19 @@ pub const EXPERIMENTS: &[ExperimentDoc] = &[
             "size_source",
         ],
         values: &[],
+    },
+    ExperimentDoc {
+        name: "latency-mlp",
+        doc: "ns per load with several stretches of the chain chased side by side at the largest working set (block access, memory-level parallelism)",
+        metric: Some("latency_ns"),
+        params: &[
+            "pattern",
+            "element_bytes",
+            "working_set_bytes",
+            "chains",
+            "size_source",
+        ],
+        values: &["cv"],
     },
     ExperimentDoc {
         name: "inst",

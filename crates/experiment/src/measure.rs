@@ -45,8 +45,10 @@ pub fn chaser<'r, 'a>(
     })
 }
 
-/// ns per load of each kept repetition of chasing `chaser`, repeated as `policy` says and
-/// judged by `watch` (run it on the pinned worker: the watch counts one busy thread).
+/// ns per load of each kept repetition of chasing `chaser` (one chain, or several side by
+/// side: then the time of a block of loads over the loads in it), repeated as `policy`
+/// says and judged by `watch` (run it on the pinned worker: the watch counts one busy
+/// thread).
 pub fn chase_latency(
     chaser: &mut Chaser<'_, '_>,
     timer: &Timer,
@@ -56,10 +58,9 @@ pub fn chase_latency(
 ) -> anyhow::Result<Repeated<f64>> {
     chaser.warm_up(warm_up_loads(chaser.elements()));
     // Size a repetition from a short probe.
-    let probe = 4096u64;
     let t0 = timer.start();
-    chaser.run(probe);
-    let est = (timer.ticks_to_ns(timer.stop() - t0) / probe as f64).max(0.1);
+    let probed = chaser.run(4096);
+    let est = (timer.ticks_to_ns(timer.stop() - t0) / probed as f64).max(0.1);
     let loads = ((rep_ns / est) as u64).clamp(1024, 1 << 30);
     // A repetition runs in pieces of about SIGNAL_POLL_NS, the signal flag read between
     // them (one relaxed load per piece, nothing against 10 ms of loads): a `--full`
@@ -73,16 +74,15 @@ pub fn chase_latency(
         |ns| *ns,
         |_| {
             let t0 = timer.start();
-            let mut left = loads.div_ceil(16) * 16;
+            let (mut left, mut done) = (loads, 0u64);
             while left > 0 {
                 let now = left.min(piece);
-                chaser.run(now);
+                done += chaser.run(now);
                 left -= now;
                 pmscope_runner::interrupt::check()?;
             }
             let t1 = timer.stop();
-            let loads = loads.div_ceil(16) * 16;
-            Ok((timer.ticks_to_ns(t1 - t0) - timer.overhead_ns()).max(0.0) / loads as f64)
+            Ok((timer.ticks_to_ns(t1 - t0) - timer.overhead_ns()).max(0.0) / done as f64)
         },
     )
 }

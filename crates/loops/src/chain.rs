@@ -206,21 +206,11 @@ pub fn build(region: &mut Region<'_>, ws: usize, spec: &ChainSpec) -> Result<Cha
         });
     }
     let base = region.as_ptr() as usize;
-    let positions = spec.element / 8;
     if spec.order == Order::Random && spec.tlb_window_pages.is_none() {
         // One random cycle, its order and its slot offsets computed as they are written.
-        let order = Permutation::new(n as u64, spec.seed);
-        let mixer = Permutation::new(n as u64, spec.seed ^ 0x00C0_FFEE);
-        let slot = |e: u64| {
-            let at = if spec.mix && positions > 1 {
-                (mixer.at(e) % positions as u64) * 8
-            } else {
-                0
-            };
-            base + e as usize * spec.element + at as usize
-        };
+        let cycle = RandomCycle::new(spec, n, base);
         let n64 = n as u64;
-        let start = slot(order.at(0));
+        let start = cycle.slot_at(0);
         let words = region.atomic_words();
         // The cycle's links, cut into one range per thread (up to 4): each writes the
         // words of its own elements (the order is a permutation, so no word is written
@@ -236,10 +226,9 @@ pub fn build(region: &mut Region<'_>, ws: usize, spec: &ChainSpec) -> Result<Cha
             let linking: Vec<_> = (0..threads)
                 .map(|t| {
                     let (first, last) = (t * part, ((t + 1) * part).min(n64));
-                    let slot = &slot;
-                    let order = &order;
+                    let cycle = &cycle;
                     s.spawn(move || {
-                        link(words, base, first, last, n64, start, |k| slot(order.at(k)))
+                        link(words, base, first, last, n64, start, |k| cycle.slot_at(k))
                     })
                 })
                 .collect();
@@ -271,6 +260,76 @@ pub fn build(region: &mut Region<'_>, ws: usize, spec: &ChainSpec) -> Result<Cha
         start: slot(seq[0]) as *const usize,
         elements: n,
     })
+}
+
+/// The one random cycle of `random` without a TLB window: the element at each position
+/// of the visiting order and its slot, computed in O(1) (a bijection, not a shuffled
+/// list), so a 1 GiB chain is written without a 16 Mi-entry order in memory.
+struct RandomCycle {
+    order: Permutation,
+    mixer: Permutation,
+    base: usize,
+    element: usize,
+    positions: u64,
+}
+
+impl RandomCycle {
+    fn new(spec: &ChainSpec, n: usize, base: usize) -> RandomCycle {
+        RandomCycle {
+            order: Permutation::new(n as u64, spec.seed),
+            mixer: Permutation::new(n as u64, spec.seed ^ 0x00C0_FFEE),
+            base,
+            element: spec.element,
+            positions: if spec.mix {
+                (spec.element / 8) as u64
+            } else {
+                1
+            },
+        }
+    }
+
+    /// The address of the slot at position `k` of the cycle.
+    fn slot_at(&self, k: u64) -> usize {
+        let e = self.order.at(k);
+        let at = if self.positions > 1 {
+            (self.mixer.at(e) % self.positions) * 8
+        } else {
+            0
+        };
+        self.base + e as usize * self.element + at as usize
+    }
+}
+
+/// The slots at `count` positions spread evenly along the cycle that [`build`] writes with
+/// the same region, working set and spec, from position `from` (0 is the chain's start):
+/// position `from + j · n / count` (mod n) for j = 0, 1, ... Chasing from all of them at
+/// once, in lockstep, follows `count` stretches of one cycle that never meet:
+/// independent loads for memory-level parallelism.
+pub fn spread_slots(
+    region: &Region<'_>,
+    ws: usize,
+    spec: &ChainSpec,
+    count: usize,
+    from: u64,
+) -> Vec<*const usize> {
+    let n = ws.min(region.len()) / spec.element.max(8);
+    let base = region.as_ptr() as usize;
+    let count = count.clamp(1, n.max(1));
+    let at = |j: usize| ((from as u128 + j as u128 * n as u128 / count as u128) % n as u128) as u64;
+    if spec.order == Order::Random && spec.tlb_window_pages.is_none() {
+        let cycle = RandomCycle::new(spec, n, base);
+        return (0..count)
+            .map(|j| cycle.slot_at(at(j)) as *const usize)
+            .collect();
+    }
+    let seq = visiting_order(spec, n);
+    let offsets = slot_offsets(spec, n);
+    (0..count)
+        .map(|j| {
+            let e = seq[at(j) as usize] as usize;
+            (base + e * spec.element + offsets[e] as usize) as *const usize
+        })
+        .collect()
 }
 
 /// Writes the links from position `first` to `last` of a cycle of `n` (position n is the

@@ -9,9 +9,16 @@ use crate::chain::{self, Chain, ChainError, ChainSpec};
 /// A chain built in a region, with the position reached so far. Holding the region borrow
 /// keeps the memory alive and unmodified while the chain is followed.
 pub struct Chaser<'r, 'a> {
-    _region: &'r mut Region<'a>,
+    region: &'r mut Region<'a>,
     chain: Chain,
+    spec: ChainSpec,
+    ws: usize,
     at: *const usize,
+    /// The cursors of a parallel chase ([`Self::set_chains`]); empty for one chain.
+    cursors: Vec<*const usize>,
+    /// The position in the cycle of `at` (of the first cursor when there are several),
+    /// counted from the start, mod the elements.
+    position: u64,
     warmed: bool,
 }
 
@@ -24,11 +31,41 @@ impl<'r, 'a> Chaser<'r, 'a> {
     ) -> Result<Self, ChainError> {
         let chain = chain::build(region, ws, spec)?;
         Ok(Chaser {
-            _region: region,
+            region,
             at: chain.start,
             chain,
+            spec: *spec,
+            ws,
+            cursors: Vec::new(),
+            position: 0,
             warmed: false,
         })
+    }
+
+    /// Chases `n` stretches of the cycle side by side from now on (block access: `n`
+    /// independent loads in flight, [`chain::spread_slots`]); 1 goes back to one chain.
+    ///
+    /// The cursors are spread evenly from where the chase stands, the first going on from
+    /// there. The lines the last-level cache holds are those the chase visited last, just
+    /// behind each cursor; in lockstep no cursor catches up with the trail of the one ahead
+    /// (on a chain of more than twice the cache), and cursors spread from the current
+    /// position head into stretches visited longest ago. Spread from the chain's start
+    /// instead, a cursor could land in the last stretch chased and hit the cache for up to
+    /// a cache's worth of loads.
+    pub fn set_chains(&mut self, n: usize) {
+        if let Some(&lead) = self.cursors.first() {
+            self.at = lead;
+        }
+        self.cursors = if n <= 1 {
+            Vec::new()
+        } else {
+            chain::spread_slots(self.region, self.ws, &self.spec, n, self.position)
+        };
+    }
+
+    /// The chains chased side by side (1 unless [`Self::set_chains`] asked for more).
+    pub fn chains(&self) -> usize {
+        self.cursors.len().max(1)
     }
 
     /// The first time it is called on this chain: `loads` dependent loads, at most once
@@ -37,7 +74,7 @@ impl<'r, 'a> Chaser<'r, 'a> {
     /// the points measured on it).
     pub fn warm_up(&mut self, loads: u64) {
         if !self.warmed {
-            self.run(loads.min(self.chain.elements as u64));
+            let _ = self.run(loads.min(self.chain.elements as u64));
             self.warmed = true;
         }
     }
@@ -47,11 +84,31 @@ impl<'r, 'a> Chaser<'r, 'a> {
         self.chain.elements
     }
 
-    /// Performs `loads` dependent loads (rounded up to a multiple of 16).
-    pub fn run(&mut self, loads: u64) {
-        // SAFETY: `at` is a slot of the chain, which lives in the borrowed region; every
-        // slot points at another slot (chain::build wrote all n of them).
-        self.at = unsafe { arch::chase::chase(self.at, loads) };
+    /// Performs about `loads` loads: dependent ones (rounded up to a multiple of 16), or
+    /// with several chains as many rounds of one load per chain as make `loads` (at least
+    /// one). Returns the loads performed.
+    pub fn run(&mut self, loads: u64) -> u64 {
+        if self.cursors.is_empty() {
+            // SAFETY: `at` is a slot of the chain, which lives in the borrowed region;
+            // every slot points at another slot (chain::build wrote all n of them).
+            self.at = unsafe { arch::chase::chase(self.at, loads) };
+            let done = loads.div_ceil(16).max(1) * 16;
+            self.advance(done);
+            return done;
+        }
+        let n = self.cursors.len() as u64;
+        let rounds = loads.div_ceil(n).max(1);
+        // SAFETY: every cursor is a slot of the chain (spread_slots over the same region,
+        // working set and spec as chain::build), and each slot points at another.
+        unsafe { arch::chase::chase_parallel(&mut self.cursors, rounds) };
+        self.advance(rounds);
+        rounds * n
+    }
+
+    /// Moves the recorded position `steps` along the cycle.
+    fn advance(&mut self, steps: u64) {
+        self.position =
+            (self.position + steps % self.chain.elements as u64) % self.chain.elements as u64;
     }
 
     /// Times `out.len()` single dependent loads, writing raw ticks (timer overhead
@@ -64,6 +121,7 @@ impl<'r, 'a> Chaser<'r, 'a> {
             self.at = next;
             *t = ticks;
         }
+        self.advance(out.len() as u64);
     }
 }
 
@@ -98,6 +156,55 @@ mod tests {
         c.run(16);
         assert_ne!(c.at, start);
         let mut ticks = vec![0u64; 100];
+        c.time_each(&mut ticks);
+        assert!(ticks.iter().all(|&t| t > 0));
+    }
+
+    /// Chains chased side by side start evenly spread over the one cycle from where the
+    /// chase stands and follow it: after n / N rounds each cursor stands where the next one
+    /// started, for every order; back to one chain, the chase goes on from the first.
+    #[test]
+    fn parallel_chains_follow_disjoint_stretches_of_the_cycle() {
+        for order in [Order::Random, Order::Sequential, Order::RandomInPage] {
+            let mut b = Box::new(Buf([0; 1 << 16]));
+            let mut r = Region::from_slice(&mut b.0);
+            let spec = ChainSpec {
+                order,
+                ..ChainSpec::default()
+            };
+            let mut c = Chaser::build(&mut r, 1 << 16, &spec).unwrap();
+            let n = c.elements() as u64; // 1024
+            c.run(48); // not at the start: the cursors spread from here
+            let mut lead = c.at;
+            for chains in [2usize, 4, 8, 32] {
+                c.set_chains(chains);
+                assert_eq!(c.chains(), chains);
+                let from = c.cursors.clone();
+                assert_eq!(
+                    from[0], lead,
+                    "{order:?}: the first cursor goes on from the chase"
+                );
+                let mut distinct = from.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(distinct.len(), chains, "{order:?}: cursors apart");
+                let step = n / chains as u64;
+                assert_eq!(c.run(step * chains as u64), step * chains as u64);
+                let mut want = from.clone();
+                want.rotate_left(1);
+                assert_eq!(c.cursors, want, "{order:?} {chains}");
+                lead = c.cursors[0];
+            }
+            c.set_chains(1);
+            assert_eq!((c.chains(), c.at), (1, lead));
+            // One chain from the lead: n loads go once around to it.
+            assert_eq!(c.run(n), n);
+            assert_eq!(c.at, lead);
+        }
+        let mut ticks = vec![0u64; 1];
+        let mut b = Box::new(Buf([0; 1 << 16]));
+        let mut r = Region::from_slice(&mut b.0);
+        let mut c = Chaser::build(&mut r, 1 << 16, &ChainSpec::default()).unwrap();
         c.time_each(&mut ticks);
         assert!(ticks.iter().all(|&t| t > 0));
         assert!(single_timing_overhead(101) > 0);

@@ -57,6 +57,13 @@ pub struct Params {
     /// Put every pointer at offset 0 of its element instead of spreading them (the mixer).
     #[arg(long)]
     pub no_mix: bool,
+    /// Block-access latency (memory-level parallelism) at the largest working set: chase
+    /// this many stretches of the chain side by side (count axis, e.g. 1..32:x2, the
+    /// default when the option is given bare) and give the ns per load of each, as MEMO's
+    /// block-access test does. A tier whose per-load time falls as the chains grow
+    /// overlaps its misses.
+    #[arg(long, value_name = "AXIS", num_args = 0..=1, default_missing_value = "1..32:x2")]
+    pub mlp: Option<String>,
     /// Repetitions per point, at least (one more is run first and dropped; more until --precision is met) [default: 5; 15 with --full].
     #[arg(long)]
     pub reps: Option<Count>,
@@ -121,6 +128,8 @@ pub struct Plan {
     cpu: usize,
     repetition: LatencyPlan,
     samples: usize,
+    /// Chains chased side by side at the largest working set (`--mlp`); empty for none.
+    mlp: Vec<usize>,
     /// Whether the sweep's end is `auto`.
     size_source: Source,
     /// What the defaults left out on this CPU, for every record.
@@ -140,6 +149,19 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
             Bytes(*sizes.iter().min().unwrap_or(&0))
         )));
     }
+    let mlp = match &a.mlp {
+        None => Vec::new(),
+        Some(axis) => {
+            let v = parse_axis(axis, AxisKind::Count).map_err(|e| usage(e.to_string()))?;
+            let largest = *sizes.iter().max().unwrap_or(&0) / element as u64;
+            if let Some(&bad) = v.iter().find(|&&n| n == 0 || n > 64 || n > largest) {
+                return Err(usage(format!(
+                    "--mlp {bad}: chase between 1 and 64 chains side by side, and no more than the largest working set has elements"
+                )));
+            }
+            v.into_iter().map(|n| n as usize).collect()
+        }
+    };
     // --full changes only the defaults: an explicit option always wins.
     let reps = a.reps.map_or(if a.full { 15 } else { 5 }, |r| r.0);
     // The distribution times single loads, closed by rdtscp: asked for on a CPU without
@@ -173,6 +195,7 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
             rep_ns: if a.full { 200e6 } else { 40e6 },
         },
         samples,
+        mlp,
         size_source,
         note,
     })
@@ -206,9 +229,14 @@ impl Experiment for Latency {
     }
 }
 
-/// The points of one target's sweep (working set, ns per load of each repetition), and the
-/// per-load distribution at the largest.
-type Curve = (Vec<(u64, Repeated<f64>)>, Option<(Sampled, LogHistogram)>);
+/// The points of one target's sweep (working set, ns per load of each repetition), the
+/// per-load distribution at the largest, and the block-access points there (chains, ns
+/// per load).
+struct Curve {
+    points: Vec<(u64, Repeated<f64>)>,
+    dist: Option<(Sampled, LogHistogram)>,
+    mlp: Vec<(usize, Repeated<f64>)>,
+}
 
 /// How each point is repeated and watched: the policy, a fresh watch per point (cloned from
 /// this one), and how the distribution is sampled.
@@ -240,7 +268,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
             sampler: Sampler::new(run, &[p.cpu], Workers::Busy(1), &timer),
             block: run.block(),
         };
-        let (points, dist) = run.on_cpu(p.cpu, mapping.bytes_mut(), |bytes| {
+        let curve = run.on_cpu(p.cpu, mapping.bytes_mut(), |bytes| {
             sweep_target(
                 &mut Region::from_slice(bytes),
                 p,
@@ -250,7 +278,7 @@ fn measure(ctx: &mut Env, out: &mut dyn Output, p: &Plan) -> Result<()> {
                 &progress,
             )
         })??;
-        emit(run, p, points, dist, max_ws)?;
+        emit(run, p, curve, max_ws)?;
         run.check_interrupt()
     })?;
     h.finish()?;
@@ -274,12 +302,13 @@ fn sweep_target(
     };
     let samples = how.block.share(p.samples);
     let mut points = Vec::new();
-    let mut dist = None;
+    let (mut dist, mut mlp) = (None, Vec::new());
     for &ws in &p.sizes {
         if interrupt::check().is_err() {
             break; // the points so far are recorded, then the run stops
         }
         let with_distribution = ws == max_ws && p.samples > 0;
+        let chains: &[usize] = if ws == max_ws { &p.mlp } else { &[] };
         let measured = executor.run(
             || -> Result<_> {
                 let mut chaser = chaser(region, ws as usize, &chain)?;
@@ -291,9 +320,22 @@ fn sweep_target(
                     &how.policy,
                     &mut how.watch.clone(),
                 );
+                let ns = ns?;
                 let d = with_distribution
                     .then(|| chase_distribution(&mut chaser, timer, samples, &how.sampler));
-                Ok((ns?, d))
+                let mut blocks = Vec::new();
+                for &n in chains {
+                    chaser.set_chains(n);
+                    let per_load = chase_latency(
+                        &mut chaser,
+                        timer,
+                        rep_ns,
+                        &how.policy,
+                        &mut how.watch.clone(),
+                    )?;
+                    blocks.push((n, per_load));
+                }
+                Ok((ns, d, blocks))
             },
             || {
                 let ns = Executor::synthetic(how.policy.min, 1.0 + ws as f64 / 1e7);
@@ -301,28 +343,31 @@ fn sweep_target(
                     let s = Executor::synthetic(samples, 100.0);
                     (how.sampler.synthetic(&s), LogHistogram::of(&s, 4))
                 });
-                Ok((Repeated::fixed(ns, how.policy.target), d))
+                let blocks = chains
+                    .iter()
+                    .map(|&n| {
+                        let ns = Executor::synthetic(how.policy.min, 100.0 / n as f64);
+                        (n, Repeated::fixed(ns, how.policy.target))
+                    })
+                    .collect();
+                Ok((Repeated::fixed(ns, how.policy.target), d, blocks))
             },
         );
         if measured.is_err() && interrupt::check().is_err() {
             break; // stopped while its chain was written: the points before it are kept
         }
-        let (ns, d) = measured?;
+        let (ns, d, blocks) = measured?;
         dist = dist.or(d);
+        mlp.extend(blocks);
         points.push((ws, ns));
         progress.inc();
     }
-    Ok((points, dist))
+    Ok(Curve { points, dist, mlp })
 }
 
 /// The records of one target: a point per working set, then the distribution.
-fn emit(
-    run: &mut TargetRun<'_, '_>,
-    p: &Plan,
-    points: Vec<(u64, Repeated<f64>)>,
-    dist: Option<(Sampled, LogHistogram)>,
-    max_ws: u64,
-) -> Result<()> {
+fn emit(run: &mut TargetRun<'_, '_>, p: &Plan, curve: Curve, max_ws: u64) -> Result<()> {
+    let Curve { points, dist, mlp } = curve;
     for (ws, ns) in points {
         let r = run
             .record("latency")
@@ -354,6 +399,21 @@ fn emit(
         let mut r = point.annotate(r);
         r.metric = Some("latency_ns".into());
         r.histogram = Some(hist);
+        run.emit(&r)?;
+    }
+    for (chains, ns) in mlp {
+        let r = run
+            .record("latency-mlp")
+            .param(p::PATTERN, p.chain.order.pattern().name())
+            .param(p::ELEMENT_BYTES, p.chain.element)
+            .param(p::WORKING_SET_BYTES, max_ws)
+            .param(p::CHAINS, chains)
+            .param(p::SIZE_SOURCE, p.size_source.name());
+        let mut r = with_repetitions(r, &ns);
+        if let Some(cv) = r.summary.as_ref().map(|s| s.cv()) {
+            r = r.value(v::CV, cv);
+        }
+        r.metric = Some("latency_ns".into());
         run.emit(&r)?;
     }
     Ok(())

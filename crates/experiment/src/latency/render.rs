@@ -21,8 +21,8 @@ struct Point {
     half_width: String,
 }
 
-/// One target's curve and its distribution record.
-type Curve<'r> = (&'r str, Vec<Point>, Option<&'r Record>);
+/// One target's curve, its distribution record and its block-access records.
+type Curve<'r> = (&'r str, Vec<Point>, Option<&'r Record>, Vec<&'r Record>);
 
 /// Where the latency curve steps up: the last point before each rise of more than 25 %
 /// between neighbouring points (`core::knee::steps`; a cache level ends over a range of
@@ -35,13 +35,18 @@ fn plateau_ends(points: &[Point]) -> Vec<(u64, f64)> {
 /// The curves of the records, a target each in the order measured.
 fn curves(records: &[Record]) -> Vec<Curve<'_>> {
     let mut curves: Vec<Curve> = Vec::new();
-    let ours = |r: &&Record| matches!(r.experiment.as_str(), "latency" | "latency-distribution");
+    let ours = |r: &&Record| {
+        matches!(
+            r.experiment.as_str(),
+            "latency" | "latency-distribution" | "latency-mlp"
+        )
+    };
     for r in records.iter().filter(ours) {
         let Some(spec) = r.spec() else {
             continue;
         };
         if !curves.iter().any(|c| c.0 == spec) {
-            curves.push((spec, Vec::new(), None));
+            curves.push((spec, Vec::new(), None, Vec::new()));
         }
         let c = curves.iter_mut().find(|c| c.0 == spec).expect("pushed");
         match (r.experiment.as_str(), &r.summary) {
@@ -51,6 +56,7 @@ fn curves(records: &[Record]) -> Vec<Curve<'_>> {
                 half_width: half_width(r),
             }),
             ("latency-distribution", _) => c.2 = Some(r),
+            ("latency-mlp", Some(_)) => c.3.push(r),
             _ => {}
         }
     }
@@ -69,7 +75,7 @@ pub fn render(records: &[Record]) -> String {
     let pattern = first.text(p::PATTERN).unwrap_or("?");
     let caches = cpu::caches(&SysRoot::host(), 0);
     let levels: Vec<&cpu::Cache> = caches.iter().filter(|c| c.kind != "Instruction").collect();
-    for (target, points, dist) in &curves {
+    for (target, points, dist, mlp) in &curves {
         let _ = writeln!(
             out,
             "{target}: {pattern} chain, {}-byte elements{}",
@@ -98,6 +104,7 @@ pub fn render(records: &[Record]) -> String {
             );
             out += &crate::render::histogram::text(h);
         }
+        out += &mlp_table(points, mlp);
         out.push('\n');
     }
     out += &side_by_side(&curves, pattern);
@@ -143,6 +150,36 @@ fn curve_table(points: &[Point], levels: &[&cpu::Cache]) -> String {
     out
 }
 
+/// The block-access points: ns per load with n chains side by side, and the overlap, the
+/// single chain's ns per load (its own point, else the curve's at that working set) over
+/// this one's.
+fn mlp_table(points: &[Point], mlp: &[&Record]) -> String {
+    let Some(first) = mlp.first() else {
+        return String::new();
+    };
+    let ws = first.count(p::WORKING_SET_BYTES).unwrap_or(0);
+    let ns = |r: &Record| r.summary.as_ref().map_or(f64::NAN, |s| s.p50);
+    let single = mlp
+        .iter()
+        .find(|r| r.count(p::CHAINS) == Some(1))
+        .map(|r| ns(r))
+        .or_else(|| points.iter().find(|p| p.ws == ws).map(|p| p.summary.p50));
+    let mut t = Table::new(&["chains", "ns/load", "95% ci", "overlap x"]);
+    for r in mlp {
+        t.row(vec![
+            r.count(p::CHAINS).map_or("?".into(), |n| n.to_string()),
+            format!("{:.2}", ns(r)),
+            half_width(r),
+            single.map_or("-".into(), |one| format!("{:.2}", one / ns(r))),
+        ]);
+    }
+    format!(
+        "block access at {} (chains chased side by side; overlap = one chain's ns/load over this):\n{}\n",
+        Bytes(ws),
+        t.render()
+    )
+}
+
 /// With two targets or more: each at the largest working set, against the first.
 fn side_by_side(curves: &[Curve<'_>], pattern: &str) -> String {
     let mut out = String::new();
@@ -150,7 +187,7 @@ fn side_by_side(curves: &[Curve<'_>], pattern: &str) -> String {
         && let Some(fp) = curves[0].1.last()
     {
         let _ = writeln!(out, "at {} ({pattern}):", Bytes(fp.ws));
-        for (target, points, _) in curves {
+        for (target, points, _, _) in curves {
             if let Some(p) = points.last() {
                 let _ = writeln!(
                     out,

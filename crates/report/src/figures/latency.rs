@@ -137,3 +137,49 @@ impl Figure for LatencyHistogram {
         })
     }
 }
+
+/// Block-access latency (`latency --mlp`, MEMO's block-access test): ns per load against
+/// the chains chased side by side, a curve per target: how far each tier overlaps misses.
+pub struct BlockAccessLatency;
+
+impl Figure for BlockAccessLatency {
+    fn id(&self) -> &'static str {
+        "latency-mlp"
+    }
+    fn title(&self) -> &'static str {
+        "Block-access latency: loads in flight (memory-level parallelism)"
+    }
+    fn experiments(&self) -> &'static [&'static str] {
+        &["latency-mlp"]
+    }
+    fn render(&self, records: &[Record], ctx: &Ctx) -> Option<Panel> {
+        let recs: Vec<&Record> = data::of(records, "latency-mlp").collect();
+        let curves = group(recs.iter().filter_map(|r| {
+            let key = (data::target(r).to_string(), r.text(p::PATTERN)?.to_string());
+            Some((key, r.count(p::CHAINS)? as f64, estimate(r)?))
+        }));
+        if curves.is_empty() {
+            return None;
+        }
+        let series = curves
+            .iter()
+            .map(|((t, p), pts)| series(format!("{t} {p}"), ctx.colour(t), pts))
+            .collect();
+        let svg = plot::line_chart(&LineChart {
+            x_label: "chains chased side by side (loads in flight)".into(),
+            y_label: "ns per load (median)".into(),
+            x: Axis::Count,
+            y: Axis::Linear,
+            series,
+            vmarks: vec![],
+            hmarks: vec![],
+            points: vec![],
+            flag: page_size_flag(recs.iter().copied()),
+        });
+        Some(Panel {
+            svgs: vec![svg],
+            table: None,
+            targets: data::targets(recs.iter().copied()),
+        })
+    }
+}

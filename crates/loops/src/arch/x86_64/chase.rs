@@ -33,6 +33,25 @@ pub unsafe fn chase(mut p: *const usize, loads: u64) -> *const usize {
     p
 }
 
+/// Follows `cursors.len()` chains side by side for `rounds` rounds: each round loads the
+/// next slot of every chain in turn. A load depends only on the previous load of its own
+/// chain, so the core can have one miss in flight per chain (memory-level parallelism,
+/// up to its fill buffers); each cursor is kept in `cursors` (an L1 hit and a store
+/// forward per load, a few cycles against a miss).
+///
+/// # Safety
+/// Every cursor must be a slot of a chain as for [`chase`].
+#[inline(never)]
+pub unsafe fn chase_parallel(cursors: &mut [*const usize], rounds: u64) {
+    for _ in 0..rounds {
+        for c in cursors.iter_mut() {
+            // SAFETY: the caller guarantees each cursor points at a valid slot, whose
+            // word is the next slot.
+            *c = unsafe { core::ptr::read_volatile(*c) } as *const usize;
+        }
+    }
+}
+
 /// One dependent load between serialising timestamp reads (`pmscope_sys::tsc::start` and
 /// `stop`, the same discipline as every timed access): returns the next pointer and
 /// the ticks elapsed, which include the timer's own overhead (`ops::timed_nothing`).
