@@ -24,6 +24,7 @@ pub mod achieved;
 pub mod best;
 pub mod blocks;
 pub mod cpulist;
+pub mod fence;
 pub mod key;
 pub mod knee;
 pub mod precision;

@@ -23,6 +23,7 @@ mod warnings;
 pub use figures::{FIGURES, Figure, Panel};
 pub use html::{html, svg_files};
 pub use observations::{Observation, Verdict, observations, plateau_ends};
+pub use plot::MAX_CURVES;
 pub use reference::Reference;
 
 use pmscope_core::record::Record;

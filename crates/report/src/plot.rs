@@ -392,7 +392,39 @@ pub fn line_chart(c: &LineChart) -> String {
         draw_legend(&right, &entries, top);
         let _ = body.present();
     }
-    svg
+    described(
+        svg,
+        &format!(
+            "line chart of {} curves: {}",
+            c.series.len(),
+            c.series
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    )
+}
+
+/// The most curves one axis draws: beyond it a figure draws small multiples (one panel
+/// per op or per target), as a reader cannot tell more lines apart on one axis.
+pub const MAX_CURVES: usize = 6;
+
+/// `svg` with an accessible description (`<desc>`, which screen readers read and browsers
+/// do not draw) right after its root element: what the chart shows, curve by curve.
+fn described(svg: String, text: &str) -> String {
+    let Some(open) = svg
+        .find("<svg")
+        .and_then(|at| svg[at..].find('>').map(|e| at + e + 1))
+    else {
+        return svg;
+    };
+    format!(
+        "{}<desc>{}</desc>{}",
+        &svg[..open],
+        crate::markup::esc(text),
+        &svg[open..]
+    )
 }
 
 /// A line chart's vertical marks (labelled near the top) and horizontal marks (dashed,
@@ -564,7 +596,19 @@ pub fn bar_chart(c: &BarChart) -> String {
         draw_legend(&right, &entries, top);
         let _ = body.present();
     }
-    svg
+    described(
+        svg,
+        &format!(
+            "bar chart of {} groups over {} categories: {}",
+            c.groups.len(),
+            c.categories.len(),
+            c.groups
+                .iter()
+                .map(|g| g.0.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    )
 }
 
 fn svg_error() -> String {

@@ -10,7 +10,8 @@ use pmscope_core::vocab::check_record;
 use pmscope_core::vocab::{p, v};
 use pmscope_core::warning::Warning;
 use pmscope_report::{
-    CacheLevel, FIGURES, Options, Reference, Run, Verdict, html, observations, svg_files,
+    CacheLevel, FIGURES, MAX_CURVES, Options, Reference, Run, Verdict, html, observations,
+    svg_files,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -112,6 +113,51 @@ impl Gen {
                 count: vec![10, 800, 150, 30, 10],
             });
             out.push(d);
+            // Seed 001's buffer probes: read-buffer (rand), write-buffer (seq and rand).
+            for (probe, patterns) in [
+                ("read-buffer", &["rand"][..]),
+                ("write-buffer", &["seq", "rand"][..]),
+            ] {
+                for pattern in patterns {
+                    for lines in 1..=4u64 {
+                        for shift in 10..=16u32 {
+                            let ws = 1u64 << shift;
+                            let ns =
+                                if ws <= 16 << 10 { 100.0 } else { 300.0 } + 10.0 * lines as f64;
+                            out.push(
+                                self.rec("probe", t, ns)
+                                    .param(p::PROBE, probe)
+                                    .param(p::WORKING_SET_BYTES, ws)
+                                    .param(p::SAMPLES, 1000)
+                                    .param(p::LINES, lines)
+                                    .param(p::PATTERN, *pattern),
+                            );
+                        }
+                        let mut knee = self
+                            .rec("probe-knee", t, 0.0)
+                            .param(p::PROBE, probe)
+                            .param(p::KNEE_FOUND, true)
+                            .param(p::LINES, lines)
+                            .param(p::PATTERN, *pattern)
+                            .value(v::KNEE_BYTES, 16384.0)
+                            .value(v::BEFORE_NS, 100.0 + 10.0 * lines as f64)
+                            .value(v::AFTER_NS, 300.0 + 10.0 * lines as f64);
+                        knee.summary = None;
+                        knee.metric = None;
+                        out.push(knee);
+                    }
+                }
+            }
+            for chains in [1u64, 2, 4, 8, 16] {
+                out.push(
+                    self.rec("latency-mlp", t, 90.0 / (chains as f64).min(10.0))
+                        .param(p::PATTERN, "rand")
+                        .param(p::ELEMENT_BYTES, 64)
+                        .param(p::WORKING_SET_BYTES, 1u64 << 26)
+                        .param(p::CHAINS, chains)
+                        .value(v::CV, 0.02),
+                );
+            }
             for (op, ns) in [
                 ("load", 95.0),
                 ("store", 30.0),
@@ -240,6 +286,7 @@ impl Gen {
             }
             for (option, op, gb) in [
                 ("store bare", "store", 6.0),
+                ("store clwb", "store+clwb", 4.0),
                 ("store clwb+F", "store+clwb", 2.0),
                 ("store nt+F", "ntstore", 3.0),
             ] {
@@ -528,6 +575,13 @@ fn every_figure_is_drawn_with_data_captions_flags_and_warnings() {
             fig.id()
         );
     }
+    // Seed 002's headline beside the sync bars: 4 GB/s -> 2 GB/s on one thread is 16 ns
+    // -> 32 ns per 64-byte block.
+    assert!(
+        section(&html, "sync")
+            .contains("<td>store clwb+F</td><td>seq</td><td>-50%, +16.0 ns/block</td>"),
+        "fence cost table"
+    );
     let poly = section(&html, "poly");
     assert!(
         poly.contains("<th>dram:4k ref (s)</th><th>dram:4k opt (s)</th><th>ratio</th>"),
@@ -1116,4 +1170,27 @@ fn table5_marks_points_that_missed_their_precision_target() {
     );
     assert!(t5.contains("† the point missed its precision target"));
     assert!(page.contains("Disturbed repetitions</b>"));
+}
+
+/// No axis draws more curves than a reader can tell apart ([`MAX_CURVES`]): a figure with
+/// more draws small multiples. Each chart's accessible description counts its curves.
+#[test]
+fn no_axis_draws_more_curves_than_a_reader_can_tell_apart() {
+    let html = html(&runs(), &options());
+    let mut charts = 0;
+    for desc in html.split("<desc>").skip(1) {
+        let text = &desc[..desc.find("</desc>").expect("closed")];
+        if let Some(rest) = text.strip_prefix("line chart of ") {
+            let n: usize = rest.split(' ').next().unwrap().parse().unwrap();
+            assert!(n <= MAX_CURVES, "{text}");
+            charts += 1;
+        }
+    }
+    assert!(charts >= 10, "{charts} line charts described");
+    // The instruction histograms: one chart per sequence.
+    let s = section(&html, "inst-histogram");
+    assert!(
+        s.matches("<desc>line chart").count() >= 2 * 5,
+        "two runs, five sequences"
+    );
 }

@@ -2,6 +2,7 @@
 
 use crate::render::fields::{by_target, short_reason};
 use crate::render::table::Table;
+use pmscope_core::fence::fence_cost;
 use pmscope_core::record::Record;
 use pmscope_core::vocab::{p, v};
 
@@ -21,8 +22,16 @@ pub fn render(records: &[Record]) -> String {
             first.count(p::UNIT_BYTES).unwrap_or_default(),
             if threads == 1 { "" } else { "s" },
         );
-        let mut t = Table::new(&["option", "pattern", "GB/s", "min", "max", "M instr/s"]);
-        for r in rows {
+        let mut t = Table::new(&[
+            "option",
+            "pattern",
+            "GB/s",
+            "min",
+            "max",
+            "M instr/s",
+            "x -> x+F",
+        ]);
+        for r in &rows {
             let (name, pattern) = (
                 r.text(p::OPTION).unwrap_or_default().to_string(),
                 r.text(p::PATTERN).unwrap_or_default().to_string(),
@@ -38,6 +47,7 @@ pub fn render(records: &[Record]) -> String {
                         "{:.0}",
                         r.val(v::MILLION_INSTRUCTIONS_PER_S).unwrap_or_default()
                     ),
+                    fence_cost(&rows, r).map_or(String::new(), |c| c.to_string()),
                 ]),
                 None => t.row(vec![
                     name,
@@ -49,10 +59,12 @@ pub fn render(records: &[Record]) -> String {
                     "-".into(),
                     "-".into(),
                     "-".into(),
+                    String::new(),
                 ]),
             }
         }
-        out += &format!("{}\n\n", t.render());
+        out += &format!("{}\n", t.render());
+        out += "x -> x+F: what the fence after each block costs (seed 002's headline): the +F option's throughput against the option without it, and the time it adds per block on each thread\n\n";
     }
     out
 }

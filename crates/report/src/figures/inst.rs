@@ -233,8 +233,10 @@ impl Figure for Table5 {
     }
 }
 
-/// Per-access latency histograms of `inst` cells (seed 003 Figures 6-7): one curve per
-/// target, sequence and pattern at the smallest access size, fence-free where measured.
+/// Per-access latency histograms of `inst` cells (seed 003 Figures 6-7): small multiples,
+/// one chart per instruction sequence, one curve per target and pattern in it, at the
+/// smallest access size, fence-free where measured. (All on one axis, two targets drew 12
+/// curves in two shades of each colour: unreadable.)
 pub struct InstHistogram;
 
 impl Figure for InstHistogram {
@@ -255,10 +257,12 @@ impl Figure for InstHistogram {
         let size = *sizes(&recs).first()?;
         let targets = data::targets(recs.iter().copied());
         let fences = ["none", "sfence", "mfence"];
-        let mut series = Vec::new();
+        let mut svgs = Vec::new();
         let mut shown = Vec::new();
-        for t in &targets {
-            for (op, _) in SEQUENCES {
+        for (op, _) in SEQUENCES {
+            let mut series = Vec::new();
+            let mut drawn = Vec::new();
+            for t in &targets {
                 for pattern in [SEQ, RAND] {
                     let Some(r) = inst_pick(&recs, t, op, pattern, size, &fences) else {
                         continue;
@@ -266,7 +270,7 @@ impl Figure for InstHistogram {
                     let h = r.histogram.as_ref().expect("filtered");
                     let colour = ctx.colour(t);
                     series.push(Series {
-                        name: format!("{t} {op} {pattern} {size} B"),
+                        name: format!("{op} {size} B: {t} {pattern}"),
                         colour: if pattern == SEQ {
                             plot::light(colour)
                         } else {
@@ -275,16 +279,20 @@ impl Figure for InstHistogram {
                         points: histogram_points(h),
                         intervals: vec![],
                     });
-                    shown.push(r);
+                    drawn.push(r);
                 }
             }
+            if series.is_empty() {
+                continue;
+            }
+            svgs.push(histogram_chart(series, "access", drawn.iter().copied()));
+            shown.extend(drawn);
         }
-        if series.is_empty() {
+        if svgs.is_empty() {
             return None;
         }
-        let svg = histogram_chart(series, "access", shown.iter().copied());
         Some(Panel {
-            svgs: vec![svg],
+            svgs,
             table: None,
             targets: data::targets(shown.iter().copied()),
         })

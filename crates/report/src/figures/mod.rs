@@ -9,6 +9,7 @@ mod kv;
 mod latency;
 mod loaded;
 mod poly;
+mod probe;
 mod rap;
 mod sync;
 
@@ -72,6 +73,7 @@ pub trait Figure: Sync {
 pub static FIGURES: &[&dyn Figure] = &[
     &latency::LatencyVsWorkingSet,
     &latency::LatencyHistogram,
+    &latency::BlockAccessLatency,
     &inst::InstructionLatency,
     &inst::Table5,
     &inst::InstHistogram,
@@ -88,6 +90,7 @@ pub static FIGURES: &[&dyn Figure] = &[
     &files::FioBandwidth,
     &kv::KvThroughput,
     &poly::PolyKernels,
+    &probe::BufferProbes,
 ];
 
 /// The flag drawn on a figure comparing targets whose verified page sizes differ (seed
