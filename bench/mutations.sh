@@ -116,8 +116,42 @@ NOISE = ("pmscope-store", ("--lib",), (
     "compare::noise::tests::a_per_run_floor_counts_runs_not_blocks",
 ))
 
+# Issues 43, 44 and 46 (2026-11-30): the streamed out-group, chains side by side, the
+# fence's cost, small multiples.
+STREAM = ("pmscope-workload", ("--lib",), (
+    "kmer::build::tests::streamed_inputs_mark_and_count_as_genomes_read_whole",
+))
+CHAINS = ("pmscope-loops", ("--lib",), (
+    "chase::tests::parallel_chains_follow_disjoint_stretches_of_the_cycle",
+))
+FENCE = ("pmscope-core", ("--lib",), (
+    "fence::tests::the_plus_f_option_against_the_same_option_without_the_fence",
+))
+CURVES = ("pmscope-report", ("--test", "report"), (
+    "no_axis_draws_more_curves_than_a_reader_can_tell_apart",
+))
+
 # (name, file, original text, mutated text, (crate, test target, tests in the order run))
 MUTATIONS = [
+    ("stream: the k - 1 bases before a chunk's edge are not carried", f"{W}/build.rs",
+     "                carry.extend_from_slice(&window[window.len().saturating_sub(k - 1)..]);\n",
+     "", STREAM),
+    ("stream: a record's skipped windows miscounted (half its k-mers subtracted)", f"{W}/build.rs",
+     "    stats.skipped_kmers += (bases + 1).saturating_sub(k as u64) - valid;",
+     "    stats.skipped_kmers += (bases + 1).saturating_sub(k as u64) - valid / 2;", STREAM),
+    ("chains: spread from the chain's start, not from where the chase stands",
+     "crates/loops/src/chase.rs",
+     "chain::spread_slots(self.region, self.ws, &self.spec, n, self.position)",
+     "chain::spread_slots(self.region, self.ws, &self.spec, n, 0)", CHAINS),
+    ("chains: one cursor's loads only (a cursor skipped each round)", "crates/loops/src/arch/x86_64/chase.rs",
+     "        for c in cursors.iter_mut() {",
+     "        for c in cursors.iter_mut().skip(1) {", CHAINS),
+    ("fence: x+F set against the bare option of another pattern", "crates/core/src/fence.rs",
+     "        .find(|o| o.text(p::OPTION) == Some(bare) && o.text(p::PATTERN) == pattern)?;",
+     "        .find(|o| o.text(p::OPTION) == Some(bare))?;", FENCE),
+    ("curves: a probe's curves all on one axis", "crates/report/src/figures/probe.rs",
+     "            for part in curves.chunks(MAX_CURVES) {",
+     "            for part in curves.chunks(usize::MAX) {", CURVES),
     ("pool memory: flush_all skips the first line of each group", f"{SP}/pool_words.rs",
      "        for &i in words {\n            self.persister.flush_word(&all[i]);",
      "        for &i in words.iter().skip(1) {\n            self.persister.flush_word(&all[i]);", CHECK),
