@@ -474,8 +474,8 @@ impl<const W: usize> WithTable<W> for Words<'_, '_> {
 /// the pool's threads; returns their genomes, the left ones first, and how many are left
 /// ones. The first failing file in argument order is the error. The files go to the
 /// threads largest first, one at a time, so one large file read last does not leave the
-/// other threads idle (reading the two groups one after the other left a thread idle for
-/// most of a file at the end of each, a third of the parse of primers on 2 threads).
+/// other threads idle (reading the two groups one after the other could leave a thread
+/// idle at the end of each).
 fn read_groups<G: Send>(
     (left_files, right_files): (&[PathBuf], &[PathBuf]),
     pool: &rayon::ThreadPool,
