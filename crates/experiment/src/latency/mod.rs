@@ -152,7 +152,8 @@ fn plan(ctx: &mut Env, a: &Params) -> Result<Plan> {
     let mlp = match &a.mlp {
         None => Vec::new(),
         Some(axis) => {
-            let v = parse_axis(axis, AxisKind::Count).map_err(|e| usage(e.to_string()))?;
+            let v = parse_axis(axis, AxisKind::Count)
+                .map_err(|e| usage(format!("--mlp {axis}: {e}")))?;
             let largest = *sizes.iter().max().unwrap_or(&0) / element as u64;
             if let Some(&bad) = v.iter().find(|&&n| n == 0 || n > 64 || n > largest) {
                 return Err(usage(format!(
