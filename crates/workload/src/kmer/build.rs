@@ -657,30 +657,31 @@ impl<const W: usize> Driver<W> {
     ) -> Result<u64, PinError> {
         let parts = self.shares(genome, k);
         let (hits, _) = self.workers.run(|w| {
-            let mut hits = 0u64;
-            let mut ring = Ring::new((Kmer::<W>::ZERO, 0u64));
-            let mut poll = StopPoll::new();
+            let mut marker = self.marker(table, filter, k);
             parts.for_each(w, |a, b| {
-                let seq = &genome.seq[a..b];
-                filter.for_each_candidate(seq, |start| {
-                    if poll.stopped() {
-                        return;
-                    }
-                    let Some(read) = Kmer::<W>::from_bases(&seq[start..start + k]) else {
-                        return;
-                    };
-                    let kmer = read.canonical(k);
-                    let hash = kmer.hash();
-                    table.prefetch(hash);
-                    if let Some((x, h)) = ring.push((kmer, hash)) {
-                        hits += u64::from(table.mark(&x, h).is_some());
-                    }
-                });
+                marker.scan(&genome.seq[a..b]);
             });
-            ring.drain(|(x, h)| hits += u64::from(table.mark(&x, h).is_some()));
-            hits
+            marker.finish()
         })?;
         Ok(hits.iter().sum())
+    }
+
+    /// A worker's [`Marker`] of `table` behind `filter`.
+    fn marker<'a, T: KmerTable<W>>(
+        &self,
+        table: &'a T,
+        filter: &'a StrandFilter,
+        k: usize,
+    ) -> Marker<'a, W, T> {
+        Marker {
+            table,
+            filter,
+            k,
+            chunk: self.stream_chunk,
+            ring: Ring::new((Kmer::<W>::ZERO, 0u64)),
+            poll: StopPoll::new(),
+            hits: 0,
+        }
     }
 
     /// Marks every k-mer of the `inputs` that the table holds, asking `filter` first (as
@@ -703,15 +704,7 @@ impl<const W: usize> Driver<W> {
         let results: Vec<Mutex<Option<InputRead>>> =
             inputs.iter().map(|_| Mutex::new(None)).collect();
         let (hits, _) = self.workers.run(|_| {
-            let mut marker = Marker {
-                table,
-                filter,
-                k,
-                chunk: self.stream_chunk,
-                ring: Ring::new((Kmer::<W>::ZERO, 0u64)),
-                poll: StopPoll::new(),
-                hits: 0,
-            };
+            let mut marker = self.marker(table, filter, k);
             while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                 if marker.poll.stopped {
                     break; // the job ends at the next phase boundary
@@ -719,11 +712,7 @@ impl<const W: usize> Driver<W> {
                 let r = marker.input(&inputs[i], split);
                 *results[i].lock().expect("no worker panics holding it") = Some(r);
             }
-            let Marker {
-                mut ring, mut hits, ..
-            } = marker;
-            ring.drain(|(x, h)| hits += u64::from(table.mark(&x, h).is_some()));
-            hits
+            marker.finish()
         })?;
         let results = results
             .into_iter()
@@ -760,8 +749,8 @@ pub struct StreamedGenome {
     pub stats: GenomeStats,
 }
 
-/// One worker's state while it marks streamed inputs: the lookups in flight, the signal
-/// watch and the lookups that found their k-mer.
+/// One worker's state while it marks the k-mers of a genome or a streamed input behind the
+/// filter: the lookups in flight, the signal watch and the lookups that found their k-mer.
 struct Marker<'a, const W: usize, T> {
     table: &'a T,
     filter: &'a StrandFilter,
@@ -800,6 +789,18 @@ impl<const W: usize, T: KmerTable<W>> Marker<'_, W, T> {
                 *hits += u64::from(table.mark(&x, h).is_some());
             }
         })
+    }
+
+    /// Marks what is still in flight; returns the lookups that found their k-mer.
+    fn finish(self) -> u64 {
+        let Marker {
+            table,
+            mut ring,
+            mut hits,
+            ..
+        } = self;
+        ring.drain(|(x, h)| hits += u64::from(table.mark(&x, h).is_some()));
+        hits
     }
 
     /// Streams one input: its genomes' counts, or its error (a malformed file, a genome
